@@ -1,0 +1,20 @@
+"""Alignment stage: which documents translate each other, then which of their sentences do.
+
+Documents are paired first (:mod:`.documents`, by language-neutral URLs), then the sentences of each
+document pair are aligned (:mod:`.sentences`, Gale-Church by length). :mod:`.evaluation` scores
+sentence alignments against gold beads for tests and benchmarks.
+"""
+
+from bitextflow.align.documents import Document, DocumentPair, align_by_url, normalise_language, url_key
+from bitextflow.align.sentences import Bead, align_sentences, sentence_pairs
+
+__all__ = [
+    "Bead",
+    "Document",
+    "DocumentPair",
+    "align_by_url",
+    "align_sentences",
+    "normalise_language",
+    "sentence_pairs",
+    "url_key",
+]

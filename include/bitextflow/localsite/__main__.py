@@ -1,0 +1,75 @@
+"""Command line: `python -m bitextflow.localsite build|serve` (the demo serves the site this way)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bitextflow.errors import BitextflowError
+from bitextflow.localsite.build import DEFAULT_LANGUAGES, Site, build_site
+from bitextflow.localsite.server import SiteServer, serve_forever
+from bitextflow.localsite.truth import Truth
+
+DEFAULT_PORT = 8765
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; user errors print one line on stderr and exit with status 1."""
+    args = _parser().parse_args(argv)
+    try:
+        started = time.monotonic()
+        site = build_site(args.cache, args.languages)
+        if args.command == "build":
+            _print_summary(site, time.monotonic() - started)
+        else:
+            serve_forever(site.docroot, args.port, on_ready=_announce)
+    except BitextflowError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m bitextflow.localsite", description="Build and serve the local multilingual test site."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="download the packages if needed and build the site")
+    serve = commands.add_parser("serve", help="build if needed, then serve on 127.0.0.1 until SIGINT/SIGTERM")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 = any free port)"
+    )
+    for command in (build, serve):
+        command.add_argument(
+            "--cache",
+            type=Path,
+            default=None,
+            help="cache directory (default $BITEXTFLOW_CACHE/localsite or ~/.cache/bitextflow/localsite)",
+        )
+        command.add_argument(
+            "--languages",
+            type=lambda value: [lang.strip() for lang in value.split(",") if lang.strip()],
+            default=list(DEFAULT_LANGUAGES),
+            help=f"comma-separated language codes (default {','.join(DEFAULT_LANGUAGES)})",
+        )
+    return parser
+
+
+def _print_summary(site: Site, seconds: float) -> None:
+    truth = Truth.load(site.cache_dir)
+    print(f"local site ready in {seconds:.1f} s: {site.docroot}")
+    print("pages: " + ", ".join(f"{lang} {count}" for lang, count in site.pages.items()))
+    first, *others = site.languages
+    pair_counts = ", ".join(f"{first}-{other} {len(truth.pairs(first, other))}" for other in others)
+    print(f"truth: {site.truth_path}" + (f" (translation pairs: {pair_counts})" if pair_counts else ""))
+
+
+def _announce(server: SiteServer) -> None:
+    print(f"serving the local site at {server.base_url} (stop with Ctrl-C or SIGTERM)", flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,392 @@
+"""Build the local multilingual website from Debian documentation packages.
+
+The site is the crawl target of the demo, the tests and the benchmarks. It is made of real translated
+manuals (the Debian Reference and the Installation Guide), laid out the way multilingual sites are:
+the Reference encodes the language in a file-name suffix (`/reference/ch01.es.html`, like Debian's
+content negotiation) and the Installation Guide in a directory (`/install/es/ch03s02.html`), so URL
+matching meets both styles. Every manual page gets a language switcher, a few pages exist in one
+language only, English-only news pages and a robots-protected directory are added, and non-HTML files
+are linked. Because the builder decides all of this, it also knows which pages are translations of
+which: it writes that truth outside the docroot, for measuring what the pipeline finds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import html
+import json
+import posixpath
+import re
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bitextflow.errors import StageError
+from bitextflow.localsite import generated
+from bitextflow.localsite.packages import FetchedPackage, fetch_packages
+from bitextflow.localsite.paths import DOCROOT_DIRNAME, TRUTH_FILENAME, default_cache_dir
+from bitextflow.localsite.truth import Truth
+
+# Bump whenever the output changes for the same packages, so that cached sites are rebuilt.
+BUILDER_VERSION = "1"
+DEFAULT_LANGUAGES: tuple[str, ...] = ("en", "es", "fr", "de")
+# Languages that both manuals are packaged in, with the name each language has in itself.
+ENDONYMS: dict[str, str] = {
+    "en": "English",
+    "es": "Español",
+    "fr": "Français",
+    "de": "Deutsch",
+    "it": "Italiano",
+    "pt": "Português",
+    "ja": "日本語",
+    "id": "Bahasa Indonesia",
+}
+
+REFERENCE_COMMON_PACKAGE = "debian-reference-common"
+REFERENCE_COMMON_DIR = "usr/share/debian-reference"
+INSTALL_PACKAGE = "installation-guide-amd64"
+INSTALL_DOC_DIR = "usr/share/doc/installation-guide-amd64"
+REFERENCE_IMAGES_TARBALL = "downloads/debian-reference-images.tar.gz"
+STAMP_FILENAME = "site.stamp.json"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One manual, and how its pages map from the package to the site.
+
+    `only_in` names pages whose other translations are dropped, so that the site has pages without a
+    translation, as real sites do; a page restricted to a language that is not built keeps them all.
+    `link_rewrites` replaces links to files the package does not ship.
+    """
+
+    title: str
+    package: str
+    source_dir: str
+    source_file: str
+    site_file: str
+    only_in: Mapping[str, str]
+    link_rewrites: Mapping[str, str]
+
+    def site_path(self, key: str, lang: str) -> str:
+        """The site-relative path of page `key` in `lang`."""
+        return self.site_file.format(key=key, lang=lang)
+
+
+REFERENCE = Section(
+    title="Debian Reference",
+    package="debian-reference-{lang}",
+    source_dir="usr/share/debian-reference",
+    source_file="{key}.{lang}.html",
+    site_file="reference/{key}.{lang}.html",
+    only_in={"ch10": "en", "ch11": "en"},
+    link_rewrites={},
+)
+INSTALL = Section(
+    title="Installation Guide",
+    package=INSTALL_PACKAGE,
+    source_dir=INSTALL_DOC_DIR + "/{lang}",
+    source_file="{key}.html",
+    site_file="install/{lang}/{key}.html",
+    only_in={"ch05s04": "es", "apds05": "es", "ch07s03": "fr"},
+    # The guide links to a one-page HTML edition that the package does not ship.
+    link_rewrites={"install.{lang}.html": "index.html"},
+)
+SECTIONS = (REFERENCE, INSTALL)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One page of a manual: its source file in each language it is published in (in build order)."""
+
+    section: Section
+    key: str
+    sources: Mapping[str, Path]
+
+    def site_path(self, lang: str) -> str:
+        """The site-relative path of this page in `lang`."""
+        return self.section.site_path(self.key, lang)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A built local site: where it is, and how many HTML documents each language has."""
+
+    cache_dir: Path
+    docroot: Path
+    truth_path: Path
+    languages: tuple[str, ...]
+    pages: Mapping[str, int]
+
+
+def build_site(cache_dir: Path | None = None, languages: Sequence[str] = DEFAULT_LANGUAGES) -> Site:
+    """Download the packages if needed and (re)build the docroot `<cache_dir>/site/`.
+
+    The docroot is rebuilt only when it is missing or when the package versions, the languages or the
+    builder version changed, so calling this before every crawl is cheap. The same inputs give the same
+    bytes. A file lock serialises concurrent builders (parallel tests, several Airflow tasks).
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    langs = _validated_languages(languages)
+    cache.mkdir(parents=True, exist_ok=True)
+    docroot = cache / DOCROOT_DIRNAME
+    truth_path = cache / TRUTH_FILENAME
+    stamp_path = cache / STAMP_FILENAME
+    with _exclusive_lock(cache / ".lock"):
+        packages = fetch_packages(_package_names(langs), cache)
+        stamp = {
+            "builder_version": BUILDER_VERSION,
+            "languages": list(langs),
+            "packages": {name: package.version for name, package in sorted(packages.items())},
+        }
+        if not (docroot.is_dir() and truth_path.is_file() and _read_stamp(stamp_path) == stamp):
+            stamp_path.unlink(missing_ok=True)
+            _assemble(cache, langs, packages)
+            stamp_path.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+    truth = Truth.load(cache)
+    return Site(cache, docroot, truth_path, langs, {lang: len(truth.documents(lang)) for lang in langs})
+
+
+def _validated_languages(languages: Sequence[str]) -> tuple[str, ...]:
+    """The requested languages without duplicates, in order; unknown ones are refused before any download."""
+    langs = tuple(dict.fromkeys(languages))
+    unknown = [lang for lang in langs if lang not in ENDONYMS]
+    if not langs or unknown:
+        raise StageError(
+            f"the local site cannot be built in {', '.join(unknown) or 'no language'}; "
+            f"choose among {', '.join(ENDONYMS)}"
+        )
+    return langs
+
+
+def _package_names(languages: Sequence[str]) -> list[str]:
+    """Every package the site needs: the Reference per language, its common files, and the guide."""
+    reference = [REFERENCE.package.format(lang=lang) for lang in languages]
+    return [*reference, REFERENCE_COMMON_PACKAGE, INSTALL_PACKAGE]
+
+
+def _read_stamp(stamp_path: Path) -> object:
+    """The stamp of the cached site, or None when there is none or it is unreadable."""
+    try:
+        return json.loads(stamp_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@contextmanager
+def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path` for the duration of the block."""
+    with lock_path.open("w") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+
+def _assemble(cache: Path, languages: tuple[str, ...], packages: Mapping[str, FetchedPackage]) -> None:
+    """Write the whole docroot beside the old one and swap it in, then write the truth file.
+
+    Building aside means a failed build never leaves a half-written site behind a valid stamp.
+    """
+    staging = cache / (DOCROOT_DIRNAME + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+
+    groups: list[dict[str, str]] = []
+    titles: dict[tuple[str, str], str] = {}
+    for section in SECTIONS:
+        documents = _discover(section, languages, packages)
+        for lang in languages:
+            rewrites = _link_rewrites(section, documents, lang)
+            for document in documents:
+                if lang not in document.sources:
+                    continue
+                page = _render_page(document, lang, languages, rewrites)
+                _write(staging, document.site_path(lang), page)
+                if document.key == "index":
+                    titles[section.title, lang] = _title_of(page, document.sources[lang])
+        groups.extend({lang: document.site_path(lang) for lang in document.sources} for document in documents)
+
+    _copy_reference_assets(packages[REFERENCE_COMMON_PACKAGE].root, staging)
+    _copy_install_assets(packages[INSTALL_PACKAGE].root, staging, languages)
+    _write_generated_pages(staging, languages, titles)
+    groups.extend({"en": path} for path in generated.NEWS_ARTICLES)
+
+    docroot = cache / DOCROOT_DIRNAME
+    shutil.rmtree(docroot, ignore_errors=True)
+    staging.rename(docroot)
+    truth = {
+        "builder_version": BUILDER_VERSION,
+        "languages": list(languages),
+        "groups": groups,
+        "disallowed": sorted(generated.PRIVATE_ARTICLES),
+    }
+    (cache / TRUTH_FILENAME).write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _discover(section: Section, languages: Sequence[str], packages: Mapping[str, FetchedPackage]) -> list[Document]:
+    """The pages of `section` found in the packages, with `only_in` pages reduced to their one language."""
+    sources: dict[str, dict[str, Path]] = {}
+    for lang in languages:
+        package = section.package.format(lang=lang)
+        directory = packages[package].root / section.source_dir.format(lang=lang)
+        if not directory.is_dir():
+            raise StageError(
+                f"package {package} has no {section.source_dir.format(lang=lang)}: its layout changed, "
+                f"so the {section.title} entry in bitextflow.localsite.build needs updating"
+            )
+        suffix = section.source_file.format(key="", lang=lang)
+        for source in directory.glob("*" + suffix):
+            sources.setdefault(source.name[: -len(suffix)], {})[lang] = source
+    documents = []
+    for key in sorted(sources):
+        by_language = sources[key]
+        only_language = section.only_in.get(key)
+        if only_language in by_language:
+            by_language = {only_language: by_language[only_language]}
+        documents.append(Document(section, key, by_language))
+    return documents
+
+
+def _link_rewrites(section: Section, documents: Sequence[Document], lang: str) -> dict[str, str]:
+    """How the pages of `section` in `lang` must rewrite their relative links to keep them working.
+
+    A link to a page missing in `lang` points to the page in the first built language that has it, as
+    sites do when they fall back to the original.
+    """
+    page_dir = posixpath.dirname(section.site_path("", lang))  # one directory per section and language
+    rewrites = {href.format(lang=lang): target for href, target in section.link_rewrites.items()}
+    for document in documents:
+        if lang not in document.sources:
+            fallback = document.site_path(next(iter(document.sources)))
+            rewrites[posixpath.basename(document.site_path(lang))] = posixpath.relpath(fallback, page_dir)
+    return rewrites
+
+
+_HREF = re.compile(r'\bhref="([^"#?]*)([^"]*)"')
+_BODY_OPEN = re.compile(r"<body\b[^>]*>")
+_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
+
+
+def _render_page(document: Document, lang: str, languages: Sequence[str], rewrites: Mapping[str, str]) -> str:
+    """The page as served: links rewritten and a language switcher at the top of <body>.
+
+    The source must be UTF-8 (all these packages are, and their pages declare it); decoding strictly
+    makes a package that changed encoding fail the build instead of serving mojibake.
+    """
+    source = document.sources[lang]
+    try:
+        text = source.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise StageError(f"{source} is not UTF-8 ({error.reason}); the local site serves UTF-8 only") from error
+
+    def rewrite(match: re.Match[str]) -> str:
+        target = rewrites.get(match.group(1))
+        return match.group(0) if target is None else f'href="{target}{match.group(2)}"'
+
+    text = _HREF.sub(rewrite, text)
+    body = _BODY_OPEN.search(text)
+    if body is None:
+        raise StageError(f"{source} has no <body> tag; cannot add the language switcher")
+    switcher = _language_switcher(document, lang, languages)
+    return f"{text[: body.end()]}\n{switcher}{text[body.end() :]}"
+
+
+def _language_switcher(document: Document, lang: str, languages: Sequence[str]) -> str:
+    """Links with hreflang and endonym to the same page in every other language that has it."""
+    items = []
+    for other in languages:
+        if other == lang:
+            items.append(f'<strong lang="{lang}">{ENDONYMS[lang]}</strong>')
+        elif other in document.sources:
+            href = "/" + document.site_path(other)
+            items.append(f'<a href="{href}" hreflang="{other}" lang="{other}">{ENDONYMS[other]}</a>')
+    return f'<div class="language-switcher">{" ".join(items)}</div>\n'
+
+
+def _title_of(page: str, source: Path) -> str:
+    """The plain-text <title> of a page, for the home page's links."""
+    match = _TITLE.search(page)
+    if match is None:
+        raise StageError(f"{source} has no <title>")
+    return " ".join(html.unescape(match.group(1)).split())
+
+
+def _copy_reference_assets(common_root: Path, docroot: Path) -> None:
+    """The Reference's stylesheet and navigation images, and a tarball of the images to download."""
+    source_dir = common_root / REFERENCE_COMMON_DIR
+    _copy(source_dir / "debian-reference.css", docroot / "reference" / "debian-reference.css")
+    images = sorted((source_dir / "images").iterdir())
+    for image in images:
+        _copy(image, docroot / "reference" / "images" / image.name)
+    _write(docroot, REFERENCE_IMAGES_TARBALL, generated.tarball([(f"images/{image.name}", image) for image in images]))
+
+
+def _copy_install_assets(install_root: Path, docroot: Path, languages: Sequence[str]) -> None:
+    """The guide's stylesheet and images per language, and the files its pages link to.
+
+    Its pages link to `install.<lang>.txt`, `install.<lang>.pdf` and `../example-preseed.txt`, which
+    the package ships gzipped; they are served uncompressed so that those links work.
+    """
+    doc_dir = install_root / INSTALL_DOC_DIR
+    for lang in languages:
+        source_dir = doc_dir / lang
+        target_dir = docroot / "install" / lang
+        _copy(source_dir / "install.css", target_dir / "install.css")
+        for image in sorted((source_dir / "images").iterdir()):
+            _copy(image, target_dir / "images" / image.name)
+        for extension in ("txt", "pdf"):
+            name = f"install.{lang}.{extension}"
+            (target_dir / name).write_bytes(gzip.decompress((source_dir / f"{name}.gz").read_bytes()))
+    (docroot / "install" / "example-preseed.txt").write_bytes(
+        gzip.decompress((doc_dir / "example-preseed.txt.gz").read_bytes())
+    )
+
+
+def _write_generated_pages(docroot: Path, languages: Sequence[str], titles: Mapping[tuple[str, str], str]) -> None:
+    """The home page, news, private pages, robots.txt and stylesheet."""
+    _write(docroot, "robots.txt", generated.robots_txt())
+    _write(docroot, generated.STYLESHEET_PATH, generated.stylesheet())
+    for path, article in {**generated.NEWS_ARTICLES, **generated.PRIVATE_ARTICLES}.items():
+        _write(docroot, path, generated.article_page(article))
+
+    sections = []
+    for lang in languages:
+        links = [
+            generated.Link("/" + section.site_path("index", lang), titles[section.title, lang], lang)
+            for section in SECTIONS
+            if (section.title, lang) in titles
+        ]
+        links += [
+            generated.Link(f"/install/{lang}/install.{lang}.{extension}", f"install.{lang}.{extension}", lang)
+            for extension in ("pdf", "txt")
+        ]
+        sections.append(generated.IndexSection(ENDONYMS[lang], links, lang))
+    news = [generated.Link("/" + path, article.title) for path, article in generated.NEWS_ARTICLES.items()]
+    downloads = [
+        generated.Link("/" + REFERENCE_IMAGES_TARBALL, "Debian Reference images (tar.gz)"),
+        generated.Link("/install/example-preseed.txt", "Example preseed file (text)"),
+    ]
+    private = [generated.Link("/" + path, article.title) for path, article in generated.PRIVATE_ARTICLES.items()]
+    sections += [
+        generated.IndexSection("News", news),
+        generated.IndexSection("Downloads", downloads),
+        generated.IndexSection("Staff only", private),
+    ]
+    _write(docroot, "index.html", generated.index_page(sections))
+
+
+def _write(docroot: Path, site_path: str, content: str | bytes) -> None:
+    """Write one file of the site, creating its directories; text is always UTF-8."""
+    target = docroot / site_path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Copy file contents only (no timestamps or modes), creating the target's directory."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)

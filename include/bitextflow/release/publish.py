@@ -1,0 +1,169 @@
+"""Publishing a corpus version under ``releases/<pair>/v<N>/`` in the object store.
+
+A version directory holds ``<pair>.tsv``, ``<pair>.tmx``, ``stats.json``, ``gate.json`` and, written
+last, ``release.json``: the manifest (version, pair, run id, creation time in UTC, sentence pairs,
+and each file's size and SHA-256). A release exists only once its manifest exists: readers
+(:func:`list_releases`, the release DAG, users) look at manifests only, so a crash half-way through
+leaves no half release, just files that the next attempt overwrites.
+
+Versions are numbered 1 + the highest version that has a manifest. Publishing is idempotent per run:
+if a manifest with the same ``run_id`` exists, that release is returned and nothing is written, so a
+retried Airflow task never creates an extra version.
+
+Two runs of the same pair must not publish at the same moment (both would pick the same N); the pair
+DAG serialises its publish task (``max_active_runs``/a pool of one), as S3 offers no portable
+compare-and-swap to detect it here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+import pandas as pd
+
+from bitextflow.counts import StageCounts
+from bitextflow.errors import StageError
+from bitextflow.release.formats import corpus_stats, write_tmx, write_tsv
+from bitextflow.storage import ObjectStore, safe_key_part
+
+RELEASES_PREFIX = "releases"
+MANIFEST_NAME = "release.json"
+
+_TSV_TYPE = "text/tab-separated-values; charset=utf-8"
+_TMX_TYPE = "application/xml"
+_JSON_TYPE = "application/json"
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """What callers need to find and cite a release; the manifest in the store holds the rest."""
+
+    version: int
+    pair: str
+    uri: str
+    sentence_pairs: int
+    created: str
+    run_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def release_prefix(pair: str, version: int) -> str:
+    """``releases/<pair>/v<N>/``; the trailing slash keeps v1 from matching v10 in listings."""
+    return f"{RELEASES_PREFIX}/{pair}/v{version}/"
+
+
+def _check_pair(pair: str) -> None:
+    if not pair or safe_key_part(pair) != pair:
+        raise StageError(f"pair name {pair!r} cannot be part of a storage key; use the config's pair, e.g. 'en-es'")
+
+
+def _manifests(store: ObjectStore, pair: str) -> list[tuple[int, dict[str, Any]]]:
+    """(version, manifest) for every published version of ``pair``, oldest first.
+
+    The version is taken from the key, which is what decides the next N.
+    """
+    pattern = re.compile(rf"^{re.escape(RELEASES_PREFIX)}/{re.escape(pair)}/v(\d+)/{re.escape(MANIFEST_NAME)}$")
+    found = []
+    for key in store.list_keys(f"{RELEASES_PREFIX}/{pair}/"):
+        match = pattern.match(key)
+        if match:
+            found.append((int(match.group(1)), store.get_json(key)))
+    return sorted(found, key=lambda item: item[0])
+
+
+def _info(store: ObjectStore, pair: str, version: int, manifest: dict[str, Any]) -> ReleaseInfo:
+    return ReleaseInfo(
+        version=version,
+        pair=pair,
+        uri=store.uri(release_prefix(pair, version)),
+        sentence_pairs=int(manifest["sentence_pairs"]),
+        created=str(manifest["created"]),
+        run_id=str(manifest["run_id"]),
+    )
+
+
+def list_releases(store: ObjectStore, pair: str) -> list[ReleaseInfo]:
+    """Every published version of ``pair``, by version; directories without a manifest are not releases."""
+    _check_pair(pair)
+    return [_info(store, pair, version, manifest) for version, manifest in _manifests(store, pair)]
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
+
+
+def _digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def publish_release(
+    store: ObjectStore,
+    pair: str,
+    df: pd.DataFrame,
+    stage_counts: Iterable[StageCounts],
+    run_id: str,
+    gate_report: dict[str, Any] | None,
+) -> ReleaseInfo:
+    """Publish ``df`` as the next version of ``pair`` (or return the version ``run_id`` already published).
+
+    ``gate_report`` is :meth:`bitextflow.quality.GateReport.to_dict` of the gate that let the data
+    through; ``None`` (no gate ran) is recorded as such in ``gate.json`` and the manifest.
+    """
+    _check_pair(pair)
+    existing = _manifests(store, pair)
+    for version, manifest in existing:
+        if manifest.get("run_id") == run_id:
+            return _info(store, pair, version, manifest)
+    version = 1 + max((v for v, _ in existing), default=0)
+    prefix = release_prefix(pair, version)
+    # Objects here without a manifest are from a crashed attempt: clear them so that the version
+    # directory ends up holding exactly what its manifest lists.
+    if store.list_keys(prefix):
+        store.delete_prefix(prefix)
+
+    files: dict[str, dict[str, Any]] = {}
+    srclang = pair.split("-")[0]
+    with TemporaryDirectory(prefix="bitextflow-release-") as tmp:
+        # TSV and TMX can be large: written to disk and uploaded as files (multipart when big).
+        for name, writer, content_type in (
+            (f"{pair}.tsv", lambda out: write_tsv(df, out), _TSV_TYPE),
+            (f"{pair}.tmx", lambda out: write_tmx(df, out, srclang), _TMX_TYPE),
+        ):
+            path = Path(tmp) / name
+            with path.open("wb") as out:
+                writer(out)
+            store.put_file(prefix + name, path, content_type)
+            files[name] = {"size": path.stat().st_size, "sha256": _digest(path)}
+    gate = gate_report if gate_report is not None else {"success": None, "note": "published without a quality gate"}
+    for name, data in (
+        ("stats.json", _json_bytes(corpus_stats(df, stage_counts))),
+        ("gate.json", _json_bytes(gate)),
+    ):
+        store.put_bytes(prefix + name, data, _JSON_TYPE)
+        files[name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+    manifest = {
+        "version": version,
+        "pair": pair,
+        "run_id": run_id,
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "sentence_pairs": len(df),
+        "gate_success": gate.get("success"),
+        "files": files,
+    }
+    store.put_bytes(prefix + MANIFEST_NAME, _json_bytes(manifest), _JSON_TYPE)
+    return _info(store, pair, version, manifest)

@@ -1,0 +1,221 @@
+"""The local stack for the demo: SeaweedFS (S3), the local multilingual site and Airflow, on 127.0.0.1.
+
+``bitextflow services up`` starts one supervisor process in its own session; it runs the three
+services and stops them all, cleanly, on SIGTERM (``bitextflow services down``). Its state is kept
+under ``.local/``:
+
+- ``services.env``  settings for clients (S3 endpoint and generated credentials, site and UI URLs),
+  readable by the owner only;
+- ``airflow.env``   the Airflow configuration the supervisor started Airflow with (for the CLI);
+- ``stack.json``    the supervisor's pid and the service URLs, written once everything is healthy;
+- ``stack.log``, ``airflow/standalone.log``, ``s3/weed.log``: logs.
+
+Airflow runs as ``airflow standalone`` (SQLite, LocalExecutor, parallelism 4) with its API server
+bound to 127.0.0.1; DESIGN.md section 4 explains why each setting is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+SITE_PORT = int(os.environ.get("BITEXTFLOW_SITE_PORT", "8765"))
+AIRFLOW_PORT = int(os.environ.get("BITEXTFLOW_AIRFLOW_PORT", "8080"))
+BUCKET = "bitextflow"
+START_TIMEOUT_S = 240
+
+
+def state_dir(home: Path) -> Path:
+    return home / ".local"
+
+
+def airflow_env(home: Path) -> dict[str, str]:
+    """Airflow settings for the local stack; also what the demo's `airflow` CLI calls use."""
+    return {
+        "AIRFLOW_HOME": str(state_dir(home) / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(home / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "4",
+        "AIRFLOW__CORE__DAGBAG_IMPORT_ERROR_TRACEBACKS": "False",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(AIRFLOW_PORT),
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+        "GX_ANALYTICS_ENABLED": "false",
+        "NO_PROXY": "*",
+    }
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _env_lines(values: dict[str, str]) -> str:
+    return "".join(f"{name}={value}\n" for name, value in sorted(values.items()))
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - our own 127.0.0.1 service
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _running_supervisor(home: Path) -> dict | None:
+    stack_file = state_dir(home) / "stack.json"
+    if not stack_file.is_file():
+        return None
+    state = json.loads(stack_file.read_text())
+    try:
+        os.kill(state["pid"], 0)
+    except ProcessLookupError:
+        stack_file.unlink(missing_ok=True)
+        return None
+    return state
+
+
+def _stop_group(process: subprocess.Popen, grace: float) -> None:
+    """SIGTERM the child's process group, then SIGKILL what is left after ``grace`` seconds."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        process.wait()
+
+
+def supervise(home: Path) -> None:
+    """Run the services until SIGTERM or SIGINT; then stop them all (Airflow, site, S3) and exit."""
+    from bitextflow.localsite import build_site, serve
+    from bitextflow.services.seaweed import SeaweedServer
+
+    local = state_dir(home)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+
+    s3 = SeaweedServer(local / "s3", buckets=[BUCKET])
+    site = build_site()
+    site_server = serve(site.docroot, port=SITE_PORT)
+    client_env = {
+        **s3.env(),
+        "BITEXTFLOW_SITE_URL": site_server.base_url,
+        "BITEXTFLOW_SITE_CACHE": str(site.cache_dir),
+        "BITEXTFLOW_AIRFLOW_URL": f"http://127.0.0.1:{AIRFLOW_PORT}/",
+    }
+    _write_private(local / "services.env", _env_lines(client_env))
+    af_env = airflow_env(home)
+    _write_private(local / "airflow.env", _env_lines(af_env))
+    (local / "airflow").mkdir(parents=True, exist_ok=True)
+    airflow_log = open(local / "airflow" / "standalone.log", "ab")  # noqa: SIM115 - open while Airflow runs
+    airflow = subprocess.Popen(
+        [str(Path(sys.executable).parent / "airflow"), "standalone"],
+        env={**os.environ, **client_env, **af_env},
+        stdin=subprocess.DEVNULL,
+        stdout=airflow_log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its children ignore SIGTERM; we stop the whole group
+    )
+    try:
+        health = f"http://127.0.0.1:{AIRFLOW_PORT}/api/v2/monitor/health"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _healthy(health):
+            if airflow.poll() is not None or time.monotonic() > deadline or stop.is_set():
+                raise RuntimeError(f"Airflow did not become healthy; see {local / 'airflow' / 'standalone.log'}")
+            time.sleep(1)
+        state = {"pid": os.getpid(), "s3": s3.endpoint_url, "site": site_server.base_url, "airflow": client_env["BITEXTFLOW_AIRFLOW_URL"]}
+        (local / "stack.json").write_text(json.dumps(state, indent=2))
+        print(f"services ready: {json.dumps(state)}", flush=True)
+        while not stop.wait(1.0):
+            if airflow.poll() is not None:
+                print(f"airflow exited with status {airflow.returncode}; stopping the stack", flush=True)
+                break
+    finally:
+        (local / "stack.json").unlink(missing_ok=True)
+        _stop_group(airflow, grace=30)
+        airflow_log.close()
+        site_server.stop()
+        s3.stop()
+        print("services stopped", flush=True)
+
+
+def up(home: Path) -> int:
+    running = _running_supervisor(home)
+    if running:
+        print(f"services already running: {json.dumps(running)}")
+        return 0
+    local = state_dir(home)
+    local.mkdir(parents=True, exist_ok=True)
+    log_path = local / "stack.log"
+    with open(log_path, "ab") as log:
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "bitextflow.services.stack", "supervise", str(home)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + START_TIMEOUT_S + 60
+    while (state := _running_supervisor(home)) is None:
+        if supervisor.poll() is not None or time.monotonic() > deadline:
+            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-25:])
+            print(f"bitextflow: error: services failed to start; last lines of {log_path}:\n{tail}", file=sys.stderr)
+            if supervisor.poll() is None:
+                supervisor.terminate()
+            return 1
+        time.sleep(1)
+    print(f"services ready: S3 {state['s3']}, site {state['site']}, Airflow UI {state['airflow']}")
+    print(f"stop them with `make stop` (Airflow's admin password: {local / 'airflow' / 'simple_auth_manager_passwords.json.generated'})")
+    return 0
+
+
+def down(home: Path) -> int:
+    state = _running_supervisor(home)
+    if not state:
+        print("services are not running")
+        return 0
+    os.kill(state["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            os.kill(state["pid"], 0)
+        except ProcessLookupError:
+            print("services stopped")
+            return 0
+        time.sleep(0.5)
+    os.killpg(state["pid"], signal.SIGKILL)
+    print("services killed after 90 s")
+    return 1
+
+
+def status(home: Path) -> int:
+    state = _running_supervisor(home)
+    print(json.dumps(state or {"running": False}, indent=2))
+    return 0
+
+
+def main(action: str, home: Path) -> int:
+    return {"up": up, "down": down, "status": status}[action](home)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["supervise"]:
+        supervise(Path(sys.argv[2]))
+    else:
+        sys.exit(main(sys.argv[1], Path(sys.argv[2])))

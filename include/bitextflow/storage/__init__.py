@@ -1,0 +1,221 @@
+"""Object storage: every stage reads and writes S3 through :class:`ObjectStore`.
+
+Settings come from the environment (``BITEXTFLOW_S3_ENDPOINT_URL``, ``BITEXTFLOW_S3_ACCESS_KEY_ID``,
+``BITEXTFLOW_S3_SECRET_ACCESS_KEY``, falling back to the standard ``AWS_*`` variables) or, under
+Airflow, from a connection (see ``plugins/bitextflow_airflow``). Failures to reach the endpoint or
+rejected credentials raise :class:`~bitextflow.errors.StorageError` with a one-line message; the
+secret key never appears in messages or logs.
+
+Objects are written whole (a PUT is atomic in S3), so a reader never sees half an object; a stage
+that writes several objects hands their keys downstream only after all are written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+from bitextflow.errors import StorageError
+
+_CREDENTIAL_ERRORS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "Forbidden", "403"}
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    endpoint_url: str | None
+    access_key_id: str | None
+    secret_access_key: str | None = field(repr=False)
+    region: str = "us-east-1"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> StorageSettings:
+        env = os.environ if env is None else env
+
+        def pick(*names: str) -> str | None:
+            return next((env[n] for n in names if env.get(n)), None)
+
+        return cls(
+            endpoint_url=pick("BITEXTFLOW_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+            access_key_id=pick("BITEXTFLOW_S3_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
+            secret_access_key=pick("BITEXTFLOW_S3_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"),
+            region=pick("BITEXTFLOW_S3_REGION", "AWS_DEFAULT_REGION") or "us-east-1",
+        )
+
+    def as_env(self) -> dict[str, str]:
+        """The variables that recreate these settings in a child process."""
+        values = {
+            "BITEXTFLOW_S3_ENDPOINT_URL": self.endpoint_url,
+            "BITEXTFLOW_S3_ACCESS_KEY_ID": self.access_key_id,
+            "BITEXTFLOW_S3_SECRET_ACCESS_KEY": self.secret_access_key,
+            "BITEXTFLOW_S3_REGION": self.region,
+        }
+        return {k: v for k, v in values.items() if v}
+
+
+def safe_key_part(text: str) -> str:
+    """A run id or name turned into a key component that needs no URL escaping."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+
+
+class ObjectStore:
+    """A bucket on an S3-compatible store, with errors a user can act on."""
+
+    def __init__(self, settings: StorageSettings, bucket: str):
+        self.settings = settings
+        self.bucket = bucket
+        self._client = boto3.client(
+            "s3",
+            endpoint_url=settings.endpoint_url,
+            aws_access_key_id=settings.access_key_id,
+            aws_secret_access_key=settings.secret_access_key,
+            region_name=settings.region,
+            config=Config(
+                connect_timeout=5,
+                read_timeout=60,
+                retries={"max_attempts": 5, "mode": "standard"},
+                s3={"addressing_style": "path"},
+                request_checksum_calculation="when_required",
+                response_checksum_validation="when_required",
+            ),
+        )
+
+    @classmethod
+    def from_env(cls, bucket: str, env: Mapping[str, str] | None = None) -> ObjectStore:
+        return cls(StorageSettings.from_env(env), bucket)
+
+    # -- errors ---------------------------------------------------------------------------------
+    def _where(self) -> str:
+        return self.settings.endpoint_url or "AWS S3"
+
+    def _fail(self, exc: Exception, action: str, key: str | None = None) -> StorageError:
+        target = f"s3://{self.bucket}/{key}" if key else f"bucket {self.bucket!r}"
+        if isinstance(exc, EndpointConnectionError) or (
+            isinstance(exc, BotoCoreError) and "connect" in type(exc).__name__.lower()
+        ):
+            return StorageError(
+                f"cannot reach the S3 endpoint {self._where()} to {action} {target}; start it "
+                "(`make services`) or set BITEXTFLOW_S3_ENDPOINT_URL to a running endpoint"
+            )
+        if isinstance(exc, ClientError):
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in _CREDENTIAL_ERRORS:
+                return StorageError(
+                    f"S3 endpoint {self._where()} rejected the credentials (access key id "
+                    f"{self.settings.access_key_id!r}) to {action} {target}; set BITEXTFLOW_S3_ACCESS_KEY_ID "
+                    "and BITEXTFLOW_S3_SECRET_ACCESS_KEY to a valid key pair"
+                )
+            if code in ("NoSuchKey", "404", "NotFound"):
+                return StorageError(f"{target} does not exist (needed to {action}); run the stage that writes it")
+            if code == "NoSuchBucket":
+                return StorageError(f"bucket {self.bucket!r} does not exist at {self._where()}; create it or fix storage.bucket")
+            return StorageError(f"S3 error {code} at {self._where()} to {action} {target}: {exc.response['Error'].get('Message', '')}")
+        return StorageError(f"S3 failure at {self._where()} to {action} {target}: {type(exc).__name__}: {exc}")
+
+    # -- bucket ---------------------------------------------------------------------------------
+    def ensure_bucket(self) -> None:
+        """Create the bucket if needed; this is also the connectivity and credentials check."""
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+            return
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code not in ("404", "NoSuchBucket", "NotFound"):
+                raise self._fail(exc, "open") from None
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "open") from None
+        try:
+            self._client.create_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise self._fail(exc, "create") from None
+        except BotoCoreError as exc:
+            raise self._fail(exc, "create") from None
+
+    # -- objects --------------------------------------------------------------------------------
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        try:
+            self._client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "write", key) from None
+        return key
+
+    def put_file(self, key: str, path: str | Path, content_type: str = "application/octet-stream") -> str:
+        try:
+            self._client.upload_file(str(path), self.bucket, key, ExtraArgs={"ContentType": content_type})
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "write", key) from None
+        except Exception as exc:  # boto3's transfer manager wraps client errors in its own type
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, (BotoCoreError, ClientError)):
+                raise self._fail(cause, "write", key) from None
+            raise
+        return key
+
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            return self._client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "read", key) from None
+
+    def download_file(self, key: str, path: str | Path) -> Path:
+        try:
+            self._client.download_file(self.bucket, key, str(path))
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "read", key) from None
+        return Path(path)
+
+    def put_json(self, key: str, value: Any) -> str:
+        data = json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True).encode("utf-8")
+        return self.put_bytes(key, data, "application/json")
+
+    def get_json(self, key: str) -> Any:
+        return json.loads(self.get_bytes(key))
+
+    def exists(self, key: str) -> bool:
+        try:
+            self._client.head_object(Bucket=self.bucket, Key=key)
+            return True
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code")) in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise self._fail(exc, "check") from None
+        except BotoCoreError as exc:
+            raise self._fail(exc, "check", key) from None
+
+    def iter_keys(self, prefix: str) -> Iterator[str]:
+        try:
+            for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    yield item["Key"]
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "list", prefix) from None
+
+    def list_keys(self, prefix: str) -> list[str]:
+        return sorted(self.iter_keys(prefix))
+
+    def delete_prefix(self, prefix: str) -> int:
+        keys = self.list_keys(prefix)
+        for start in range(0, len(keys), 1000):
+            batch = [{"Key": k} for k in keys[start : start + 1000]]
+            try:
+                self._client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch})
+            except (BotoCoreError, ClientError) as exc:
+                raise self._fail(exc, "delete", prefix) from None
+        return len(keys)
+
+
+def stage_key(pair: str, run_id: str, stage: str, name: str) -> str:
+    """``<pair>/<run_id>/<stage>/<name>``: the key layout of DESIGN.md section 3."""
+    return f"{pair}/{safe_key_part(run_id)}/{stage}/{name}"

@@ -1,0 +1,33 @@
+"""Parquet tables in the object store: how stage records travel between tasks."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bitextflow.storage import ObjectStore
+
+
+def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Schema) -> str:
+    """Write ``frame`` with an explicit schema, so that an empty shard still has typed columns."""
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    buffer = io.BytesIO()
+    # Deterministic bytes for identical input: no timestamps or writer-specific metadata vary.
+    pq.write_table(table, buffer, compression="zstd")
+    return store.put_bytes(key, buffer.getvalue(), "application/vnd.apache.parquet")
+
+
+def read_table(store: ObjectStore, key: str) -> pd.DataFrame:
+    return pq.read_table(io.BytesIO(store.get_bytes(key))).to_pandas()
+
+
+def read_tables(store: ObjectStore, keys: list[str], schema: pa.Schema) -> pd.DataFrame:
+    """Concatenate shards; an empty list gives an empty frame with the stage's columns."""
+    frames = [read_table(store, key) for key in keys]
+    frames = [frame for frame in frames if len(frame)]
+    if not frames:
+        return schema.empty_table().to_pandas()
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,99 @@
+"""Shared fixtures: a real SeaweedFS S3 server, the real local multilingual site, an Airflow home.
+
+Nothing here talks to anything but 127.0.0.1. Airflow is configured through the environment before
+any test imports it, with its own SQLite database in a temporary AIRFLOW_HOME.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EVAL_DIR = ROOT.parent / "shared" / "eval"
+
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="bitextflow-airflow-home-"))
+os.environ.update(
+    {
+        "AIRFLOW_HOME": str(_AIRFLOW_HOME),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGBAG_IMPORT_ERROR_TRACEBACKS": "False",
+        "GX_ANALYTICS_ENABLED": "false",
+    }
+)
+# Airflow puts the plugins folder on sys.path when it runs; tests that import the glue need it too.
+sys.path.insert(0, str(ROOT / "plugins"))
+
+BUCKET = "bitextflow"
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    from bitextflow.services.seaweed import SeaweedServer
+
+    with SeaweedServer(tmp_path_factory.mktemp("s3"), buckets=[BUCKET]) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The process environment pointed at the test S3 server (what tasks and the CLI read)."""
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    return s3_server.env()
+
+
+@pytest.fixture
+def store(s3_env):
+    from bitextflow.storage import ObjectStore
+
+    return ObjectStore.from_env(BUCKET)
+
+
+@pytest.fixture(scope="session")
+def site() -> Iterator:
+    """The local multilingual site, built from Debian packages (cached) and served on a free port."""
+    from bitextflow.localsite import build_site, serve
+
+    built = build_site()
+    with serve(built.docroot, port=0) as server:
+        server.site = built
+        yield server
+
+
+@pytest.fixture(scope="session")
+def truth(site):
+    from bitextflow.localsite import Truth
+
+    return Truth.load(site.site.cache_dir)
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Path:
+    """A migrated SQLite metadata database in the tests' AIRFLOW_HOME (about 5 s)."""
+    airflow = Path(sys.executable).parent / "airflow"
+    subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True, env=os.environ.copy())
+    return _AIRFLOW_HOME
+
+
+@pytest.fixture
+def pair_config():
+    from bitextflow.config import load_pair_config
+
+    return load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+
+
+def eval_dir(name: str) -> Path:
+    """A gold data folder under ../shared/eval, or a skip saying why it is absent."""
+    path = EVAL_DIR / name
+    if not path.is_dir():
+        pytest.skip(f"gold data {path} is absent (it ships beside the repository in CI, not in a user's clone)")
+    return path

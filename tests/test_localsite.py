@@ -1,0 +1,231 @@
+"""The local site: built from Debian packages, served on 127.0.0.1, with a truth the crawl is measured by.
+
+The site is built once per session in the shared cache (the packages download once per machine); the
+determinism test rebuilds it from scratch in a temporary cache that reuses the downloaded packages.
+Every request goes to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+from urllib.robotparser import RobotFileParser
+
+import pytest
+
+from bitextflow.errors import StageError
+from bitextflow.localsite import Site, SiteServer, Truth, build_site, serve
+
+pytestmark = pytest.mark.integration
+
+# No proxy: an http_proxy in the environment must not route loopback requests elsewhere.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+_LINK = re.compile(r'(?:href|src)="([^"]*)"')
+_SWITCHER = re.compile(r'<div class="language-switcher">(.*?)</div>', re.DOTALL)
+_SWITCHER_LINK = re.compile(r'<a href="([^"]+)" hreflang="([^"]+)" lang="[^"]+">([^<]+)</a>')
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+
+
+def fetch(url: str) -> Response:
+    assert urlsplit(url).hostname == "127.0.0.1", f"test tried to leave the machine: {url}"
+    try:
+        with _OPENER.open(url, timeout=10) as response:
+            return Response(response.status, response.headers.get("Content-Type", ""), response.read())
+    except urllib.error.HTTPError as error:
+        return Response(error.code, error.headers.get("Content-Type", ""), error.read())
+
+
+def file_hashes(root: Path) -> dict[str, str]:
+    return {
+        path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture(scope="session")
+def site() -> Site:
+    return build_site()
+
+
+@pytest.fixture(scope="session")
+def truth(site: Site) -> Truth:
+    return Truth.load(site.cache_dir)
+
+
+@pytest.fixture(scope="session")
+def server(site: Site) -> Iterator[SiteServer]:
+    with serve(site.docroot) as running:
+        yield running
+
+
+def test_server_binds_loopback_and_answers_404_for_missing_pages(server: SiteServer) -> None:
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", server.base_url)
+    assert fetch(server.base_url + "no-such-page.html").status == 404
+    assert fetch(server.base_url + "install/").status == 404, "directory listings must be refused"
+
+
+def test_robots_txt_disallows_the_private_directory_linked_from_the_home_page(server: SiteServer, truth: Truth) -> None:
+    robots = fetch(server.base_url + "robots.txt")
+    assert robots.status == 200
+    assert "crawl-delay" not in robots.body.decode().lower()
+    parser = RobotFileParser()
+    parser.parse(robots.body.decode().splitlines())
+    home = fetch(server.base_url).body.decode()
+    private_links = [href for href in _LINK.findall(home) if href.startswith("/private/")]
+    assert len(private_links) >= 2
+    assert {href.lstrip("/") for href in private_links} == truth.disallowed
+    for href in private_links:
+        assert not parser.can_fetch("*", urljoin(server.base_url, href))
+        assert fetch(urljoin(server.base_url, href)).status == 200, "the page exists; only robots.txt protects it"
+    assert parser.can_fetch("*", server.base_url + "reference/ch01.en.html")
+    assert not truth.disallowed & truth.documents("en")
+
+
+@pytest.mark.parametrize("page", ["reference/ch03.es.html", "install/fr/ch03s02.html"])
+def test_language_switcher_links_resolve_to_translations(server: SiteServer, truth: Truth, page: str) -> None:
+    response = fetch(server.base_url + page)
+    assert response.status == 200
+    switcher = _SWITCHER.search(response.body.decode("utf-8"))
+    assert switcher is not None
+    links = _SWITCHER_LINK.findall(switcher.group(1))
+    assert {hreflang for _, hreflang, _ in links} == {"en", "es", "fr", "de"} - {"es" if ".es." in page else "fr"}
+    endonyms = {"en": "English", "es": "Español", "fr": "Français", "de": "Deutsch"}
+    for href, hreflang, name in links:
+        assert name == endonyms[hreflang]
+        url = urljoin(server.base_url + page, href)
+        assert fetch(url).status == 200
+        assert truth.are_translations(server.base_url + page, url)
+
+
+def test_some_pages_exist_in_one_language_only(server: SiteServer, truth: Truth) -> None:
+    english_only = "reference/ch10.en.html"
+    assert english_only in truth.documents("en")
+    assert not any(english_only in pair for pair in truth.pairs("en", "es"))
+    assert fetch(server.base_url + "reference/ch10.es.html").status == 404
+    page = fetch(server.base_url + english_only).body.decode()
+    switcher = _SWITCHER.search(page)
+    assert switcher is not None and not _SWITCHER_LINK.findall(switcher.group(1))
+    # Translated pages fall back to the original instead of linking to a missing translation.
+    assert 'href="ch10.en.html' in fetch(server.base_url + "reference/ch09.es.html").body.decode()
+
+    assert "install/es/ch05s04.html" in truth.documents("es")
+    assert fetch(server.base_url + "install/en/ch05s04.html").status == 404
+    assert "news/2023-06-documentation-refresh.html" in truth.documents("en")
+    assert all(not path.startswith("news/") for path in truth.documents("es"))
+
+
+def test_non_html_files_are_served_with_their_content_type(server: SiteServer) -> None:
+    expected = {
+        "reference/images/note.png": ("image/png", b"\x89PNG"),
+        "install/en/install.en.pdf": ("application/pdf", b"%PDF"),
+        "install/es/install.es.txt": ("text/plain; charset=utf-8", b""),
+        "reference/debian-reference.css": ("text/css; charset=utf-8", b""),
+        "downloads/debian-reference-images.tar.gz": ("application/gzip", b"\x1f\x8b"),
+    }
+    for path, (content_type, magic) in expected.items():
+        response = fetch(server.base_url + path)
+        assert (response.status, response.content_type) == (200, content_type), path
+        assert response.body.startswith(magic), path
+    tarball = fetch(server.base_url + "downloads/debian-reference-images.tar.gz").body
+    with tarfile.open(fileobj=io.BytesIO(tarball)) as archive:
+        assert "images/note.png" in archive.getnames()
+
+
+def test_truth_has_enough_en_es_pairs_and_all_are_served(server: SiteServer, truth: Truth) -> None:
+    pairs = truth.pairs("en", "es")
+    assert len(pairs) >= 60
+    assert {
+        ("reference/ch01.en.html", "reference/ch01.es.html"),
+        ("install/en/ch03s02.html", "install/es/ch03s02.html"),
+    } <= pairs
+    for english, spanish in sorted(pairs):
+        assert fetch(server.base_url + english).status == 200
+        assert fetch(server.base_url + spanish).status == 200
+
+
+def test_truth_compares_paths_whatever_the_host(truth: Truth) -> None:
+    assert truth.are_translations("http://example.org:9/reference/ch01.en.html", "/reference/ch01.de.html")
+    assert not truth.are_translations("reference/ch01.en.html", "reference/ch02.es.html")
+    assert not truth.are_translations("reference/ch01.en.html", "reference/ch01.en.html")
+    assert not truth.are_translations("http://127.0.0.1:1/", "reference/ch01.en.html")
+
+
+def test_every_link_on_the_site_resolves_and_html_is_utf8(server: SiteServer, site: Site) -> None:
+    """Crawl everything reachable from the home page; links inside the site must never be broken."""
+    to_visit, seen = [server.base_url], {server.base_url}
+    html_pages = 0
+    while to_visit:
+        url = to_visit.pop()
+        response = fetch(url)
+        assert response.status == 200, url
+        if not response.content_type.startswith("text/html"):
+            continue
+        assert response.content_type == "text/html; charset=utf-8", url
+        text = response.body.decode("utf-8")
+        assert re.search(r'charset="?utf-8', text[:2000], re.IGNORECASE), f"{url} does not declare UTF-8"
+        html_pages += 1
+        for href in _LINK.findall(text):
+            target = urljoin(url, href).split("#")[0]
+            if target.startswith(server.base_url) and target not in seen:
+                seen.add(target)
+                to_visit.append(target)
+    assert html_pages == sum(site.pages.values()) + 1 + 2  # documents, the home page, the private pages
+
+
+def test_build_is_deterministic_idempotent_and_fast_when_cached(site: Site, tmp_path: Path) -> None:
+    cache = tmp_path / "localsite"
+    cache.mkdir()
+    (cache / "debs").symlink_to(site.cache_dir / "debs")  # reuse the downloads, rebuild everything else
+
+    rebuilt = build_site(cache)
+    first_hashes = file_hashes(rebuilt.docroot)
+    assert first_hashes == file_hashes(site.docroot)
+    assert rebuilt.truth_path.read_bytes() == site.truth_path.read_bytes()
+
+    started = time.monotonic()
+    again = build_site(cache)
+    assert time.monotonic() - started < 1.0
+    assert file_hashes(again.docroot) == first_hashes
+    assert again.pages == site.pages
+
+
+def test_unknown_language_is_refused_before_any_download(tmp_path: Path) -> None:
+    with pytest.raises(StageError, match="choose among"):
+        build_site(tmp_path, languages=("en", "xx"))
+    assert not (tmp_path / "debs").exists()
+
+
+def test_serve_command_runs_until_sigterm(site: Site) -> None:
+    command = [sys.executable, "-m", "bitextflow.localsite", "serve", "--port", "0", "--cache", str(site.cache_dir)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        announcement = process.stdout.readline()
+        base_url = re.search(r"http://127\.0\.0\.1:\d+/", announcement)
+        assert base_url is not None, f"no URL announced: {announcement!r}"
+        assert fetch(base_url.group(0) + "reference/index.en.html").status == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
