@@ -73,3 +73,10 @@ def test_overrides_are_validated():
         config.with_overrides({"crawl.max_pages": -1})
     with pytest.raises(ConfigError, match="no section 'crawler'"):
         config.with_overrides({"crawler.max_pages": 1})
+
+
+def test_configuration_reference_is_current():
+    from bitextflow.config import reference_markdown
+
+    documented = (ROOT / "docs" / "configuration.md").read_text()
+    assert documented.strip() == reference_markdown().strip(), "regenerate: python -m bitextflow.config > docs/configuration.md"

@@ -20,18 +20,20 @@ DAG_ID = "bitextflow__en_es"
 def dagbag(dag_folder: Path):
     from airflow.dag_processing.dagbag import DagBag
 
-    return DagBag(dag_folder=str(dag_folder), include_examples=False)
+    return DagBag(dag_folder=str(dag_folder))
 
 
 def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     bag = dagbag(ROOT / "dags")
     assert not bag.import_errors
-    dag = bag.get_dag(DAG_ID)
+    dag = bag.dags[DAG_ID]
     order = ["crawl", "extract", "align_documents", "align_sentences", "score", "classify", "gate", "release"]
     assert [t.task_id for t in dag.topological_sort()] == order
     for upstream, downstream in zip(order, order[1:]):
         assert downstream in dag.get_task(upstream).downstream_task_ids
-    mapped = {t.task_id for t in dag.tasks if type(t).__name__ == "MappedOperator"}
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    mapped = {t.task_id for t in dag.tasks if isinstance(t, MappedOperator)}
     assert mapped == {"extract", "align_sentences", "score", "classify"}
 
 
@@ -43,13 +45,13 @@ def test_invalid_pair_config_stops_parsing_with_one_line(tmp_path, monkeypatch):
     bag = dagbag(ROOT / "dags")
     assert not bag.dags
     (error,) = bag.import_errors.values()
-    line = next(line for line in error.splitlines() if "ConfigError" in line)
+    (line,) = error.strip().splitlines()  # tracebacks are off in our Airflow config: the UI shows one line
     assert f"{tmp_path / 'en-es.yaml'}: field crawl.max_pages: Input should be a valid integer" in line
 
 
 @pytest.fixture
 def en_es_dag(airflow_db):
-    return dagbag(ROOT / "dags").get_dag(DAG_ID)
+    return dagbag(ROOT / "dags").dags[DAG_ID]
 
 
 def test_dag_run_end_to_end_publishes_a_precise_release(en_es_dag, s3_env, store, site, truth):

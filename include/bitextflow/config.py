@@ -39,7 +39,10 @@ class CrawlConfig(_Section):
     delay_seconds: float = Field(1.0, ge=0, description="Minimum pause between two requests to one host.")
     timeout_seconds: float = Field(20.0, gt=0, description="Per-request timeout.")
     max_body_bytes: int = Field(10_000_000, ge=1024, description="Larger responses are truncated.")
-    user_agent: str = Field("bitextflow/0.1 (+https://github.com/bitextflow/bitextflow)", min_length=1)
+    user_agent: str = Field(
+        "bitextflow/0.1 (+https://github.com/bitextflow/bitextflow)", min_length=1,
+        description="Sent with every request and matched against robots.txt groups.",
+    )
     warc_max_bytes: int = Field(20_000_000, ge=100_000, description="A WARC shard is closed past this size.")
 
 
@@ -88,7 +91,7 @@ class StorageConfig(_Section):
 class PairConfig(_Section):
     source: LanguageCode = Field(description="ISO 639-1 code of the first language (e.g. en).")
     target: LanguageCode = Field(description="ISO 639-1 code of the second language (e.g. es).")
-    description: str = ""
+    description: str = Field("", description="Free text shown on the DAG in the Airflow UI.")
     crawl: CrawlConfig
     extract: ExtractConfig = ExtractConfig()
     align: AlignConfig = AlignConfig()
@@ -182,3 +185,42 @@ def load_pair_config(path: str | Path) -> PairConfig:
 def discover_pair_configs(directory: str | Path) -> list[Path]:
     """All pair configs in ``directory``, sorted so DAG order is stable."""
     return sorted(p for p in Path(directory).glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+
+
+def reference_markdown() -> str:
+    """docs/configuration.md, generated from the models so the documentation cannot drift."""
+    lines = [
+        "# Pair configuration reference",
+        "",
+        "Generated from `include/bitextflow/config.py` (`python -m bitextflow.config > docs/configuration.md`).",
+        "A pair config is `include/pairs/<source>-<target>.yaml`; any field can be overridden for one run",
+        "with the DAG param `overrides` (`{\"section.field\": value}`) or `bitextflow ... --set section.field=value`.",
+        "",
+    ]
+
+    def table(model: type[BaseModel], prefix: str) -> None:
+        lines.extend(["| field | type | default | meaning |", "|---|---|---|---|"])
+        for name, info in model.model_fields.items():
+            annotation = getattr(info.annotation, "__name__", None) or str(info.annotation).replace("typing.", "")
+            default = "required" if info.is_required() else f"`{info.get_default(call_default_factory=True)!r}`"
+            lines.append(f"| `{prefix}{name}` | {annotation} | {default} | {info.description or ''} |")
+        lines.append("")
+
+    top = {n: i for n, i in PairConfig.model_fields.items() if not (isinstance(i.annotation, type) and issubclass(i.annotation, _Section))}
+    lines.append("## Top level")
+    lines.append("")
+    lines.extend(["| field | type | default | meaning |", "|---|---|---|---|"])
+    for name, info in top.items():
+        default = "required" if info.is_required() else f"`{info.get_default()!r}`"
+        lines.append(f"| `{name}` | str | {default} | {info.description or ''} |")
+    lines.append("")
+    for name, info in PairConfig.model_fields.items():
+        if name in top:
+            continue
+        lines.extend([f"## `{name}`", ""])
+        table(info.annotation, f"{name}.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(reference_markdown())

@@ -5,8 +5,11 @@ marker swapped: ``/en/guide.html`` and ``/es/guide.html``, ``ch01.en.html`` and 
 ``?lang=fr``, ``fr.example.com``, ``/english/`` and ``/espanol/``. Removing every language marker
 gives a key that the versions share, and documents in the two languages with the same key are
 paired. The rule is precise and costs nothing, which is why it is the baseline that the
-content-based aligners have to beat: on the WMT16 test set it finds about 60% of the gold pairs
-(García-Romero et al., "Smart bilingual focused crawling").
+content-based aligners have to beat (García-Romero et al., "Smart bilingual focused crawling",
+report recall 59.91 for their URL rule on the full WMT16 test set). On the 2,402 WMT16 en-fr gold
+pairs, matching only the gold URLs (so no distractors), this module pairs 48.9% of them with no
+wrong pair; most misses are single-letter markers (``_e.html``/``_f.html``), which are ambiguous
+across languages, and translated paths, which only content can pair.
 
 Markers are recognised for every language, not only the pair's, because sites mark all their
 versions and a marker left in a key (``/de/`` on an en-es site) would break nothing but would hide

@@ -103,7 +103,9 @@ def _neg_log_match_probability(
     return result
 
 
-def _band(src_cum: NDArray[np.float64], tgt_cum: NDArray[np.float64], half_width: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def _band(
+    src_cum: NDArray[np.float64], tgt_cum: NDArray[np.float64], half_width: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Lowest and highest target index of each DP row (rows are source prefixes 0..n).
 
     The centre of row ``i`` is the target prefix whose character length matches the first ``i``
@@ -155,10 +157,13 @@ def align_sentences(src: Sequence[str], tgt: Sequence[str], max_cells: int = DEF
     within ``half_width`` of the expected path (see :func:`_band`). When the whole
     ``(n+1) x (m+1)`` table fits in ``max_cells`` the band covers it and the result is the exact
     optimum. Otherwise ``half_width = max(MIN_HALF_WIDTH, max_cells // (2 * (n + 1)))``: the budget
-    is spread over the rows, but never below 100 sentences either side, which is far more than the
-    drift of a length-based path between two deletions (the cumulative length noise grows only
-    with the square root of the text length). Time and memory are thus O(n * half_width): a fixed
-    budget up to ``max_cells`` and linear in the document length beyond it.
+    is spread over the rows, but never below 100 sentences either side. The centre line spreads
+    the untranslated text of the document evenly along it, so the true path strays from it by at
+    most the number of sentences untranslated on one side, plus length noise that grows only with
+    the square root of the text length: 100 is ample for web documents, while a document over
+    budget with more than ``half_width`` untranslated sentences in one place would be forced
+    through the band edge. Time and memory are
+    O(n * half_width): a fixed budget up to ``max_cells`` and linear in the document length beyond.
 
     Each row is vectorised with numpy: the five bead shapes from earlier rows are elementwise
     minima, and the in-row 0-1 recursion ``D[j] = min(A[j], D[j-1] + c[j])`` is a prefix minimum
@@ -178,7 +183,8 @@ def align_sentences(src: Sequence[str], tgt: Sequence[str], max_cells: int = DEF
         half_width = max(MIN_HALF_WIDTH, max_cells // (2 * (n + 1)))
     band_lo, band_hi = _band(src_cum, tgt_cum, half_width)
 
-    # tgt_sums[dj][j]: characters of the dj target sentences ending before index j (too few: fewer).
+    # tgt_sums[dj][j]: characters in target sentences j-dj .. j-1 (clipped at the document start,
+    # where the bead is impossible anyway and its candidate cost is already infinite).
     columns = np.arange(m + 1)
     tgt_sums = [tgt_cum - tgt_cum[np.maximum(columns - dj, 0)] for dj in range(3)]
     # Cost of the 0-1 bead that ends at target prefix j, the same in every row.

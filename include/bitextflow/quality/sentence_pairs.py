@@ -97,7 +97,7 @@ def _with_helper_columns(df: pd.DataFrame) -> pd.DataFrame:
     A helper whose source column is missing is all-null (which its check ignores): the column-set
     expectation already reports the missing column, once.
     """
-    frame = df.copy()
+    frame = df.copy(deep=False)  # copy-on-write (pandas 3): the caller's frame is left as it was
     if {"text_a", "text_b"} <= set(frame.columns):
         frame[LENGTH_RATIO_COLUMN] = length_ratio(frame["text_a"], frame["text_b"])
     else:
@@ -194,14 +194,13 @@ def _describe_failure(item: ExpectationValidationResult) -> str:
     if kind == "expect_column_values_to_not_be_null":
         return f"{name}: {result.get('unexpected_count', '?')} null values"
     if "partial_unexpected_list" in result:
-        distinct = list(dict.fromkeys(map(_short, result["partial_unexpected_list"])))
-        share = f" ({result['unexpected_percent']:.1f}% of rows)" if result.get("unexpected_percent") is not None else ""
+        examples = ", ".join(list(dict.fromkeys(map(_short, result["partial_unexpected_list"])))[:_EXAMPLES])
+        percent = result.get("unexpected_percent")
+        share = f" ({percent:.1f}% of rows)" if percent is not None else ""
         allowed = f", allowed {100 * (1 - kwargs['mostly']):.1f}%" if kwargs.get("mostly") is not None else ""
-        return f"{name}: {result.get('unexpected_count', '?')} unexpected{share}{allowed}, e.g. {', '.join(distinct[:_EXAMPLES])}"
+        return f"{name}: {result.get('unexpected_count', '?')} unexpected{share}{allowed}, e.g. {examples}"
     bounds = ", ".join(
-        f"{key}={_short(kwargs[key])}"
-        for key in ("min_value", "max_value")
-        if kwargs.get(key) is not None
+        f"{key}={_short(kwargs[key])}" for key in ("min_value", "max_value") if kwargs.get(key) is not None
     )
     missing = result.get("details", {}).get("mismatched", {}).get("missing")
     if missing:  # columns beyond the set are allowed, so only missing ones are the problem

@@ -153,15 +153,14 @@ def write_tmx(df: pd.DataFrame, out: IO[bytes], srclang: str) -> int:
     rows = 0
     # Written by hand: lxml's declaration uses single quotes, which some TMX readers reject.
     out.write(b'<?xml version="1.0" encoding="UTF-8"?>\n')
-    with etree.xmlfile(out, encoding="utf-8") as xf:
-        with xf.element("tmx", version="1.4"):
-            xf.write("\n", header, pretty_print=True)
-            with xf.element("body"):
-                xf.write("\n")
-                for tu in _tu_elements(df):
-                    xf.write(tu, pretty_print=True)
-                    rows += 1
+    with etree.xmlfile(out, encoding="utf-8") as xf, xf.element("tmx", version="1.4"):
+        xf.write("\n", header, pretty_print=True)
+        with xf.element("body"):
             xf.write("\n")
+            for tu in _tu_elements(df):
+                xf.write(tu, pretty_print=True)
+                rows += 1
+        xf.write("\n")
     out.write(b"\n")
     return rows
 
@@ -182,7 +181,11 @@ def _summary(values: pd.Series) -> dict[str, float | int | None]:
     if clean.empty:
         return {"count": 0, "mean": None, **dict.fromkeys(_QUANTILES)}
     quantiles = clean.quantile(list(_QUANTILES.values())).round(4).tolist()
-    return {"count": int(clean.size), "mean": round(float(clean.mean()), 4), **dict(zip(_QUANTILES, quantiles, strict=True))}
+    return {
+        "count": int(clean.size),
+        "mean": round(float(clean.mean()), 4),
+        **dict(zip(_QUANTILES, quantiles, strict=True)),
+    }
 
 
 def _host(url: str) -> str:

@@ -17,7 +17,9 @@ compare-and-swap to detect it here.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import re
 from collections.abc import Iterable
@@ -31,7 +33,7 @@ import pandas as pd
 
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
-from bitextflow.release.formats import corpus_stats, write_tmx, write_tsv
+from bitextflow.release.formats import TSV_COLUMNS, corpus_stats, write_tmx, write_tsv
 from bitextflow.storage import ObjectStore, safe_key_part
 
 RELEASES_PREFIX = "releases"
@@ -136,18 +138,16 @@ def publish_release(
         store.delete_prefix(prefix)
 
     files: dict[str, dict[str, Any]] = {}
-    srclang = pair.split("-")[0]
+    # TSV and TMX can be large: written to local files and uploaded from there (multipart when big).
     with TemporaryDirectory(prefix="bitextflow-release-") as tmp:
-        # TSV and TMX can be large: written to disk and uploaded as files (multipart when big).
-        for name, writer, content_type in (
-            (f"{pair}.tsv", lambda out: write_tsv(df, out), _TSV_TYPE),
-            (f"{pair}.tmx", lambda out: write_tmx(df, out, srclang), _TMX_TYPE),
-        ):
-            path = Path(tmp) / name
-            with path.open("wb") as out:
-                writer(out)
-            store.put_file(prefix + name, path, content_type)
-            files[name] = {"size": path.stat().st_size, "sha256": _digest(path)}
+        tsv, tmx = Path(tmp) / f"{pair}.tsv", Path(tmp) / f"{pair}.tmx"
+        with tsv.open("wb") as out:
+            write_tsv(df, out)
+        with tmx.open("wb") as out:
+            write_tmx(df, out, srclang=pair.split("-")[0])
+        for path, content_type in ((tsv, _TSV_TYPE), (tmx, _TMX_TYPE)):
+            store.put_file(prefix + path.name, path, content_type)
+            files[path.name] = {"size": path.stat().st_size, "sha256": _digest(path)}
     gate = gate_report if gate_report is not None else {"success": None, "note": "published without a quality gate"}
     for name, data in (
         ("stats.json", _json_bytes(corpus_stats(df, stage_counts))),
@@ -167,3 +167,12 @@ def publish_release(
     }
     store.put_bytes(prefix + MANIFEST_NAME, _json_bytes(manifest), _JSON_TYPE)
     return _info(store, pair, version, manifest)
+
+
+def read_release_pairs(store: ObjectStore, release: ReleaseInfo) -> pd.DataFrame:
+    """The sentence pairs of a published release, read back from its TSV (Bitextor's columns)."""
+    key = release_prefix(release.pair, release.version) + f"{release.pair}.tsv"
+    return pd.read_csv(
+        io.BytesIO(store.get_bytes(key)), sep="\t", names=list(TSV_COLUMNS), header=None, quoting=csv.QUOTE_NONE,
+        dtype={"url_a": str, "url_b": str, "text_a": str, "text_b": str}, keep_default_na=False,
+    )  # fmt: skip

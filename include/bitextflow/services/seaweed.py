@@ -36,12 +36,14 @@ from pathlib import Path
 from types import TracebackType
 
 import boto3
+from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 _GRPC_OFFSET = 10_000
 _PORT_RANGE = (10_000, 21_999)
 _COMPONENTS = ("s3", "master", "volume", "filer", "admin")
+_BUCKET_EXISTS = ("BucketAlreadyOwnedByYou", "BucketAlreadyExists")
 
 
 def find_weed() -> str:
@@ -92,7 +94,7 @@ class SeaweedServer:
     (an S3 port that accepts connections is not yet one that stores objects).
     """
 
-    def __init__(self, data_dir: str | Path, buckets: Sequence[str] = (), start_timeout: float = 60.0):
+    def __init__(self, data_dir: str | Path, buckets: Sequence[str] = (), start_timeout: float = 60.0) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.access_key_id = "AK" + secrets.token_hex(8).upper()
@@ -166,7 +168,7 @@ class SeaweedServer:
                     try:
                         client.create_bucket(Bucket=bucket)
                     except ClientError as exc:
-                        if exc.response.get("Error", {}).get("Code") not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                        if exc.response.get("Error", {}).get("Code") not in _BUCKET_EXISTS:
                             raise
                 if buckets:
                     client.put_object(Bucket=buckets[0], Key=".probe", Body=b"ok")
@@ -230,7 +232,7 @@ class SeaweedServer:
         return self._process is not None and self._process.poll() is None
 
     # -- clients --------------------------------------------------------------------------------
-    def client(self):  # noqa: ANN201 - boto3 clients have no importable static type
+    def client(self) -> BaseClient:
         """A boto3 S3 client for this server (path-style addressing: there is no bucket DNS here)."""
         return boto3.client(
             "s3",
@@ -238,7 +240,9 @@ class SeaweedServer:
             aws_access_key_id=self.access_key_id,
             aws_secret_access_key=self.secret_access_key,
             region_name="us-east-1",
-            config=Config(s3={"addressing_style": "path"}, connect_timeout=2, read_timeout=10, retries={"max_attempts": 1}),
+            config=Config(
+                s3={"addressing_style": "path"}, connect_timeout=2, read_timeout=10, retries={"max_attempts": 1}
+            ),
         )
 
     def env(self) -> dict[str, str]:
@@ -258,4 +262,4 @@ class SeaweedServer:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"SeaweedServer(endpoint_url={self.endpoint_url!r}, data_dir={str(self.data_dir)!r}, running={self.running})"
+        return f"SeaweedServer({self.endpoint_url!r}, data_dir={str(self.data_dir)!r}, running={self.running})"
