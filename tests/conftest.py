@@ -27,8 +27,12 @@ os.environ.update(
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGBAG_IMPORT_ERROR_TRACEBACKS": "False",
         "GX_ANALYTICS_ENABLED": "false",
+        # never pick up the S3 settings of a demo stack running from this checkout
+        "BITEXTFLOW_SERVICES_ENV": "",
     }
 )
+for _name in ("BITEXTFLOW_S3_ENDPOINT_URL", "BITEXTFLOW_S3_ACCESS_KEY_ID", "BITEXTFLOW_S3_SECRET_ACCESS_KEY"):
+    os.environ.pop(_name, None)
 # Airflow puts the plugins folder on sys.path when it runs; tests that import the glue need it too.
 sys.path.insert(0, str(ROOT / "plugins"))
 

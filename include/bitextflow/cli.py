@@ -34,9 +34,15 @@ def project_home() -> Path:
 
 
 def load_services_env() -> None:
-    """Adopt the local services' settings unless the environment already names an endpoint."""
-    env_file = project_home() / ".local" / "services.env"
-    if os.environ.get("BITEXTFLOW_S3_ENDPOINT_URL") or not env_file.is_file():
+    """Adopt the local services' settings unless the environment already names an endpoint.
+
+    ``BITEXTFLOW_SERVICES_ENV`` names another settings file; set it empty to never read one (tests do).
+    """
+    configured = os.environ.get("BITEXTFLOW_SERVICES_ENV")
+    if configured == "" or os.environ.get("BITEXTFLOW_S3_ENDPOINT_URL"):
+        return
+    env_file = Path(configured) if configured else project_home() / ".local" / "services.env"
+    if not env_file.is_file():
         return
     for line in env_file.read_text().splitlines():
         name, sep, value = line.partition("=")
@@ -85,7 +91,7 @@ def stage_inputs(ctx: pipeline.RunContext, stage: str) -> list[str]:
         if key.endswith(suffix) and not (excluded and key.endswith(excluded))
     ]
     if not keys:
-        raise BitextflowError(f"no {folder} output for run {ctx.run_id!r} of {ctx.config.pair}; run `bitextflow {folder}` first")
+        raise BitextflowError(f"no {folder} output for run {ctx.run_id!r} of {ctx.config.pair}; run `bitextflow {folder.replace('_', '-')}` first")
     return keys
 
 

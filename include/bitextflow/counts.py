@@ -26,7 +26,8 @@ class StageCounts:
         self.kept += n
 
     def drop(self, reason: str, n: int = 1) -> None:
-        self.dropped[reason] += n
+        if n:
+            self.dropped[reason] += n
 
     @property
     def dropped_total(self) -> int:

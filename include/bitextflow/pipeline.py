@@ -188,7 +188,10 @@ def _document_sentences(ctx: RunContext, keys: set[str]) -> dict[str, list[str]]
 
 
 def run_align_sentences(ctx: RunContext, document_pairs_key: str) -> str:
-    """One shard of document pairs -> sentence pairs with a length-based alignment score."""
+    """One shard of document pairs -> sentence pairs with a length-based alignment score.
+
+    Counted in beads: each bead becomes a pair or is dropped (unaligned sentence, low score).
+    """
     shard = shard_name(document_pairs_key).replace("docpairs", "sentpairs")
     doc_pairs = read_table(ctx.store, document_pairs_key)
     sentences = _document_sentences(ctx, set(doc_pairs["sentences_key_a"]) | set(doc_pairs["sentences_key_b"]))
@@ -196,8 +199,8 @@ def run_align_sentences(ctx: RunContext, document_pairs_key: str) -> str:
     rows = []
     for pair in doc_pairs.itertuples():
         src, tgt = sentences.get(pair.doc_id_a, []), sentences.get(pair.doc_id_b, [])
-        counts.seen(len(src) + len(tgt))
         beads = sent_align.align_sentences(src, tgt)
+        counts.seen(len(beads))
         aligned, dropped = sent_align.sentence_pairs(beads, src, tgt, ctx.config.align.min_alignment_score)
         for reason, n in dropped.items():
             counts.drop(reason, n)

@@ -35,9 +35,11 @@ def airflow(*args: str, home: Path) -> str:
 
 
 def _json_tail(output: str) -> list | dict:
-    """Airflow's CLI may print log lines before its JSON; take the JSON that ends the output."""
-    start = min((i for i in (output.find("["), output.find("{")) if i >= 0), default=0)
-    return json.loads(output[start:])
+    """Airflow's CLI prints warnings and log lines before its JSON: take the last line that is JSON."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(("[{", "{", "[]")):
+            return json.loads(line)
+    raise SystemExit(f"bitextflow demo: no JSON in the Airflow CLI output:\n{output[-2000:]}")
 
 
 def main() -> int:

@@ -8,10 +8,10 @@ under ``.local/``:
   readable by the owner only;
 - ``airflow.env``   the Airflow configuration the supervisor started Airflow with (for the CLI);
 - ``stack.json``    the supervisor's pid and the service URLs, written once everything is healthy;
-- ``stack.log``, ``airflow/standalone.log``, ``s3/weed.log``: logs.
+- ``stack.log``, ``airflow/<component>.log``, ``s3/weed.log``: logs.
 
-Airflow runs as ``airflow standalone`` (SQLite, LocalExecutor, parallelism 4) with its API server
-bound to 127.0.0.1; DESIGN.md section 4 explains why each setting is needed.
+Airflow runs as its four components (SQLite, LocalExecutor, parallelism 4), each in its own process
+group, with the API server bound to 127.0.0.1 and no log servers, so nothing listens beyond loopback.
 """
 
 from __future__ import annotations
@@ -30,6 +30,15 @@ SITE_PORT = int(os.environ.get("BITEXTFLOW_SITE_PORT", "8765"))
 AIRFLOW_PORT = int(os.environ.get("BITEXTFLOW_AIRFLOW_PORT", "8080"))
 BUCKET = "bitextflow"
 START_TIMEOUT_S = 240
+# Started one by one rather than with `airflow standalone`: the scheduler's and triggerer's log
+# servers bind every interface and cannot be told otherwise; with LocalExecutor the API server
+# reads task logs from disk, so they are not needed.
+AIRFLOW_COMPONENTS = {
+    "api-server": ["api-server"],
+    "scheduler": ["scheduler", "--skip-serve-logs"],
+    "dag-processor": ["dag-processor"],
+    "triggerer": ["triggerer", "--skip-serve-logs"],
+}
 
 
 def state_dir(home: Path) -> Path:
@@ -122,34 +131,41 @@ def supervise(home: Path) -> None:
     _write_private(local / "services.env", _env_lines(client_env))
     af_env = airflow_env(home)
     _write_private(local / "airflow.env", _env_lines(af_env))
-    (local / "airflow").mkdir(parents=True, exist_ok=True)
-    airflow_log = open(local / "airflow" / "standalone.log", "ab")  # noqa: SIM115 - open while Airflow runs
-    airflow = subprocess.Popen(
-        [str(Path(sys.executable).parent / "airflow"), "standalone"],
-        env={**os.environ, **client_env, **af_env},
-        stdin=subprocess.DEVNULL,
-        stdout=airflow_log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its children ignore SIGTERM; we stop the whole group
-    )
+    airflow_dir = local / "airflow"
+    airflow_dir.mkdir(parents=True, exist_ok=True)
+    venv_bin = str(Path(sys.executable).parent)
+    # Airflow components spawn `airflow ...` from PATH
+    env = {**os.environ, **client_env, **af_env, "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}"}
+    subprocess.run([f"{venv_bin}/airflow", "db", "migrate"], env=env, check=True, capture_output=True)
+    components: list[subprocess.Popen] = []
     try:
+        for name, args in AIRFLOW_COMPONENTS.items():
+            with open(airflow_dir / f"{name}.log", "ab") as log:
+                components.append(
+                    subprocess.Popen(
+                        [f"{venv_bin}/airflow", *args], env=env, stdin=subprocess.DEVNULL, stdout=log,
+                        stderr=subprocess.STDOUT, start_new_session=True,  # children ignore SIGTERM: stop the group
+                    )  # fmt: skip
+                )
         health = f"http://127.0.0.1:{AIRFLOW_PORT}/api/v2/monitor/health"
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _healthy(health):
-            if airflow.poll() is not None or time.monotonic() > deadline or stop.is_set():
-                raise RuntimeError(f"Airflow did not become healthy; see {local / 'airflow' / 'standalone.log'}")
+            exited = [n for n, p in zip(AIRFLOW_COMPONENTS, components, strict=True) if p.poll() is not None]
+            if exited or time.monotonic() > deadline or stop.is_set():
+                raise RuntimeError(f"Airflow did not become healthy (exited: {exited or 'none'}); see {airflow_dir}/*.log")
             time.sleep(1)
         state = {"pid": os.getpid(), "s3": s3.endpoint_url, "site": site_server.base_url, "airflow": client_env["BITEXTFLOW_AIRFLOW_URL"]}
         (local / "stack.json").write_text(json.dumps(state, indent=2))
         print(f"services ready: {json.dumps(state)}", flush=True)
         while not stop.wait(1.0):
-            if airflow.poll() is not None:
-                print(f"airflow exited with status {airflow.returncode}; stopping the stack", flush=True)
+            exited = [n for n, p in zip(AIRFLOW_COMPONENTS, components, strict=True) if p.poll() is not None]
+            if exited:
+                print(f"airflow {exited} exited; stopping the stack", flush=True)
                 break
     finally:
         (local / "stack.json").unlink(missing_ok=True)
-        _stop_group(airflow, grace=30)
-        airflow_log.close()
+        for process in components:
+            _stop_group(process, grace=30)
         site_server.stop()
         s3.stop()
         print("services stopped", flush=True)

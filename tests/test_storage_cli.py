@@ -1,0 +1,83 @@
+"""Storage errors a user can act on, and every stage run from the CLI without Airflow."""
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from bitextflow import cli, pipeline
+from bitextflow.config import load_pair_config
+from bitextflow.errors import StorageError
+from bitextflow.storage import ObjectStore, StorageSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def crawl_context(settings: StorageSettings) -> pipeline.RunContext:
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    return pipeline.RunContext(config, ObjectStore(settings, "bitextflow"), "test_errors")
+
+
+def test_unreachable_endpoint_fails_the_first_task_with_one_line():
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    with pytest.raises(StorageError) as caught:
+        pipeline.run_crawl(crawl_context(StorageSettings(endpoint, "key", "secret")))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"cannot reach the S3 endpoint {endpoint}" in message and "BITEXTFLOW_S3_ENDPOINT_URL" in message
+
+
+@pytest.mark.integration
+def test_bad_credentials_fail_with_one_line_and_never_show_the_secret(s3_server):
+    secret = "not-the-right-secret-0123456789"
+    settings = StorageSettings(s3_server.endpoint_url, s3_server.access_key_id, secret)
+    with pytest.raises(StorageError) as caught:
+        pipeline.run_crawl(crawl_context(settings))
+    message = str(caught.value)
+    assert "rejected the credentials" in message and "BITEXTFLOW_S3_SECRET_ACCESS_KEY" in message
+    assert secret not in message and secret not in repr(settings)
+
+
+@pytest.mark.integration
+def test_store_round_trip_and_missing_key(store):
+    key = store.put_json("tests/roundtrip.json", {"ñ": 1})
+    assert store.get_json(key) == {"ñ": 1}
+    assert store.exists(key) and not store.exists("tests/absent.json")
+    assert "tests/roundtrip.json" in store.list_keys("tests/")
+    with pytest.raises(StorageError, match="does not exist"):
+        store.get_bytes("tests/absent.json")
+
+
+def test_validate_command_prints_one_line_per_problem(tmp_path, capsys):
+    bad = tmp_path / "en-es.yaml"
+    bad.write_text((ROOT / "include" / "pairs" / "en-es.yaml").read_text().replace("target: es", "target: zz"))
+    assert cli.main(["validate", str(ROOT / "include" / "pairs" / "en-es.yaml")]) == 0
+    assert cli.main(["validate", str(bad)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "unknown language code 'zz'" in error and str(bad) in error
+
+
+@pytest.mark.integration
+def test_every_stage_runs_from_the_cli_without_airflow(s3_env, site, capsys):
+    """Each stage as its own command, finding its inputs in S3 by run id, like a user would."""
+    run_id = "cli_stages"
+    common = ["--pair", "en-es", "--run-id", run_id]
+    small = ["--set", f'crawl.seeds=["{site.base_url}"]', "--set", "crawl.max_pages=80", "--set", "gate.min_sentence_pairs=1"]
+    for stage in pipeline.STAGES:
+        assert cli.main([stage.replace("_", "-"), *common, *small]) == 0, stage
+    capsys.readouterr()
+    assert cli.main(["releases", "list", "--pair", "en-es", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert any(entry["run_id"] == run_id and entry["sentence_pairs"] > 0 for entry in listed)
+
+
+def test_stage_without_inputs_names_the_stage_to_run_first(s3_env, capsys):
+    assert cli.main(["score", "--pair", "en-es", "--run-id", "never_ran"]) == 2
+    assert "run `bitextflow align-sentences` first" in capsys.readouterr().err
