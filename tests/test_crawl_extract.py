@@ -3,17 +3,15 @@
 import gzip
 import io
 import json
-
 from pathlib import Path
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from bitextflow import pipeline
-from bitextflow.config import CrawlConfig
+from bitextflow.config import CrawlConfig, load_pair_config
 from bitextflow.crawl.crawler import Crawler, extract_links, normalise_url
 from bitextflow.crawl.warc import RotatingWarcWriter
-from bitextflow.config import load_pair_config
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.tables import read_table
 

@@ -29,7 +29,7 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     dag = bag.dags[DAG_ID]
     order = ["crawl", "extract", "align_documents", "align_sentences", "score", "classify", "gate", "release"]
     assert [t.task_id for t in dag.topological_sort()] == order
-    for upstream, downstream in zip(order, order[1:]):
+    for upstream, downstream in zip(order, order[1:], strict=False):
         assert downstream in dag.get_task(upstream).downstream_task_ids
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 

@@ -19,9 +19,8 @@ from lxml import etree
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StorageError
 from bitextflow.release import MANIFEST_NAME, ReleaseInfo, list_releases, publish_release, release_prefix
-from bitextflow.storage import ObjectStore, StorageSettings
-
 from bitextflow.services.seaweed import SeaweedServer
+from bitextflow.storage import ObjectStore, StorageSettings
 
 pytestmark = pytest.mark.integration
 

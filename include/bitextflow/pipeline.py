@@ -25,9 +25,9 @@ from bitextflow.align import sentences as sent_align
 from bitextflow.classify import relevance
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
-from bitextflow.errors import StageError
 from bitextflow.crawl.crawler import Crawler, log_records
 from bitextflow.crawl.warc import RotatingWarcWriter
+from bitextflow.errors import StageError
 from bitextflow.extract import iter_documents, sentences_of
 from bitextflow.quality import check_sentence_pairs, enforce
 from bitextflow.release import ReleaseInfo, publish_release
@@ -72,7 +72,7 @@ def run_crawl(ctx: RunContext) -> list[str]:
     crawler = Crawler(config, warc)
     started = time.monotonic()
     try:
-        for n, entry in enumerate(crawler.crawl(), start=1):
+        for n, _entry in enumerate(crawler.crawl(), start=1):
             if n % 50 == 0:
                 log.info("crawl: %d URLs tried, %d fetched, %.0f s", n, crawler.counts.kept, time.monotonic() - started)
     finally:

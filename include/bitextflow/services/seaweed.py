@@ -14,7 +14,6 @@ the debug and metrics ports stay closed. ``P`` is drawn from 10000-21999 so that
 ``P + 10000`` falls in Linux's ephemeral range (32768+), where outgoing connections could take them
 between our check and weed's bind.
 
-This module is self-contained (no pytest, nothing from bitextflow) so it can move into the library.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ import os
 import random
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -39,6 +37,8 @@ import boto3
 from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+
+from bitextflow.services.processes import stop_process_group
 
 _GRPC_OFFSET = 10_000
 _PORT_RANGE = (10_000, 21_999)
@@ -205,15 +205,8 @@ class SeaweedServer:
         """SIGTERM the whole process group, SIGKILL it after ``grace`` seconds; safe to call twice."""
         process, self._process = self._process, None
         atexit.unregister(self.stop)
-        if process is not None and process.poll() is None:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-                process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            except ProcessLookupError:
-                process.wait()
+        if process is not None:
+            stop_process_group(process, grace)
         self._remove_sockets()
 
     def _remove_sockets(self) -> None:

@@ -26,6 +26,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bitextflow.services.processes import stop_process_group
+
 SITE_PORT = int(os.environ.get("BITEXTFLOW_SITE_PORT", "8765"))
 AIRFLOW_PORT = int(os.environ.get("BITEXTFLOW_AIRFLOW_PORT", "8080"))
 BUCKET = "bitextflow"
@@ -95,20 +97,6 @@ def _running_supervisor(home: Path) -> dict | None:
     return state
 
 
-def _stop_group(process: subprocess.Popen, grace: float) -> None:
-    """SIGTERM the child's process group, then SIGKILL what is left after ``grace`` seconds."""
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    except ProcessLookupError:
-        process.wait()
-
-
 def supervise(home: Path) -> None:
     """Run the services until SIGTERM or SIGINT; then stop them all (Airflow, site, S3) and exit."""
     from bitextflow.localsite import build_site, serve
@@ -165,7 +153,7 @@ def supervise(home: Path) -> None:
     finally:
         (local / "stack.json").unlink(missing_ok=True)
         for process in components:
-            _stop_group(process, grace=30)
+            stop_process_group(process, grace=30)
         site_server.stop()
         s3.stop()
         print("services stopped", flush=True)

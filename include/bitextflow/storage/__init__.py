@@ -130,7 +130,7 @@ class ObjectStore:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code not in ("404", "NoSuchBucket", "NotFound"):
                 raise self._fail(exc, "open") from None
-        except (BotoCoreError, ClientError) as exc:
+        except BotoCoreError as exc:
             raise self._fail(exc, "open") from None
         try:
             self._client.create_bucket(Bucket=self.bucket)
