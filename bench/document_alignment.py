@@ -187,9 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"Extract: {len(documents)} documents in {extract_seconds:.1f} s ({extract_counts.summary()})")
     print("Documents by language: " + ", ".join(f"{lang} {n}" for lang, n in languages.most_common()))
-    print(
-        f"Truth pairs {lang_a}-{lang_b}: {len(truth_pairs)}; both sides extracted in the right language: {len(reachable)}"
-    )
+    print(f"Truth pairs {lang_a}-{lang_b}: {len(truth_pairs)}; both sides extracted in the right language: {len(reachable)}")
     print()
     header = f"{'method':<12} {'pairs':>6} {'correct':>8} {'precision':>10} {'recall':>8} {'recall/reachable':>17}"
     print(header)

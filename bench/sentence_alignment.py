@@ -114,10 +114,7 @@ def load_hunalign(data: Path) -> tuple[DocumentPair, dict[str, int]]:
         raise DataMissing(
             f"hand.ladder ends at rung {rungs[-1]}, not at the line counts ({len(hu)}, {len(en)}): unexpected format"
         )
-    gold = [
-        (tuple(range(h0, h1)), tuple(range(e0, e1)))
-        for (h0, e0), (h1, e1) in zip(rungs, rungs[1:], strict=False)
-    ]
+    gold = [(tuple(range(h0, h1)), tuple(range(e0, e1))) for (h0, e0), (h1, e1) in zip(rungs, rungs[1:], strict=False)]
     markers = {
         "hu": sum(line.strip() == PARAGRAPH_MARKER for line in hu),
         "en": sum(line.strip() == PARAGRAPH_MARKER for line in en),
@@ -131,18 +128,14 @@ def _without_markers(lines: list[str]) -> tuple[list[str], list[int]]:
 
 
 def _drop_indices(links: list[Link], drop_src: set[int], drop_tgt: set[int]) -> list[Link]:
-    cleaned = [
-        (tuple(i for i in src if i not in drop_src), tuple(j for j in tgt if j not in drop_tgt)) for src, tgt in links
-    ]
+    cleaned = [(tuple(i for i in src if i not in drop_src), tuple(j for j in tgt if j not in drop_tgt)) for src, tgt in links]
     return [link for link in cleaned if link[0] or link[1]]
 
 
 def score_hunalign(aligner: Aligner, document: DocumentPair) -> dict[str, float | int]:
     src, src_index = _without_markers(document.src)
     tgt, tgt_index = _without_markers(document.tgt)
-    predicted = [
-        (tuple(src_index[i] for i in s), tuple(tgt_index[j] for j in t)) for s, t in aligner(src, tgt)
-    ]
+    predicted = [(tuple(src_index[i] for i in s), tuple(tgt_index[j] for j in t)) for s, t in aligner(src, tgt)]
     drop_src = set(range(len(document.src))) - set(src_index)
     drop_tgt = set(range(len(document.tgt))) - set(tgt_index)
     gold = _drop_indices(document.gold, drop_src, drop_tgt)
@@ -186,7 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"Bleualign-format gold folder (default {DEFAULT_DATA})")
     parser.add_argument("--include-dev", action="store_true", help="also align and score dev.de/dev.fr")
     parser.add_argument(
-        "--hunalign-data", type=Path, default=None, help=f"hunalign handalign folder (default {DEFAULT_HUNALIGN}; skipped if absent)"
+        "--hunalign-data",
+        type=Path,
+        default=None,
+        help=f"hunalign handalign folder (default {DEFAULT_HUNALIGN}; skipped if absent)",
     )
     parser.add_argument("--runs", type=int, default=3, help="timed passes per aligner; the best is reported (default 3)")
     args = parser.parse_args(argv)

@@ -102,8 +102,8 @@ class ObjectStore:
             isinstance(exc, BotoCoreError) and "connect" in type(exc).__name__.lower()
         ):
             return StorageError(
-                f"cannot reach the S3 endpoint {self._where()} to {action} {target}; start it "
-                "(`make services`) or set BITEXTFLOW_S3_ENDPOINT_URL to a running endpoint"
+                f"cannot reach the S3 endpoint {self._where()} to {action} {target}; start it (local stack: "
+                "`bitextflow services up`) or set BITEXTFLOW_S3_ENDPOINT_URL to a running endpoint"
             )
         if isinstance(exc, ClientError):
             code = str(exc.response.get("Error", {}).get("Code", ""))
