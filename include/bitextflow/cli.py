@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build domain-specific parallel corpora from the web. Stages, in order: "
         + " -> ".join(pipeline.STAGES),
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress of every stage")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors (no progress)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def pair_options(p: argparse.ArgumentParser) -> None:
@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("bitextflow").setLevel(logging.WARNING if args.quiet else logging.INFO)
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     load_services_env()
     try:
