@@ -71,16 +71,13 @@ def crawl_site(base_url: str, warc_dir: Path, max_pages: int) -> tuple[Crawler, 
         shutil.copyfile(path, target)
         return str(target)
 
-    crawler = Crawler(
-        CrawlConfig(seeds=[base_url], max_pages=max_pages, delay_seconds=0), RotatingWarcWriter(upload, WARC_MAX_BYTES)
+    config = CrawlConfig(
+        seeds=[base_url], max_pages=max_pages, delay_seconds=0, strategy="bfs", per_host_concurrency=4,
+        allow_private_addresses=["127.0.0.1"],  # the local site; other private addresses stay refused
     )
-    try:
-        for _entry in crawler.crawl():
-            pass
-    finally:
-        crawler.close()
-        shards = crawler.warc.close()
-    return crawler, shards
+    crawler = Crawler(config, RotatingWarcWriter(upload, WARC_MAX_BYTES))
+    crawler.crawl()
+    return crawler, crawler.keys
 
 
 def extract(shards: Sequence[str]) -> tuple[list[Document], StageCounts]:

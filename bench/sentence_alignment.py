@@ -7,6 +7,11 @@ precision, recall and F1 over alignment links, micro-averaged over the files, as
 included) per wall second of alignment alone (files are read beforehand), the best of three runs over
 the whole set.
 
+Aligners: ``gale-church`` (length only), ``hunalign-dict`` (dictionary + length, Hunalign-style,
+with the Debian dictionary of the pair: de-fr from FreeDict for Bleualign, hu-en for dtm; built into
+the cache on first use) and ``hunalign-nodict`` (the same with identical tokens only, to show what
+the dictionary adds). Dictionary loading is outside the timing, as in the pipeline (once per task).
+
 A second language pair, the hunalign English-Hungarian hand alignment ``dtm``, is scored by beads:
 consecutive rungs of ``hand.ladder`` (``hu_index en_index``) delimit one gold bead, and a predicted
 bead counts when it is exactly a gold bead (precision over predicted beads, recall over gold beads).
@@ -30,18 +35,31 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
 from bitextflow.align.evaluation import Link, read_links, score_alignments
-from bitextflow.align.sentences import align_sentences
+from bitextflow.align.lexical import align_sentences_lexical
+from bitextflow.align.sentences import Bead, align_sentences
 
 EVAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 DEFAULT_DATA = EVAL_DIR / "bleualign_defr_gold"
 DEFAULT_HUNALIGN = EVAL_DIR / "hunalign_handaligns_en_hu" / "dtm"
 
-#: Every sentence aligner we have: name -> function from two sentence lists to links.
+#: A sentence aligner as the benchmark runs it: two sentence lists -> links.
 Aligner = Callable[[Sequence[str], Sequence[str]], list[Link]]
-ALIGNERS: dict[str, Aligner] = {
-    "gale-church": lambda src, tgt: [(bead.src, bead.tgt) for bead in align_sentences(src, tgt)],
-}
+
+
+def _links(beads: list[Bead]) -> list[Link]:
+    return [(bead.src, bead.tgt) for bead in beads]
+
+
+def make_aligners(dictionary: BilingualDictionary | None) -> dict[str, Aligner]:
+    """Every sentence aligner we have, ``hunalign-dict`` with the data set's dictionary."""
+    aligners: dict[str, Aligner] = {"gale-church": lambda src, tgt: _links(align_sentences(src, tgt))}
+    if dictionary is not None:
+        aligners["hunalign-dict"] = lambda src, tgt: _links(align_sentences_lexical(src, tgt, dictionary))
+    aligners["hunalign-nodict"] = lambda src, tgt: _links(align_sentences_lexical(src, tgt, None))
+    return aligners
+
 
 #: Published figures on the same gold data (../shared/eval/README.md; Thompson and Koehn, 2019,
 #: "Vecalign: Improved Sentence Alignment in Linear Time and Space"). They cover test0-6, of which
@@ -173,6 +191,14 @@ def _prf(precision: float, recall: float, f1: float) -> dict[str, float]:
     return {"precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4)}
 
 
+def _described(dictionary: BilingualDictionary | None) -> dict[str, object] | None:
+    """Size and packages of a dictionary for the JSON report (None: the pair has none)."""
+    if dictionary is None:
+        return None
+    packages = [f"{p['name']} {p['version']}" for p in dictionary.manifest["packages"]]
+    return {"lemma_pairs": len(dictionary), "packages": packages}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -184,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help=f"hunalign handalign folder (default {DEFAULT_HUNALIGN}; skipped if absent)",
     )
+    parser.add_argument("--languages", default="de-fr", help="source-target languages of --data, for the dictionary (default de-fr)")
     parser.add_argument("--runs", type=int, default=3, help="timed passes per aligner; the best is reported (default 3)")
     args = parser.parse_args(argv)
 
@@ -219,7 +246,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
     }
-    for name, aligner in ALIGNERS.items():
+    lang_src, _, lang_tgt = args.languages.partition("-")
+    dictionary = load_dictionary(lang_src, lang_tgt)
+    result["dictionaries"] = {args.languages: _described(dictionary)}
+    hunalign_aligners = {}
+    if hunalign is not None:
+        hu_en = load_dictionary("hu", "en")
+        result["dictionaries"]["hu-en"] = _described(hu_en)
+        hunalign_aligners = make_aligners(hu_en)
+    for name, aligner in make_aligners(dictionary).items():
         predicted, best, times = run_aligner(aligner, documents, args.runs)
         scores = score_alignments(gold, predicted)
         beads = sum(len(p) for p in predicted)
@@ -237,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             one = score_alignments([doc.gold], [links])
             result["per_file"][name][doc.name] = {"strict_f1": round(one.f1_strict, 4), "lax_f1": round(one.f1_lax, 4)}
         if hunalign is not None:
-            scored = score_hunalign(aligner, hunalign[0])
+            scored = score_hunalign(hunalign_aligners[name], hunalign[0])
             result["hunalign_dtm"][name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in scored.items()}
     if hunalign is not None:
         result["hunalign_dtm_paragraph_markers"] = hunalign[1]

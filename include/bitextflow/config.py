@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator, model_validator
@@ -33,27 +33,142 @@ class _Section(BaseModel):
 
 
 class CrawlConfig(_Section):
-    seeds: list[HttpUrl] = Field(min_length=1, description="Start URLs; fetched first.")
-    max_pages: int = Field(2000, ge=1, description="Stop after this many fetched URLs.")
+    """The focused crawler (docs/crawl.md): politeness, limits, frontier ranking, checkpoints."""
+
+    seeds: list[HttpUrl] = Field(min_length=1, description="Start URLs; fetched first, whatever the strategy.")
+    strategy: str = Field(
+        "url-rules",
+        description="Frontier ranking: bfs, terms (ILSP-FC link score), url-rules (language markers in URLs), "
+        "smart (URL models; falls back to url-rules when crawl.url_models has none).",
+    )
+    url_models: str | None = Field(None, description="Folder or s3:// prefix of the URL models the smart strategy loads.")
+    terms_other_language_bonus: float = Field(
+        10.0, ge=0, description="terms strategy: the constant c added to links that point to the other language."
+    )
+    max_pages: int = Field(2000, ge=1, description="Stop after this many fetched URLs (responses written to WARC).")
+    max_pages_per_host: int | None = Field(None, ge=1, description="Fetch at most this many URLs from one host.")
     max_depth: int = Field(30, ge=0, description="Links further than this from a seed are not followed.")
+    time_limit_seconds: float | None = Field(None, gt=0, description="Stop fetching after this long (resumed runs included).")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="Hosts besides the seeds' whose links are followed ('*': any host)."
+    )
+    include_paths: dict[str, list[str]] = Field(
+        default_factory=dict, description="Per host ('*': all): only URLs whose path?query matches one regex are followed."
+    )
+    exclude_paths: dict[str, list[str]] = Field(
+        default_factory=dict, description="Per host ('*': all): URLs whose path?query matches a regex are not followed."
+    )
+    skip_extensions: list[str] = Field(
+        default_factory=lambda: "png jpg jpeg gif svg webp ico bmp tif tiff css js mjs json woff woff2 ttf otf eot mp3 mp4 "
+        "m4a ogg oga ogv webm avi mov wav flac zip gz tgz bz2 xz 7z rar tar deb rpm iso img exe msi dmg apk bin pdf".split(),
+        description="Links to files with these extensions are not fetched (keep it consistent with content_types).",
+    )
+    content_types: list[str] = Field(
+        default_factory=lambda: ["text/html", "application/xhtml+xml", "text/plain"],
+        description="2xx responses of other types are refused after the headers (body not read); [] allows "
+        "all; a response without Content-Type passes.",
+    )
+    allow_private_addresses: list[str] = Field(
+        default_factory=list,
+        description="Addresses or networks (e.g. 127.0.0.1, 10.0.0.0/8) that may be fetched although private, "
+        "loopback, link-local or multicast; all others such are refused.",
+    )
+    concurrency: int = Field(8, ge=1, description="Requests in flight at once, all hosts together.")
+    per_host_concurrency: int = Field(2, ge=1, description="Requests in flight at once to one host.")
     delay_seconds: float = Field(1.0, ge=0, description="Minimum pause between two requests to one host.")
-    timeout_seconds: float = Field(20.0, gt=0, description="Per-request timeout.")
-    max_body_bytes: int = Field(10_000_000, ge=1024, description="Larger responses are truncated.")
+    max_robots_delay_seconds: float = Field(30.0, ge=0, description="A robots.txt Crawl-delay above this is capped to it.")
+    connect_timeout_seconds: float = Field(10.0, gt=0, description="Time to open a connection.")
+    read_timeout_seconds: float = Field(20.0, gt=0, description="Longest wait for the next bytes of a response.")
+    timeout_seconds: float = Field(60.0, gt=0, description="Total time for one request, body included.")
+    max_retries: int = Field(2, ge=0, description="Retries of a URL after a 5xx answer or a timeout.")
+    retry_backoff_seconds: float = Field(1.0, ge=0, description="First retry waits this long; each next one twice as long.")
+    max_redirects: int = Field(5, ge=0, description="Longest redirect chain followed; loops are detected and dropped.")
+    max_body_bytes: int = Field(10_000_000, ge=1024, description="Larger responses are truncated (WARC-Truncated: length).")
+    scout_pages: int = Field(
+        50, ge=0, description="Language scouting: a host with no page in the target language after this many "
+        "HTML pages is dropped (0: never).",
+    )
     user_agent: str = Field(
         "bitextflow/0.1 (+https://github.com/bitextflow/bitextflow)", min_length=1,
         description="Sent with every request and matched against robots.txt groups.",
     )
     warc_max_bytes: int = Field(20_000_000, ge=100_000, description="A WARC shard is closed past this size.")
+    checkpoint_every_pages: int = Field(200, ge=1, description="Frontier and seen-set are saved to S3 after this many pages...")
+    checkpoint_every_seconds: float = Field(120.0, gt=0, description="... or after this long, whichever comes first.")
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, strategy: str) -> str:
+        if strategy not in ("bfs", "terms", "url-rules", "smart"):
+            raise ValueError(f"unknown strategy {strategy!r}; choose bfs, terms, url-rules or smart")
+        return strategy
+
+    @field_validator("include_paths", "exclude_paths")
+    @classmethod
+    def _valid_patterns(cls, patterns: dict[str, list[str]]) -> dict[str, list[str]]:
+        import re
+
+        for host, regexes in patterns.items():
+            for regex in regexes:
+                try:
+                    re.compile(regex)
+                except re.error as exc:
+                    raise ValueError(f"pattern {regex!r} of host {host!r} is not a valid regex ({exc})") from None
+        return patterns
+
+    @field_validator("allow_private_addresses")
+    @classmethod
+    def _valid_networks(cls, networks: list[str]) -> list[str]:
+        import ipaddress
+
+        for network in networks:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ValueError(f"{network!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8)") from None
+        return networks
 
 
 class ExtractConfig(_Section):
-    min_sentence_tokens: int = Field(3, ge=1, description="Shorter sentences are dropped (counted).")
-    max_sentence_tokens: int = Field(120, ge=1, description="Longer sentences are dropped (counted).")
+    min_sentence_tokens: int = Field(
+        6, ge=1, description="Sentences with fewer whitespace tokens are dropped (counted); 6 as in the MaCoCu DSI paper."
+    )
+    max_sentence_tokens: int = Field(
+        50, ge=1, description="Sentences with more whitespace tokens are dropped (counted); 50 as in the MaCoCu DSI paper."
+    )
+    require_end_punctuation: bool = Field(
+        False, description="Drop sentences that do not end in punctuation (DSI filter; drops headings and list items)."
+    )
+    normalise_punctuation: bool = Field(True, description="Moses-style punctuation normalisation of sentences (sacremoses).")
+    plain_text: bool = Field(
+        False, description="Also make documents of text/plain responses (blank-line separated paragraphs); off by default "
+        "because sites mostly serve plain-text dumps of their HTML pages, which would make those near-duplicates.",
+    )  # fmt: skip
+    extraction_focus: str = Field(
+        "recall", pattern=r"^(balanced|precision|recall)$",
+        description="trafilatura's main-content trade-off: `recall`, `precision` or `balanced`.",
+    )  # fmt: skip
+    max_page_bytes: int = Field(
+        1_000_000, ge=10_000, description="HTML payloads are cut to this many bytes before parsing (counted repair)."
+    )
+    near_duplicate_threshold: float = Field(
+        0.8, gt=0, le=1, description="Shared main paragraphs / paragraphs of the shorter document above which two "
+        "documents of one language are near-duplicates (ILSP-FC); the longer is kept.",
+    )  # fmt: skip
+    duplicate_sentences: str = Field(
+        "flag", pattern=r"^(flag|drop)$", description="A sentence seen before in the shard in the same language (letters only): flagged in the "
+        "`duplicate` column (alignment needs each document whole) or dropped (counted).",
+    )  # fmt: skip
 
 
 class AlignConfig(_Section):
     min_alignment_score: float = Field(0.1, ge=0, le=1, description="Sentence pairs scoring lower are dropped.")
     document_pairs_per_shard: int = Field(25, ge=1, description="Document pairs per sentence-alignment task.")
+    sentence_aligner: Literal["gale-church", "hunalign"] = Field(
+        "gale-church",
+        description="Sentence aligner: `gale-church` (length only) or `hunalign` (bilingual dictionary from "
+        "Debian + length, see docs/align.md; a pair without a dictionary package aligns by length and identical words).",
+    )
 
 
 class ScoreConfig(_Section):
@@ -67,6 +182,26 @@ class DomainConfig(_Section):
         default_factory=dict, description="Per language code: term -> weight (positive)."
     )
     min_relevance: float = Field(0.0, ge=0, le=1, description="Pairs below this relevance are dropped.")
+    min_document_relevance: float = Field(
+        0.0, ge=0, description="Documents whose ILSP-FC relevance p (sum of term weight x location weight x count) is "
+        "lower are dropped at extraction (counted).",
+    )  # fmt: skip
+    min_document_terms: int = Field(
+        0, ge=0, description="Documents with fewer distinct domain terms (ILSP-FC m) are dropped at extraction (counted)."
+    )
+    location_weights: dict[str, float] = Field(
+        default_factory=lambda: {"title": 10.0, "metadata": 4.0, "keywords": 2.0, "text": 1.0},
+        description="Weight of a term found in the page title, description, keywords or main text (ILSP-FC).",
+    )
+    stem_terms: bool = Field(True, description="Match terms after Snowball stemming (PyStemmer) where the language has one.")
+
+    @field_validator("location_weights")
+    @classmethod
+    def _known_locations(cls, weights: dict[str, float]) -> dict[str, float]:
+        unknown = set(weights) - {"title", "metadata", "keywords", "text"}
+        if unknown:
+            raise ValueError(f"unknown locations {sorted(unknown)}; use title, metadata, keywords, text")
+        return weights
 
     @field_validator("terms")
     @classmethod

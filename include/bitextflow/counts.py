@@ -18,6 +18,8 @@ class StageCounts:
     items_in: int = 0
     kept: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
+    # Items kept after a repair (mojibake fixed, oversized page cut), by what was repaired; not a drop.
+    repaired: Counter[str] = field(default_factory=Counter)
 
     def seen(self, n: int = 1) -> None:
         self.items_in += n
@@ -29,21 +31,28 @@ class StageCounts:
         if n:
             self.dropped[reason] += n
 
+    def repair(self, what: str, n: int = 1) -> None:
+        if n:
+            self.repaired[what] += n
+
     @property
     def dropped_total(self) -> int:
         return sum(self.dropped.values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "stage": self.stage,
             "in": self.items_in,
             "kept": self.kept,
             "dropped": dict(sorted(self.dropped.items())),
         }
+        if self.repaired:
+            data["repaired"] = dict(sorted(self.repaired.items()))
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageCounts:
-        return cls(data["stage"], data["in"], data["kept"], Counter(data.get("dropped", {})))
+        return cls(data["stage"], data["in"], data["kept"], Counter(data.get("dropped", {})), Counter(data.get("repaired", {})))
 
     @classmethod
     def merged(cls, stage: str, parts: Iterable[StageCounts]) -> StageCounts:
@@ -52,8 +61,12 @@ class StageCounts:
             total.items_in += part.items_in
             total.kept += part.kept
             total.dropped.update(part.dropped)
+            total.repaired.update(part.repaired)
         return total
 
     def summary(self) -> str:
         reasons = ", ".join(f"{reason}={n}" for reason, n in sorted(self.dropped.items())) or "none"
-        return f"{self.stage}: in={self.items_in} kept={self.kept} dropped={self.dropped_total} ({reasons})"
+        line = f"{self.stage}: in={self.items_in} kept={self.kept} dropped={self.dropped_total} ({reasons})"
+        if self.repaired:
+            line += " repaired: " + ", ".join(f"{what}={n}" for what, n in sorted(self.repaired.items()))
+        return line

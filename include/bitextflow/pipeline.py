@@ -7,10 +7,9 @@ Keys follow ``<pair>/<run_id>/<stage>/<shard>.<ext>`` (DESIGN.md section 3); eve
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import logging
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -22,13 +21,17 @@ import pandas as pd
 from bitextflow import schemas
 from bitextflow.align import documents as doc_align
 from bitextflow.align import sentences as sent_align
+from bitextflow.align.dictionary import load_dictionary
+from bitextflow.align.lexical import sentence_aligner
 from bitextflow.classify import relevance
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
-from bitextflow.crawl.crawler import Crawler, log_records
+from bitextflow.crawl.checkpoint import ObjectStoreCheckpoints
+from bitextflow.crawl.crawler import Crawler, CrawlLogEntry
+from bitextflow.crawl.scoring import PairContext
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import StageError
-from bitextflow.extract import iter_documents, sentences_of
+from bitextflow.extract import extract_shard
 from bitextflow.quality import check_sentence_pairs, enforce
 from bitextflow.release import ReleaseInfo, publish_release
 from bitextflow.score import hard_rule_violations, normalise_for_comparison
@@ -60,71 +63,81 @@ def shard_name(key: str) -> str:
 
 
 # -- crawl -------------------------------------------------------------------------------------------
+_WARC_SHARD = re.compile(r"crawl-\d{5}\.warc\.gz$")
+
+
 def run_crawl(ctx: RunContext) -> list[str]:
-    """Crawl from the seeds; returns the WARC shard keys (the shards of the extract stage)."""
+    """Crawl from the seeds; returns the WARC shard keys (the shards of the extract stage).
+
+    Resumable: the crawl checkpoints to ``crawl/`` and a rerun of the task with the same run id
+    continues from the last checkpoint (or, if the crawl had finished, returns its shards).
+    """
     ctx.store.ensure_bucket()
     config = ctx.config.crawl
 
     def upload(path: Path, name: str) -> str:
         return ctx.store.put_file(ctx.key("crawl", name), path, "application/warc")
 
-    warc = RotatingWarcWriter(upload, config.warc_max_bytes)
-    crawler = Crawler(config, warc)
+    def download(name: str, path: Path) -> None:
+        ctx.store.download_file(ctx.key("crawl", name), path)
+
+    info = {
+        "software": "bitextflow/0.1 (httpx, warcio)",
+        "format": "WARC File Format 1.1",
+        "http-header-user-agent": config.user_agent,
+        "robots": "obey",
+        "isPartOf": f"{ctx.config.pair}/{ctx.run_id}",
+    }
+    warc = RotatingWarcWriter(upload, config.warc_max_bytes, download=download, info=info)
+    checkpoints = ObjectStoreCheckpoints(ctx.store, lambda name: ctx.key("crawl", name))
+    pair = PairContext(ctx.config.source, ctx.config.target, ctx.config.domain.terms)
     started = time.monotonic()
-    try:
-        for n, _entry in enumerate(crawler.crawl(), start=1):
-            if n % 50 == 0:
-                log.info("crawl: %d URLs tried, %d fetched, %.0f s", n, crawler.counts.kept, time.monotonic() - started)
-    finally:
-        crawler.close()
-        keys = warc.close()
-    lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in log_records(crawler.log))
-    ctx.store.put_bytes(ctx.key("crawl", "crawl-log.jsonl.gz"), gzip.compress(lines.encode("utf-8"), mtime=0))
+
+    def progress(entry: CrawlLogEntry) -> None:
+        if crawler.fetched and crawler.fetched % 50 == 0 and entry.outcome == "fetched":
+            log.info("crawl: %d pages fetched, %d waiting, %.0f s", crawler.fetched, len(crawler.frontier), time.monotonic() - started)
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would bury the task log
+    crawler = Crawler(config, warc, pair, checkpoints=checkpoints, on_entry=progress)
+    if crawler.strategy_used != config.strategy:
+        log.warning("crawl: strategy %s is not available; ranking with %s", config.strategy, crawler.strategy_used)
+    crawler.crawl()
+    keys = crawler.keys
+    # Shards of a killed attempt that the resumed crawl did not write again are not part of the crawl.
+    for key in ctx.store.list_keys(ctx.key("crawl", "")):
+        if _WARC_SHARD.search(key) and key not in keys:
+            ctx.store.delete_prefix(key)
+    ctx.store.put_bytes(ctx.key("crawl", "crawl-log.jsonl.gz"), checkpoints.merged_log(crawler.log_parts), "application/gzip")
     ctx.write_counts("crawl", "crawl", crawler.counts)
     if not keys:
         seeds = ", ".join(str(s) for s in config.seeds)
-        raise StageError(f"crawl fetched no page from the seeds ({seeds}); check they are reachable and allowed by robots.txt")
+        raise StageError(
+            f"crawl fetched no page from the seeds ({seeds}); check they are reachable, allowed by robots.txt "
+            "and, for private addresses such as 127.0.0.1, listed in crawl.allow_private_addresses"
+        )
     return keys
 
 
 # -- extract -----------------------------------------------------------------------------------------
 def run_extract(ctx: RunContext, warc_key: str) -> str:
-    """One WARC shard -> documents and sentences Parquet; returns the documents key."""
+    """One WARC shard -> documents, rejected documents and sentences Parquet; returns the documents key.
+
+    The WARC is streamed from a local copy (disk, not memory); see :mod:`bitextflow.extract.shard`.
+    """
     shard = shard_name(warc_key)
-    doc_counts, sent_counts = StageCounts("extract_documents"), StageCounts("extract_sentences")
-    languages = {ctx.config.source, ctx.config.target}
     sentences_key = ctx.key("extract", f"{shard}.sentences.parquet")
-    documents, sentences = [], []
     with tempfile.TemporaryDirectory(prefix="bitextflow-extract-") as tmp:
         local = ctx.store.download_file(warc_key, Path(tmp) / "shard.warc.gz")
-        with open(local, "rb") as stream:
-            for document in iter_documents(stream, doc_counts):
-                doc_rows = []
-                if document.language in languages:
-                    doc_rows = sentences_of(document, ctx.config.extract, sent_counts)
-                sentences.extend(doc_rows)
-                documents.append(
-                    {
-                        "doc_id": document.doc_id,
-                        "url": document.url,
-                        "warc_key": warc_key,
-                        "warc_offset": document.warc_offset,
-                        "warc_record_id": document.warc_record_id,
-                        "language": document.language,
-                        "language_reliable": document.language_reliable,
-                        "title": document.title,
-                        "paragraphs": len(document.paragraphs),
-                        "sentences": len(doc_rows),
-                        "content_hash": document.content_hash,
-                        "sentences_key": sentences_key,
-                    }
-                )
-    write_table(ctx.store, sentences_key, pd.DataFrame(sentences), schemas.SENTENCES)
-    documents_key = write_table(
-        ctx.store, ctx.key("extract", f"{shard}.documents.parquet"), pd.DataFrame(documents), schemas.DOCUMENTS
-    )
-    ctx.write_counts("extract", f"{shard}.documents", doc_counts)
-    ctx.write_counts("extract", f"{shard}.sentences", sent_counts)
+        result = extract_shard(
+            local, Path(tmp) / "out", warc_key=warc_key, sentences_key=sentences_key,
+            languages={ctx.config.source, ctx.config.target}, config=ctx.config.extract, domain=ctx.config.domain,
+        )  # fmt: skip
+        parquet = "application/vnd.apache.parquet"
+        ctx.store.put_file(sentences_key, result.sentences, parquet)
+        ctx.store.put_file(ctx.key("extract", f"{shard}.documents.rejected.parquet"), result.rejected, parquet)
+        documents_key = ctx.store.put_file(ctx.key("extract", f"{shard}.documents.parquet"), result.documents, parquet)
+    ctx.write_counts("extract", f"{shard}.documents", result.document_counts)
+    ctx.write_counts("extract", f"{shard}.sentences", result.sentence_counts)
     return documents_key
 
 
@@ -188,18 +201,22 @@ def _document_sentences(ctx: RunContext, keys: set[str]) -> dict[str, list[str]]
 
 
 def run_align_sentences(ctx: RunContext, document_pairs_key: str) -> str:
-    """One shard of document pairs -> sentence pairs with a length-based alignment score.
+    """One shard of document pairs -> sentence pairs with an alignment score (``align.sentence_aligner``).
 
-    Counted in beads: each bead becomes a pair or is dropped (unaligned sentence, low score).
+    Counted in beads: each bead becomes a pair or is dropped (unaligned sentence, low score). The
+    ``hunalign`` aligner's dictionary is loaded once per task (None, logged, if the pair has none).
     """
     shard = shard_name(document_pairs_key).replace("docpairs", "sentpairs")
     doc_pairs = read_table(ctx.store, document_pairs_key)
     sentences = _document_sentences(ctx, set(doc_pairs["sentences_key_a"]) | set(doc_pairs["sentences_key_b"]))
     counts = StageCounts("align_sentences")
+    method = ctx.config.align.sentence_aligner
+    dictionary = load_dictionary(ctx.config.source, ctx.config.target) if method == "hunalign" else None
+    align = sentence_aligner(method, dictionary)
     rows = []
     for pair in doc_pairs.itertuples():
         src, tgt = sentences.get(pair.doc_id_a, []), sentences.get(pair.doc_id_b, [])
-        beads = sent_align.align_sentences(src, tgt)
+        beads = align(src, tgt)
         counts.seen(len(beads))
         aligned, dropped = sent_align.sentence_pairs(beads, src, tgt, ctx.config.align.min_alignment_score)
         for reason, n in dropped.items():

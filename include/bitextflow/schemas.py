@@ -2,6 +2,17 @@
 
 import pyarrow as pa
 
+PARAGRAPH = pa.struct(
+    [
+        ("type", pa.string()),  # title | heading | listitem | text | cell | quote | code
+        ("text", pa.string()),
+        ("language", pa.string()),
+        ("boilerplate", pa.bool_()),  # outside the main content (ILSP-FC crawlinfo)
+        ("out_of_language", pa.bool_()),  # identified as another language than the document's
+        ("terms", pa.list_(pa.string())),  # domain terms found in the paragraph
+    ]
+)
+
 DOCUMENTS = pa.schema(
     [
         ("doc_id", pa.string()),
@@ -9,12 +20,24 @@ DOCUMENTS = pa.schema(
         ("warc_key", pa.string()),
         ("warc_offset", pa.int64()),
         ("warc_record_id", pa.string()),
+        ("warc_date", pa.string()),
+        ("encoding", pa.string()),
+        ("encoding_source", pa.string()),  # bom | http | meta | detected | fallback
+        ("repairs", pa.list_(pa.string())),  # e.g. mojibake_repaired, page_cut_to_max_bytes
         ("language", pa.string()),
         ("language_reliable", pa.bool_()),
+        ("language_set", pa.list_(pa.struct([("language", pa.string()), ("share", pa.float64())]))),
         ("title", pa.string()),
-        ("paragraphs", pa.int32()),
+        ("description", pa.string()),
+        ("keywords", pa.string()),
+        ("date", pa.string()),
+        ("paragraphs", pa.list_(PARAGRAPH)),
         ("sentences", pa.int32()),
+        ("relevance", pa.float64()),  # ILSP-FC p
+        ("relevance_terms", pa.int32()),  # ILSP-FC m
         ("content_hash", pa.string()),
+        ("duplicate_of", pa.string()),  # doc_id of the document kept instead of this one (rejected rows)
+        ("drop_reason", pa.string()),  # empty for kept documents
         ("sentences_key", pa.string()),
     ]
 )
@@ -28,6 +51,7 @@ SENTENCES = pa.schema(
         ("paragraph_type", pa.string()),
         ("sentence_index", pa.int32()),
         ("text", pa.string()),
+        ("duplicate", pa.bool_()),  # seen before in the shard, same language (letters only)
     ]
 )
 

@@ -1,8 +1,9 @@
 """Alignment stage: which documents translate each other, then which of their sentences do.
 
 Documents are paired first (:mod:`.documents`, by language-neutral URLs), then the sentences of each
-document pair are aligned (:mod:`.sentences`, Gale-Church by length). :mod:`.evaluation` scores
-sentence alignments against gold beads for tests and benchmarks.
+document pair are aligned (:mod:`.sentences`, Gale-Church by length; :mod:`.lexical`, Hunalign-style
+dictionary + length, with bilingual dictionaries built from Debian packages by :mod:`.dictionary`).
+:mod:`.evaluation` scores sentence alignments against gold beads for tests and benchmarks.
 """
 
 from bitextflow.align.documents import Document, DocumentPair, align_by_url, normalise_language, url_key

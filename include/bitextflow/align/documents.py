@@ -300,6 +300,22 @@ def normalise_language(tag: str) -> str:
     return _MARKERS.get(primary, lowered)
 
 
+#: ISO 639-2 bibliographic codes; Debian package names use the terminological ones (deu, not ger).
+_BIBLIOGRAPHIC_CODES = frozenset({"cze", "dut", "fre", "ger", "rum"})
+
+
+def three_letter_code(language: str) -> str | None:
+    """ISO 639-2/T code of a language tag (``es`` -> ``spa``, ``de-AT`` -> ``deu``), None if unknown.
+
+    Debian names bilingual data packages with these codes (``apertium-eng-spa``).
+    """
+    code = normalise_language(language)
+    return next(
+        (three for three, two in _THREE_LETTER_CODES.items() if two == code and three not in _BIBLIOGRAPHIC_CODES),
+        None,
+    )
+
+
 def _is_region(token: str) -> bool:
     if not token.isascii():
         return False

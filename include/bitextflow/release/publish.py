@@ -33,6 +33,7 @@ import pandas as pd
 
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.hashing import file_sha256
 from bitextflow.release.formats import TSV_COLUMNS, corpus_stats, write_tmx, write_tsv
 from bitextflow.storage import ObjectStore, safe_key_part
 
@@ -104,14 +105,6 @@ def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
 
 
-def _digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
-
-
 def publish_release(
     store: ObjectStore,
     pair: str,
@@ -147,7 +140,7 @@ def publish_release(
             write_tmx(df, out, srclang=pair.split("-")[0])
         for path, content_type in ((tsv, _TSV_TYPE), (tmx, _TMX_TYPE)):
             store.put_file(prefix + path.name, path, content_type)
-            files[path.name] = {"size": path.stat().st_size, "sha256": _digest(path)}
+            files[path.name] = {"size": path.stat().st_size, "sha256": file_sha256(path)}
     gate = gate_report if gate_report is not None else {"success": None, "note": "published without a quality gate"}
     for name, data in (
         ("stats.json", _json_bytes(corpus_stats(df, stage_counts))),

@@ -1,0 +1,198 @@
+"""Asynchronous HTTP fetching with hard limits (httpx.AsyncClient).
+
+One :class:`Fetcher` per crawl: connect/read/total timeouts, a body cap enforced while streaming (on
+the decoded bytes, with a bounded decompressor, so a gzip bomb inflates no further than the cap), a
+content-type allow-list checked on the headers before any body is read, retries with exponential
+backoff on 5xx answers and timeouts, robots.txt fetching, and the private-address guard on every
+connection. It never follows redirects itself: the crawler turns a redirect into a new frontier entry,
+so the target goes through dedup, scope, robots and politeness like any other URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import zlib
+from dataclasses import dataclass, field
+
+import httpx
+
+from bitextflow.config import CrawlConfig
+from bitextflow.crawl.guard import AddressGuard, AddressRefused, guarded_transport
+
+ROBOTS_MAX_BYTES = 512_000  # RFC 9309: crawlers must parse at least 500 KiB
+_CHUNK = 65_536
+
+
+@dataclass
+class FetchResult:
+    """The outcome of one URL: a response (``status`` > 0) or an ``error`` naming why there is none."""
+
+    url: str
+    status: int = 0
+    reason: str = ""
+    request_headers: list[tuple[str, str]] = field(default_factory=list)
+    response_headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    truncated: bool = False
+    mime: str = ""
+    content_type: str = ""
+    error: str = ""
+    detail: str = ""
+    attempts: int = 1
+    seconds: float = 0.0
+
+    @property
+    def location(self) -> str:
+        return next((v for k, v in self.response_headers if k.lower() == "location"), "")
+
+
+class _Refused(Exception):
+    def __init__(self, error: str, detail: str = "", status: int = 0):
+        super().__init__(detail or error)
+        self.error = error
+        self.detail = detail
+        self.status = status
+
+
+class _Decoder:
+    """Content-Encoding decoding that never produces more than it is asked for."""
+
+    def __init__(self, encoding: str):
+        encoding = encoding.strip().lower()
+        if encoding in ("", "identity"):
+            self._zlib = None
+        elif encoding in ("gzip", "x-gzip", "deflate"):
+            self._zlib = zlib.decompressobj(47 if encoding != "deflate" else 15)
+            self._raw_fallback = encoding == "deflate"
+        else:
+            raise _Refused("unsupported_encoding", f"Content-Encoding {encoding!r}")
+        self._started = False
+
+    def feed(self, chunk: bytes, limit: int) -> bytes:
+        if self._zlib is None:
+            return chunk[:limit]
+        try:
+            out = self._zlib.decompress(chunk, limit)
+        except zlib.error:
+            if self._raw_fallback and not self._started:  # "deflate" sent as a raw stream (old IIS)
+                self._zlib = zlib.decompressobj(-15)
+                self._raw_fallback = False
+                return self.feed(chunk, limit)
+            raise _Refused("decoding_error", "corrupt compressed body") from None
+        self._started = True
+        while self._zlib.unconsumed_tail and len(out) < limit:
+            out += self._zlib.decompress(self._zlib.unconsumed_tail, limit - len(out))
+        return out
+
+
+def _mime(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+class Fetcher:
+    """GET with limits; see the module docstring."""
+
+    def __init__(self, config: CrawlConfig, guard: AddressGuard, transport: httpx.AsyncBaseTransport | None = None):
+        self.config = config
+        self.guard = guard
+        limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
+        timeout = httpx.Timeout(
+            connect=config.connect_timeout_seconds,
+            read=config.read_timeout_seconds,
+            write=config.read_timeout_seconds,
+            pool=config.timeout_seconds,
+        )
+        self.client = httpx.AsyncClient(
+            transport=transport or guarded_transport(guard, limits),
+            timeout=timeout,
+            follow_redirects=False,
+            max_redirects=config.max_redirects,
+            headers={"User-Agent": config.user_agent, "Accept-Encoding": "gzip, deflate", "Accept": "text/html,*/*;q=0.8"},
+            trust_env=False,
+        )
+        self._allowed_types = {t.lower() for t in config.content_types}
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    def _type_allowed(self, mime: str) -> bool:
+        # no Content-Type at all: nothing to judge by; the extract stage sniffs the body
+        return not self._allowed_types or not mime or mime in self._allowed_types
+
+    async def _once(self, url: str, max_bytes: int, check_type: bool, follow: bool = False) -> FetchResult:
+        result = FetchResult(url)
+        async with asyncio.timeout(self.config.timeout_seconds):
+            async with self.client.stream("GET", url, follow_redirects=follow) as response:
+                result.status = response.status_code
+                result.reason = response.reason_phrase
+                result.request_headers = list(response.request.headers.multi_items())
+                result.response_headers = list(response.headers.multi_items())
+                result.content_type = response.headers.get("content-type", "")
+                result.mime = _mime(result.content_type)
+                if check_type and 200 <= result.status < 300 and not self._type_allowed(result.mime):
+                    raise _Refused("content_type_refused", result.mime or "no Content-Type", result.status)
+                try:
+                    decoder = _Decoder(response.headers.get("content-encoding", ""))
+                except _Refused as refused:
+                    refused.status = result.status
+                    raise
+                body = bytearray()
+                async for chunk in response.aiter_raw(_CHUNK):
+                    body += decoder.feed(chunk, max_bytes + 1 - len(body))
+                    if len(body) > max_bytes:
+                        del body[max_bytes:]
+                        result.truncated = True
+                        break
+                result.body = bytes(body)
+        return result
+
+    async def fetch(self, url: str, delay: float = 0.0) -> FetchResult:
+        """GET ``url``; 5xx answers and timeouts are retried ``max_retries`` times with exponential backoff
+        (never sooner than the host's politeness ``delay``). Errors are returned, not raised."""
+        started = time.monotonic()
+        attempts = self.config.max_retries + 1
+        result = FetchResult(url)
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(max(delay, self.config.retry_backoff_seconds * 2 ** (attempt - 1)))
+            retry = False
+            try:
+                result = await self._once(url, self.config.max_body_bytes, check_type=True)
+                retry = result.status >= 500
+            except _Refused as refused:
+                result = FetchResult(url, error=refused.error, detail=refused.detail, status=refused.status)
+            except AddressRefused as refused:
+                result = FetchResult(url, error="private_address", detail=str(refused))
+            except (TimeoutError, httpx.TimeoutException) as exc:
+                result = FetchResult(url, error="timeout", detail=type(exc).__name__)
+                retry = True
+            except httpx.ConnectError as exc:
+                result = FetchResult(url, error="connect_error", detail=str(exc)[:200])
+            except (httpx.RemoteProtocolError, httpx.LocalProtocolError, httpx.DecodingError) as exc:
+                result = FetchResult(url, error="protocol_error", detail=str(exc)[:200])
+            except httpx.InvalidURL as exc:
+                result = FetchResult(url, error="invalid_url", detail=str(exc)[:200])
+            except (httpx.HTTPError, OSError) as exc:
+                result = FetchResult(url, error="fetch_error", detail=f"{type(exc).__name__}: {exc}"[:200])
+            result.attempts = attempt + 1
+            if not retry:
+                break
+        result.seconds = time.monotonic() - started
+        return result
+
+    async def fetch_robots(self, origin: str) -> tuple[str | None, str]:
+        """robots.txt of an origin: ``(text, outcome)``. RFC 9309: a 4xx means no rules (``""``); a 5xx,
+        a timeout or an unreachable server means full disallow (``None``)."""
+        url = f"{origin}/robots.txt"
+        try:
+            result = await self._once(url, ROBOTS_MAX_BYTES, check_type=False, follow=True)
+        except AddressRefused:
+            return None, "private_address"
+        except (_Refused, TimeoutError, httpx.HTTPError, OSError) as exc:
+            return None, f"robots_unavailable ({type(exc).__name__})"
+        if 200 <= result.status < 300:
+            return result.body.decode("utf-8", errors="replace"), "ok"
+        if 400 <= result.status < 500:
+            return "", f"no robots.txt ({result.status})"
+        return None, f"robots_unavailable ({result.status})"

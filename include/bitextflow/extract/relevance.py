@@ -1,0 +1,108 @@
+"""Domain relevance of a document, as in ILSP-FC.
+
+p = sum over terms i and locations j of n_ij * w_i * w_j, where n_ij counts term i in location j,
+w_i is the term's weight from the pair config and w_j the location's weight (title 10, metadata 4,
+keywords 2, text 1 by default); m = the number of distinct terms found. A document is relevant when
+p and m reach the pair's thresholds. Terms and text are matched after lower-casing and, where the
+language has a Snowball stemmer (PyStemmer), stemming; a term may be several words.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from bitextflow.extract.model import Document
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# ISO 639-1 -> Snowball algorithm (the languages PyStemmer ships).
+SNOWBALL = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish", "nl": "dutch",
+    "en": "english", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german",
+    "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian",
+    "lt": "lithuanian", "ne": "nepali", "no": "norwegian", "nb": "norwegian", "fa": "persian", "pl": "polish",
+    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "st": "sesotho", "es": "spanish",
+    "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}  # fmt: skip
+DEFAULT_LOCATION_WEIGHTS = {"title": 10.0, "metadata": 4.0, "keywords": 2.0, "text": 1.0}
+
+
+@functools.cache
+def _stemmer(language: str):
+    algorithm = SNOWBALL.get(language)
+    if algorithm is None:
+        return None
+    try:
+        import Stemmer
+    except ImportError:  # pragma: no cover - a declared dependency
+        return None
+    return Stemmer.Stemmer(algorithm)
+
+
+class TermMatcher:
+    """Counts the occurrences of weighted terms (single or multi-word) in texts of one language."""
+
+    def __init__(self, terms: Mapping[str, float], language: str, stem: bool = True):
+        self.language = language
+        self.weights = dict(terms)
+        self._stemmer = _stemmer(language) if stem else None
+        self._by_tokens: dict[tuple[str, ...], str] = {}
+        for term in terms:
+            tokens = tuple(self._normalise(_WORD.findall(term.casefold())))
+            if tokens:
+                self._by_tokens.setdefault(tokens, term)
+        self._lengths = sorted({len(tokens) for tokens in self._by_tokens}, reverse=True)
+
+    def _normalise(self, words: list[str]) -> list[str]:
+        return self._stemmer.stemWords(words) if self._stemmer is not None else words
+
+    def count(self, text: str) -> Counter[str]:
+        """Occurrences of each term in ``text``; longer terms win where they overlap shorter ones."""
+        found: Counter[str] = Counter()
+        if not self._by_tokens or not text:
+            return found
+        tokens = self._normalise(_WORD.findall(text.casefold()))
+        position = 0
+        while position < len(tokens):
+            for length in self._lengths:
+                term = self._by_tokens.get(tuple(tokens[position : position + length]))
+                if term is not None:
+                    found[term] += 1
+                    position += length
+                    break
+            else:
+                position += 1
+        return found
+
+
+def score(document: Document, matcher: TermMatcher | None, location_weights: Mapping[str, float]) -> None:
+    """Set ``relevance`` (p), ``relevance_terms`` (m) and each paragraph's ``terms`` on ``document``."""
+    if matcher is None or not matcher.weights:
+        document.relevance, document.relevance_terms = 0.0, 0
+        return
+    by_location: dict[str, Counter[str]] = {
+        "title": matcher.count(document.metadata.title),
+        "metadata": matcher.count(document.metadata.description),
+        "keywords": matcher.count(document.metadata.keywords),
+        "text": Counter(),
+    }
+    for paragraph in document.paragraphs:
+        if paragraph.type == "title":
+            continue
+        counted = matcher.count(paragraph.text)
+        paragraph.terms = sorted(counted)
+        if not paragraph.boilerplate:
+            by_location["text"].update(counted)
+    document.relevance = relevance(by_location.items(), matcher.weights, location_weights)
+    document.relevance_terms = len({term for counted in by_location.values() for term in counted})
+
+
+def relevance(
+    counts: Iterable[tuple[str, Counter[str]]], term_weights: Mapping[str, float], location_weights: Mapping[str, float]
+) -> float:
+    """ILSP-FC's p = sum_ij n_ij * w_i * w_j."""
+    return float(
+        sum(n * term_weights[term] * location_weights.get(location, 0.0) for location, counted in counts for term, n in counted.items())
+    )

@@ -1,0 +1,194 @@
+"""Page structure: typed main-content paragraphs from trafilatura, the rest of the page kept as boilerplate.
+
+trafilatura (XML output, so element types survive) decides what the main content is. The page's own
+block elements are walked as well; every block whose text is not part of the main content becomes a
+paragraph flagged ``boilerplate`` (ILSP-FC's ``crawlinfo="boilerplate"``), placed in page order. The
+page is parsed once; trafilatura works on its own copy of the tree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import lxml.etree
+import trafilatura
+from htmldate import find_date
+from trafilatura.metadata import extract_title
+from trafilatura.utils import load_html
+
+from bitextflow.extract.encoding import clean_line
+from bitextflow.extract.model import PageMetadata, Paragraph
+
+# trafilatura XML element -> our paragraph type; the outermost matching element is one paragraph.
+MAIN_TAGS = {"head": "heading", "p": "text", "item": "listitem", "cell": "cell", "quote": "quote", "code": "code"}
+# HTML block elements (a paragraph boundary) and the type of the text directly inside them.
+_BLOCK_TYPES = {f"h{i}": "heading" for i in range(1, 7)} | {
+    "li": "listitem", "dt": "listitem", "dd": "listitem", "td": "cell", "th": "cell", "blockquote": "quote", "pre": "code",
+}  # fmt: skip
+_BLOCKS = frozenset(_BLOCK_TYPES) | frozenset(
+    "p div section article main header footer nav aside ul ol dl table thead tbody tfoot tr caption figure figcaption "
+    "form fieldset legend address details summary body html center menu hr br option label".split()
+)
+_SKIP = frozenset("head script style noscript template svg math iframe object embed canvas select textarea button".split())
+_MIN_CONTAINED = 20  # shorter blocks ("Home", "About") must match a main paragraph whole to count as main
+_NON_LETTERS = re.compile(r"[\W\d_]+")
+
+Focus = Literal["balanced", "precision", "recall"]
+
+
+def letters_key(text: str) -> str:
+    """Lower-case letters only: two texts that differ only in spacing, digits or punctuation share it."""
+    return _NON_LETTERS.sub("", text.casefold())
+
+
+@dataclass(slots=True)
+class Page:
+    metadata: PageMetadata
+    main: list[tuple[str, str]]  # (type, text) of the main content, in order
+    paragraphs: list[Paragraph]  # title, main and boilerplate paragraphs in page order
+
+
+def parse(html: str) -> lxml.etree._Element | None:
+    """The page's lxml tree, or None when there is no HTML to parse."""
+    if not html.strip():
+        return None
+    try:
+        return load_html(html)
+    except (ValueError, lxml.etree.ParserError):
+        return None
+
+
+def main_content(tree, url: str, focus: Focus = "recall", tables: bool = True):
+    """trafilatura's extraction of ``tree`` (metadata and the XML body), or None when nothing is found."""
+    return trafilatura.bare_extraction(
+        tree, url=url, output_format="xml", with_metadata=False, include_comments=False, include_tables=tables,
+        favor_recall=focus == "recall", favor_precision=focus == "precision",
+    )  # fmt: skip
+
+
+def page_metadata(tree) -> PageMetadata:
+    """Title (trafilatura's choice), description, keywords and site name from the meta tags, date (htmldate).
+
+    Cheaper than trafilatura's full metadata (author, categories, licence, dateparser's extensive date
+    search), which cost more than the extraction itself. Call it last: htmldate may prune the tree.
+    """
+    meta: dict[str, str] = {}
+    for element in tree.iterfind(".//meta"):
+        name = (element.get("name") or element.get("property") or element.get("itemprop") or "").strip().lower()
+        content = element.get("content")
+        if name and content and name not in meta:
+            meta[name] = content
+    keywords = [meta[key] for key in ("keywords", "news_keywords", "article:tag") if key in meta]
+    try:
+        date = find_date(tree, extensive_search=False, original_date=True, outputformat="%Y-%m-%d") or ""
+    except Exception:  # noqa: BLE001 - a date is a nicety; a page must not be lost for it
+        date = ""
+    return PageMetadata(
+        title=clean_line(extract_title(tree) or ""),
+        description=clean_line(meta.get("description") or meta.get("og:description") or ""),
+        keywords=clean_line(", ".join(keywords)),
+        date=date,
+        sitename=clean_line(meta.get("og:site_name") or ""),
+    )
+
+
+def main_paragraphs(body) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    if body is None:
+        return found
+    for element in body.iter(*MAIN_TAGS):
+        if any(ancestor.tag in MAIN_TAGS for ancestor in element.iterancestors()):
+            continue
+        text = clean_line("".join(element.itertext()))
+        if text:
+            found.append((MAIN_TAGS[element.tag], text))
+    return found
+
+
+def page_blocks(tree) -> list[tuple[str, str]]:
+    """(type, text) of every block of visible text in the page, in document order."""
+    blocks: list[tuple[str, str]] = []
+    buffer: list[str] = []
+    types = ["text"]
+
+    def flush() -> None:
+        if buffer:
+            text = clean_line("".join(buffer))
+            buffer.clear()
+            if text:
+                blocks.append((types[-1], text))
+
+    walker = lxml.etree.iterwalk(tree, events=("start", "end"))
+    skip, blocks_tags, block_types = _SKIP, _BLOCKS, _BLOCK_TYPES
+    for event, element in walker:
+        tag = element.tag  # lower case: lxml.html's parser
+        if not isinstance(tag, str):  # comments, processing instructions
+            tag = "script"
+        if event == "start":
+            if tag in skip:
+                walker.skip_subtree()
+                continue
+            if tag in blocks_tags:
+                flush()
+                types.append(block_types.get(tag, "text" if tag in ("p", "div") else types[-1]))
+            if element.text:
+                buffer.append(element.text)
+        else:
+            if tag in blocks_tags:
+                flush()
+                types.pop()
+            elif tag not in skip:
+                buffer.append(" ")  # inline elements: keep words apart
+            if element.tail:
+                buffer.append(element.tail)
+    flush()
+    return blocks
+
+
+def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str]]) -> list[Paragraph]:
+    """Title, then main paragraphs and boilerplate blocks in page order.
+
+    A block is main content when its letters match a main paragraph's (it is emitted with the main
+    paragraphs up to it) or are contained in the main text; otherwise it is boilerplate.
+    """
+    paragraphs = [Paragraph("title", title)] if title else []
+    keys = [letters_key(text) for _type, text in main]
+    first: dict[str, list[int]] = {}
+    for index, key in enumerate(keys):
+        first.setdefault(key, []).append(index)
+    main_letters = "\n".join(keys)
+    covered = {letters_key(title)} if title else set()
+    emitted = 0
+    for btype, text in blocks:
+        key = letters_key(text)
+        if not key or key in covered:
+            continue
+        matches = [i for i in first.get(key, ()) if i >= emitted]
+        if matches:
+            for ptype, ptext in main[emitted : matches[0] + 1]:
+                paragraphs.append(Paragraph(ptype, ptext))
+            emitted = matches[0] + 1
+        elif len(key) >= _MIN_CONTAINED and key in main_letters:
+            continue  # a piece of a main paragraph (trafilatura split or merged blocks differently)
+        else:
+            paragraphs.append(Paragraph(btype, text, boilerplate=True))
+            covered.add(key)  # a repeated menu is flagged once
+    for ptype, ptext in main[emitted:]:
+        paragraphs.append(Paragraph(ptype, ptext))
+    return paragraphs
+
+
+def page(html: str, url: str, focus: Focus = "recall", tables: bool = True, boilerplate: bool = True) -> Page | None:
+    """Metadata and paragraphs of one HTML page; None when the page has no main content."""
+    tree = parse(html)
+    if tree is None:
+        return None
+    blocks = page_blocks(tree) if boilerplate else []
+    extracted = main_content(tree, url, focus, tables)  # works on a copy of the tree
+    main = main_paragraphs(extracted.body) if extracted is not None else []
+    if not main:
+        return None
+    metadata = page_metadata(tree)
+    return Page(metadata, main, merge(metadata.title, main, blocks))

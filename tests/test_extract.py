@@ -1,0 +1,405 @@
+"""The extract stage on crafted HTML and WARC bytes: reading, encoding, structure, language, relevance,
+de-duplication, sentences, and bad input. No network, no services."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from warcio.archiveiterator import ArchiveIterator as WarcioIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from bitextflow.config import DomainConfig, ExtractConfig
+from bitextflow.counts import StageCounts
+from bitextflow.extract import DocumentBuilder, extract_page, extract_shard, iter_documents
+from bitextflow.extract.dedup import SentenceDeduplicator, ShardDeduplicator
+from bitextflow.extract.encoding import binary_signature, decode_html, meta_charset, normalise, repair
+from bitextflow.extract.language import cld2, identify
+from bitextflow.extract.model import Document, PageMetadata, Paragraph
+from bitextflow.extract.relevance import TermMatcher, score
+from bitextflow.extract.sentences import ends_with_punctuation, normalise_punctuation, sentences_of
+from bitextflow.extract.warc import iter_responses
+
+EN = [
+    "To install a package on your system, run the command shown below and wait until it has finished.",
+    "The kernel is loaded into memory by the boot loader when the computer starts up in the morning.",
+    "Configuration files are kept in the etc directory, and each package owns a few of them there.",
+]
+ES = [
+    "Para instalar un paquete en su sistema, ejecute la orden que se muestra abajo y espere a que termine.",
+    "El núcleo lo carga en memoria el cargador de arranque cuando el ordenador se enciende por la mañana.",
+    "Los archivos de configuración se guardan en el directorio etc, y cada paquete es dueño de algunos.",
+]
+
+
+def html_page(paragraphs: list[str], title: str = "A page", head: str = "", extra_body: str = "") -> str:
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    return (
+        f"<html><head><title>{title}</title>{head}</head><body>"
+        f"<nav><ul><li><a href='/'>Home</a></li><li><a href='/about'>About us</a></li></ul></nav>"
+        f"<main><h1>{title}</h1>{body}</main>{extra_body}"
+        f"<footer><p>Copyright 2024 The Example Organisation, all rights reserved.</p></footer></body></html>"
+    )
+
+
+def make_warc(pages: list[tuple[str, str, bytes]], gzip: bool = True, status: str = "200 OK") -> bytes:
+    """(url, content type, body) responses as WARC/1.1 bytes, gzip per record (as the crawler writes)."""
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=gzip, warc_version="1.1")
+    for url, content_type, body in pages:
+        record = writer.create_warc_record(
+            url, "response", payload=io.BytesIO(body), length=len(body),
+            http_headers=StatusAndHeaders(status, [("Content-Type", content_type)], protocol="HTTP/1.1"),
+        )  # fmt: skip
+        writer.write_record(record)
+    return buffer.getvalue()
+
+
+def run_shard(tmp_path: Path, data: bytes, config: ExtractConfig | None = None, domain: DomainConfig | None = None):
+    path = tmp_path / "shard.warc.gz"
+    path.write_bytes(data)
+    result = extract_shard(
+        path, tmp_path / "out", warc_key="k/crawl-00000.warc.gz", sentences_key="k/s.parquet", languages={"en", "es"},
+        config=config or ExtractConfig(min_sentence_tokens=3, max_sentence_tokens=120), domain=domain,
+    )  # fmt: skip
+    docs = pq.read_table(result.documents).to_pandas()
+    rejected = pq.read_table(result.rejected).to_pandas()
+    sentences = pq.read_table(result.sentences).to_pandas()
+    for counts in (result.document_counts, result.sentence_counts):
+        assert counts.items_in == counts.kept + counts.dropped_total, counts.to_dict()
+    assert result.document_counts.kept == len(docs)
+    assert result.sentence_counts.kept == len(sentences)
+    return result, docs, rejected, sentences
+
+
+# -- WARC reading --------------------------------------------------------------------------------------
+def test_warc_records_keep_provenance(tmp_path):
+    data = make_warc([(f"http://s/{i}.html", "text/html; charset=utf-8", html_page(EN).encode()) for i in range(3)])
+    expected = []
+    records = WarcioIterator(io.BytesIO(data))
+    for record in records:
+        expected.append((records.get_record_offset(), record.rec_headers.get_header("WARC-Record-ID")))
+    counts = StageCounts("t")
+    responses = list(iter_responses(io.BytesIO(data), counts, 10**6))
+    assert [(r.offset, r.record_id) for r in responses] == expected
+    assert [r.url for r in responses] == [f"http://s/{i}.html" for i in range(3)]
+    assert responses[0].mime == "text/html" and responses[0].http_charset == "utf-8" and responses[0].date
+    _result, docs, _rejected, _sentences = run_shard(tmp_path, data)
+    assert list(docs["warc_offset"]) == [offset for offset, _id in expected][:1]  # the others are duplicates
+    assert docs["warc_key"].iloc[0] == "k/crawl-00000.warc.gz"
+    assert docs["warc_record_id"].iloc[0] == expected[0][1]
+
+
+def test_plain_warc_is_read_too():
+    data = make_warc([("http://s/a.html", "text/html", html_page(EN).encode())], gzip=False)
+    documents = list(iter_documents(io.BytesIO(data), StageCounts("t")))
+    assert len(documents) == 1 and documents[0].language == "en"
+
+
+def test_truncated_warc_keeps_whole_records_and_counts_the_cut_one(tmp_path):
+    pages = [(f"http://s/{i}.html", "text/html", html_page([EN[i], ES[i]]).encode()) for i in range(3)]
+    data = make_warc(pages)
+    result, docs, _rejected, _sentences = run_shard(tmp_path, data[:-60])
+    assert len(docs) == 2
+    assert result.document_counts.dropped["warc_record_cut_off"] + result.document_counts.dropped["warc_corrupt"] == 1
+
+
+def test_corrupt_region_is_skipped_and_reading_resumes(tmp_path):
+    texts = [*EN, ES[0]]
+    pages = [(f"http://s/{i}.html", "text/html", html_page([texts[i], f"Page number {i} of the manual."]).encode()) for i in range(4)]
+    data = bytearray(make_warc(pages))
+    offsets = [record.stream_pos for record in __import__("fastwarc.warc").warc.ArchiveIterator(io.BytesIO(bytes(data)))]
+    middle = (offsets[1] + offsets[2]) // 2
+    data[middle : middle + 40] = b"\x00" * 40  # damage the second record's gzip member
+    result, docs, _rejected, _sentences = run_shard(tmp_path, bytes(data))
+    assert sorted(docs["url"]) == ["http://s/0.html", "http://s/2.html", "http://s/3.html"]
+    assert result.document_counts.dropped["warc_corrupt"] >= 1
+
+
+def test_a_file_that_is_not_a_warc_completes_with_nothing(tmp_path):
+    result, docs, _rejected, sentences = run_shard(tmp_path, b"this is not a WARC file at all\n" * 100)
+    assert len(docs) == 0 and len(sentences) == 0
+    assert result.document_counts.dropped["warc_corrupt"] >= 1
+
+
+# -- encoding ---------------------------------------------------------------------------------------
+def test_charset_from_header_then_meta_then_detection():
+    text = "<p>Añadir el núcleo: ¿dónde está la configuración del módulo?</p>"
+    assert decode_html(text.encode("cp1252"), "windows-1252").source == "http"
+    meta = f'<html><head><meta charset="iso-8859-1"></head><body>{text}</body></html>'.encode("latin-1")
+    assert meta_charset(meta) == "cp1252"
+    decoded = decode_html(meta, None)
+    assert decoded.source == "meta" and "núcleo" in decoded.text
+    http_equiv = b'<meta http-equiv="Content-Type" content="text/html; charset=koi8-r">'
+    assert meta_charset(http_equiv) == "koi8-r"
+    # a declared charset that cannot decode the bytes is not trusted
+    assert decode_html(text.encode("utf-8"), "ascii-nonsense").source == "detected"
+    russian = ("<p>" + "Пакет устанавливается командой, после чего система перезагружается. " * 5 + "</p>").encode("cp1251")
+    decoded = decode_html(russian, None)
+    assert decoded.source == "detected" and "Пакет" in decoded.text
+    assert decode_html("\ufeff<p>hola</p>".encode("utf-16"), None).source == "bom"
+
+
+def test_mojibake_is_repaired_and_counted():
+    fixed, changed = repair("El nÃºcleo y la configuraciÃ³n â€” todo bien")
+    assert changed and fixed == "El núcleo y la configuración — todo bien"
+    assert repair("El núcleo y la configuración") == ("El núcleo y la configuración", False)
+    # UTF-8 bytes served as ISO-8859-1: decoded as declared, then repaired in the document
+    page = html_page(ES).encode("utf-8")
+    data = make_warc([("http://s/es.html", "text/html; charset=ISO-8859-1", page)])
+    counts = StageCounts("t")
+    (document,) = iter_documents(io.BytesIO(data), counts)
+    assert "mojibake_repaired" in document.repairs and counts.repaired["mojibake_repaired"] == 1
+    assert any("núcleo" in p.text for p in document.paragraphs)
+
+
+def test_special_spaces_and_control_characters_are_normalised():
+    spaces = "a\u00a0b\u202fc\u2004d\u2009e\u3000f\tg"
+    assert normalise(spaces) == "a b c d e f g"
+    assert normalise("soft\u00adhyphen zero\u200bwidth\x07bell\x1b") == "softhyphen zerowidthbell"
+    assert normalise("r\u200dz") == "r\u200dz"  # ZWJ spells some scripts
+    html = html_page(["Non\u00a0breaking\u202fspaces and\x0b odd\u2004ones are replaced by a plain space in the text here.", *EN])
+    page = extract_page(html, "http://s/")
+    (text,) = [p.text for p in page.paragraphs if p.text.startswith("Non")]
+    assert "\u00a0" not in text and "\u202f" not in text
+
+
+# -- structure --------------------------------------------------------------------------------------
+def test_typed_paragraphs_boilerplate_and_metadata():
+    head = '<meta name="description" content="How to install packages"><meta name="keywords" content="package, install">'
+    extra = "<aside><p>Subscribe to our newsletter for weekly updates about everything we do.</p></aside>"
+    html = html_page(EN, title="Package installation", head=head, extra_body=extra)
+    html = html.replace("</main>", "<h2>More about packages</h2><ul><li>First item of the list of steps to follow.</li>"
+                        "<li>Second item of the list of steps to follow.</li></ul></main>")  # fmt: skip
+    page = extract_page(html, "http://s/")
+    assert page.metadata.title == "Package installation"
+    assert page.metadata.description == "How to install packages"
+    assert page.metadata.keywords == "package, install"
+    kinds = [(p.type, p.boilerplate) for p in page.paragraphs]
+    assert kinds[0] == ("title", False)
+    main = [(p.type, p.text) for p in page.paragraphs if not p.boilerplate and p.type != "title"]
+    assert ("heading", "More about packages") in main
+    assert ("listitem", "First item of the list of steps to follow.") in main
+    assert [t for t, text in main if text in EN] == ["text"] * 3
+    boilerplate = [p.text for p in page.paragraphs if p.boilerplate]
+    assert "Home" in boilerplate and "About us" in boilerplate
+    assert "Copyright 2024 The Example Organisation, all rights reserved." in boilerplate
+    # page order: the menu before the main text, the footer after it
+    texts = [p.text for p in page.paragraphs]
+    assert texts.index("Home") < texts.index(EN[0]) < texts.index("Copyright 2024 The Example Organisation, all rights reserved.")
+
+
+def test_html_without_paragraphs_and_empty_pages_are_counted(tmp_path):
+    pages = [
+        ("http://s/empty.html", "text/html", b""),
+        ("http://s/blank.html", "text/html", b"   \n  "),
+        ("http://s/nothing.html", "text/html", b"<html><head><title>x</title></head><body><script>var a=1;</script></body></html>"),
+        ("http://s/img.html", "text/html", b"<html><body><img src='a.png'><div></div></body></html>"),
+    ]
+    result, docs, _rejected, _sentences = run_shard(tmp_path, make_warc(pages))
+    assert len(docs) == 0
+    assert result.document_counts.dropped["empty_payload"] == 2
+    assert result.document_counts.dropped["no_main_content"] == 2
+
+
+def test_binary_payload_labelled_html_is_dropped(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 10
+    pages = [
+        ("http://s/a.html", "text/html", png),
+        ("http://s/b.html", "text/html", b"%PDF-1.7\n" + bytes(range(256)) * 10),
+        ("http://s/c.html", "text/html", bytes(range(256)) * 20),
+        ("http://s/d.html", "text/html", html_page(EN).encode()),
+    ]
+    assert binary_signature(png) == "png"
+    result, docs, _rejected, _sentences = run_shard(tmp_path, make_warc(pages))
+    assert list(docs["url"]) == ["http://s/d.html"]
+    assert result.document_counts.dropped["binary_payload"] == 3
+
+
+def test_fifty_megabyte_page_is_cut_and_the_shard_completes(tmp_path):
+    paragraph = "<p>" + " ".join(["word"] * 40) + " in a very long page.</p>\n"
+    big = ("<html><body>" + paragraph * (50_000_000 // len(paragraph) + 1) + "</body></html>").encode()
+    assert len(big) > 50_000_000
+    data = make_warc([("http://s/big.html", "text/html", big), ("http://s/small.html", "text/html", html_page(EN).encode())])
+    del big
+    config = ExtractConfig(min_sentence_tokens=3, max_sentence_tokens=120, max_page_bytes=100_000)
+    result, docs, _rejected, _sentences = run_shard(tmp_path, data, config)
+    assert set(docs["url"]) == {"http://s/big.html", "http://s/small.html"}
+    assert result.document_counts.repaired["page_cut_to_max_bytes"] == 1
+    assert list(docs.loc[docs["url"] == "http://s/big.html", "repairs"].iloc[0]) == ["page_cut_to_max_bytes"]
+
+
+def test_non_200_and_non_html_are_counted(tmp_path):
+    data = make_warc([("http://s/a.css", "text/css", b"body { color: red }")])
+    data += make_warc([("http://s/missing.html", "text/html", html_page(EN).encode())], status="404 Not Found")
+    result, docs, _rejected, _sentences = run_shard(tmp_path, data)
+    assert len(docs) == 0
+    assert result.document_counts.dropped == {"not_html": 1, "http_status_not_200": 1}
+
+
+# -- language ---------------------------------------------------------------------------------------
+def test_document_language_set_and_out_of_language_paragraphs(tmp_path):
+    mixed = html_page([*EN, *EN[::-1], *ES])
+    data = make_warc([("http://s/mixed.html", "text/html", mixed.encode())])
+    result, docs, _rejected, sentences = run_shard(tmp_path, data)
+    doc = docs.iloc[0]
+    assert doc["language"] == "en"
+    shares = {entry["language"]: entry["share"] for entry in doc["language_set"]}
+    assert set(shares) == {"en", "es"} and shares["en"] > shares["es"] > 0
+    spanish = [p for p in doc["paragraphs"] if p["text"] in ES]
+    assert len(spanish) == 3 and all(p["language"] == "es" and p["out_of_language"] for p in spanish)
+    assert not set(ES) & set(sentences["text"]) and set(EN) <= set(sentences["text"])
+    assert result.sentence_counts.dropped["paragraph_other_language"] == 3
+
+
+def test_second_identifier_is_restricted_to_the_language_set():
+    short = "Instala el paquete ahora"
+    language, _reliable, _shares = cld2(short)
+    detected, _sure = identify(short, frozenset({"en", "es"}))
+    assert detected == "es"
+    assert identify("apt-get", frozenset({"en", "es"}))[0] == "un"  # unsure stays unsure
+    assert language in ("es", "un")
+
+
+# -- relevance --------------------------------------------------------------------------------------
+def test_ilsp_relevance_with_locations_stems_and_paragraph_terms():
+    matcher = TermMatcher({"package": 2.0, "boot loader": 3.0}, "en")
+    assert matcher.count("Packages and one package; the Boot Loader loads.") == {"package": 2, "boot loader": 1}
+    document = Document(url="http://s/", warc_offset=0, warc_record_id="")
+    document.metadata = PageMetadata(title="Package manual", description="All about packages", keywords="package")
+    document.paragraphs = [
+        Paragraph("title", "Package manual"),
+        Paragraph("text", "Install the package, then the boot loader."),
+        Paragraph("text", "Packages menu", boilerplate=True),
+    ]
+    score(document, matcher, {"title": 10, "metadata": 4, "keywords": 2, "text": 1})
+    # title 1x2x10 + description 1x2x4 + keywords 1x2x2 + text (1x2 + 1x3)x1; boilerplate does not count
+    assert document.relevance == 20 + 8 + 4 + 5
+    assert document.relevance_terms == 2
+    assert document.paragraphs[1].terms == ["boot loader", "package"]
+    assert document.paragraphs[2].terms == ["package"]
+
+
+def test_documents_below_relevance_thresholds_are_dropped(tmp_path):
+    on_topic = html_page(EN, title="Package installation")
+    off_topic = html_page(["The weather was lovely and we walked along the beach until the sun went down."] * 1
+                          + ["Then we had dinner at a small restaurant near the harbour with some old friends."])  # fmt: skip
+    data = make_warc([("http://s/on.html", "text/html", on_topic.encode()), ("http://s/off.html", "text/html", off_topic.encode())])
+    domain = DomainConfig(name="software", terms={"en": {"package": 2.0, "kernel": 1.0}}, min_document_relevance=5, min_document_terms=2)
+    result, docs, rejected, _sentences = run_shard(tmp_path, data, domain=domain)
+    assert list(docs["url"]) == ["http://s/on.html"]
+    assert docs["relevance"].iloc[0] >= 20 and docs["relevance_terms"].iloc[0] == 2
+    assert list(rejected["drop_reason"]) == ["below_document_relevance"]
+    assert result.document_counts.dropped["below_document_relevance"] == 1
+
+
+# -- de-duplication ---------------------------------------------------------------------------------
+def test_exact_and_near_duplicates(tmp_path):
+    long_en = [*EN, "A fourth paragraph makes this copy of the page the longest one in the whole shard."]
+    pages = [
+        ("http://s/a.html", "text/html", html_page(EN).encode()),
+        ("http://s/a.html", "text/html", html_page(EN).encode()),  # same URL again
+        ("http://s/b.html", "text/html", html_page([p.replace(",", " ;") + " 2024" for p in EN]).encode()),  # only non-letters differ
+        ("http://s/c.html", "text/html", html_page(long_en).encode()),  # contains a.html: a is the near-duplicate
+        ("http://s/es.html", "text/html", html_page(ES).encode()),
+    ]
+    result, docs, rejected, sentences = run_shard(tmp_path, make_warc(pages))
+    assert sorted(docs["url"]) == ["http://s/c.html", "http://s/es.html"]
+    reasons = dict(zip(rejected["url"], rejected["drop_reason"], strict=True))
+    assert reasons == {"http://s/b.html": "duplicate_content", "http://s/a.html": "near_duplicate"}
+    c_id = docs.loc[docs["url"] == "http://s/c.html", "doc_id"].iloc[0]
+    assert rejected.loc[rejected["url"] == "http://s/a.html", "duplicate_of"].iloc[0] == c_id
+    assert result.document_counts.dropped["duplicate_url"] == 1
+    assert set(sentences["doc_id"]) == set(docs["doc_id"])
+    assert result.sentence_counts.dropped["document_near_duplicate"] == 3
+
+
+def test_near_duplicates_are_only_sought_within_a_language():
+    dedup = ShardDeduplicator(0.8)
+    assert dedup.add(0, "en", ["alpha beta", "gamma delta"]) is None
+    assert dedup.add(1, "es", ["alpha beta", "gamma delta", "other"]) is None
+    assert dedup.near_duplicates() == {}
+    assert dedup.add(2, "en", ["alpha beta", "gamma delta", "epsilon", "zeta"]) is None
+    assert dedup.near_duplicates() == {0: 2}
+
+
+def test_sentence_duplicates_are_flagged_per_language(tmp_path):
+    repeated = "This sentence appears on every page of the manual, word for word."
+    pages = [
+        ("http://s/1.html", "text/html", html_page([EN[0], repeated]).encode()),
+        ("http://s/2.html", "text/html", html_page([EN[1], repeated.upper()]).encode()),
+    ]
+    _result, _docs, _rejected, sentences = run_shard(tmp_path, make_warc(pages))
+    flagged = sentences[sentences["duplicate"]]
+    assert list(flagged["text"]) == [repeated.upper()]
+    dedup = SentenceDeduplicator()
+    assert not dedup.seen_before("en", "Hello there, world.")
+    assert dedup.seen_before("en", "hello there world")
+    assert not dedup.seen_before("es", "Hello there, world.")
+    config = ExtractConfig(min_sentence_tokens=3, duplicate_sentences="drop")
+    (tmp_path / "drop").mkdir()
+    result, _docs, _rejected, sentences = run_shard(tmp_path / "drop", make_warc(pages), config)
+    assert len(sentences) == 3 and result.sentence_counts.dropped["duplicate_sentence"] == 1
+
+
+# -- sentences --------------------------------------------------------------------------------------
+def test_sentence_filters_are_counted_by_reason():
+    document = Document(url="http://s/", warc_offset=0, warc_record_id="", language="en", language_set=[("en", 1.0)])
+    document.paragraphs = [
+        Paragraph("title", "Title is never split", language="en"),
+        Paragraph("heading", "Short heading", language="en"),
+        Paragraph("text", "This one is fine and long enough to keep. " + " ".join(["many"] * 60) + ".", language="en"),
+        Paragraph("text", "A list without an end", language="en"),
+        Paragraph("text", "Menu link text", boilerplate=True, language="en"),
+    ]
+    counts = StageCounts("s")
+    config = ExtractConfig(min_sentence_tokens=4, max_sentence_tokens=50, require_end_punctuation=True)
+    kept = sentences_of(document, config, counts)
+    assert [s.text for s in kept] == ["This one is fine and long enough to keep."]
+    assert counts.dropped == {"too_few_tokens": 1, "too_many_tokens": 1, "no_end_punctuation": 1}
+    assert counts.items_in == 4
+
+
+def test_moses_punctuation_and_end_punctuation():
+    assert normalise_punctuation("“Quoted” text — with a dash ...", "en") == '"Quoted" text - with a dash ...'
+    assert normalise_punctuation("El «paquete» se instala ; luego", "es") == 'El "paquete" se instala; luego'
+    assert ends_with_punctuation('He said "yes."') and ends_with_punctuation("¿Qué tal?")
+    assert not ends_with_punctuation("A heading") and not ends_with_punctuation("Note:")
+
+
+def test_builder_never_raises(monkeypatch):
+    from bitextflow.extract import structure
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(structure, "page", broken)
+    counts = StageCounts("t")
+    data = make_warc([("http://s/a.html", "text/html", html_page(EN).encode())])
+    assert list(iter_documents(io.BytesIO(data), counts)) == []
+    assert counts.dropped == {"extraction_error": 1}
+    assert DocumentBuilder().config.max_page_bytes == ExtractConfig().max_page_bytes
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "iso-8859-1", "windows-1252"])
+def test_pages_in_declared_charsets_extract_the_same_text(charset):
+    html = html_page(ES)
+    data = make_warc([("http://s/es.html", f"text/html; charset={charset}", html.encode(charset))])
+    (document,) = iter_documents(io.BytesIO(data), StageCounts("t"))
+    assert document.language == "es"
+    assert [p.text for p in document.main_paragraphs if p.type == "text"] == ES
+
+
+def test_plain_text_is_opt_in(tmp_path):
+    text = "\n\n".join(EN).encode()
+    data = make_warc([("http://s/readme.txt", "text/plain; charset=utf-8", text)])
+    result, docs, _rejected, _sentences = run_shard(tmp_path, data)
+    assert len(docs) == 0 and result.document_counts.dropped == {"not_html": 1}
+    config = ExtractConfig(min_sentence_tokens=3, plain_text=True)
+    (tmp_path / "on").mkdir()
+    _result, docs, _rejected, sentences = run_shard(tmp_path / "on", data, config)
+    assert [p["text"] for p in docs["paragraphs"].iloc[0]] == EN
+    assert len(sentences) == 3
