@@ -53,7 +53,20 @@ def load_services_env() -> None:
 def pair_config(args: argparse.Namespace) -> PairConfig:
     pairs_dir = Path(args.pairs_dir or os.environ.get("BITEXTFLOW_PAIRS_DIR") or project_home() / "include" / "pairs")
     config = load_pair_config(pairs_dir / f"{args.pair}.yaml")
-    overrides = {}
+    return config.with_overrides(command_overrides(args))
+
+
+def command_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """``--overrides`` (a JSON object, as the DAG's ``overrides`` param), then each ``--set`` on top."""
+    overrides: dict[str, object] = {}
+    if getattr(args, "overrides", None):
+        try:
+            loaded = json.loads(args.overrides)
+        except ValueError:
+            loaded = None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"--overrides {args.overrides!r:.80}: expected a JSON object, e.g. '{{\"crawl.max_pages\": 100}}'")
+        overrides.update(loaded)
     for item in args.set or []:
         name, sep, value = item.partition("=")
         if not sep:
@@ -62,7 +75,7 @@ def pair_config(args: argparse.Namespace) -> PairConfig:
             overrides[name] = json.loads(value)
         except ValueError:  # a bare word is a string: --set domain.name=legal
             overrides[name] = value
-    return config.with_overrides(overrides)
+    return overrides
 
 
 def _context(args: argparse.Namespace, run_id: str | None = None) -> pipeline.RunContext:
@@ -178,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pair", required=True, help="language pair, e.g. en-es (include/pairs/<pair>.yaml)")
         p.add_argument("--pairs-dir", help="folder of pair configs (default: include/pairs)")
         p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="override a config option")
+        p.add_argument(
+            "--overrides", metavar="JSON", help="override options with a JSON object {\"section.field\": value} (--set wins)"
+        )
 
     for stage in pipeline.STAGES:
         p = sub.add_parser(stage.replace("_", "-"), help=f"run the {stage} stage of one run")

@@ -223,6 +223,78 @@ class StorageConfig(_Section):
     bucket: str = Field("bitextflow", min_length=3, max_length=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$")
 
 
+# Kubernetes names: a DNS-1123 label (namespaces, secrets) and a quantity such as 500m, 4, 16Gi.
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+_QUANTITY = r"^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+
+
+class Toleration(_Section):
+    """One Kubernetes toleration, e.g. ``{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}``."""
+
+    key: str | None = Field(None, description="Taint key to tolerate; empty with operator Exists tolerates every taint.")
+    operator: Literal["Exists", "Equal"] = Field("Equal", description="`Equal` (key and value match) or `Exists` (key only).")
+    value: str | None = Field(None, description="Taint value; only with operator Equal.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        None, description="Taint effect to tolerate; empty: all effects."
+    )
+    toleration_seconds: int | None = Field(
+        None, ge=0, description="NoExecute only: how long the pod stays bound after the taint appears."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Toleration:
+        if self.operator == "Exists" and self.value:
+            raise ValueError("a toleration with operator Exists takes no value; remove value or use operator Equal")
+        if self.operator == "Equal" and not self.key:
+            raise ValueError("a toleration with operator Equal needs a key; add key or use operator Exists")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("toleration_seconds applies only to effect NoExecute")
+        return self
+
+
+class GpuDispatchConfig(_Section):
+    """Where GPU steps (score, classify) run: in the Airflow worker, or as a pod (docs/gpu.md)."""
+
+    mode: Literal["in-process", "kubernetes"] = Field(
+        "in-process", description="`in-process`: the step runs in the Airflow worker; `kubernetes`: "
+        "a KubernetesPodOperator pod runs the same `bitextflow <stage>` command in `gpu.image`.",
+    )  # fmt: skip
+    image: str | None = Field(
+        None, description="Image of the pod (built from docker/gpu-worker.Dockerfile); required in kubernetes mode."
+    )
+    namespace: str = Field("default", pattern=_DNS_LABEL, description="Kubernetes namespace of the pod.")
+    gpus: int = Field(1, ge=0, le=16, description="`nvidia.com/gpu` limit of the pod (0: a CPU-only pod).")
+    node_selector: dict[str, str] = Field(
+        default_factory=dict, description="Node labels the pod must land on, e.g. `{nvidia.com/gpu.present: \"true\"}`."
+    )
+    tolerations: list[Toleration] = Field(
+        default_factory=list, description="Taints the pod tolerates (GPU nodes are often tainted `nvidia.com/gpu`); "
+        "each: key, operator (Equal/Exists), value, effect, toleration_seconds.",
+    )  # fmt: skip
+    cpu: str = Field("2", pattern=_QUANTITY, description="CPU request of the pod (a Kubernetes quantity: 500m, 2).")
+    memory: str = Field("8Gi", pattern=_QUANTITY, description="Memory request and limit of the pod (a quantity: 512Mi, 8Gi).")
+    s3_secret: str = Field(
+        "bitextflow-s3", pattern=_DNS_LABEL,
+        description="Kubernetes secret whose keys BITEXTFLOW_S3_ACCESS_KEY_ID, BITEXTFLOW_S3_SECRET_ACCESS_KEY "
+        "(and optional BITEXTFLOW_S3_ENDPOINT_URL, BITEXTFLOW_S3_REGION) become the pod's S3 settings; "
+        "credentials never enter the pod spec.",
+    )  # fmt: skip
+    kubernetes_conn_id: str = Field(
+        "kubernetes_default", min_length=1, description="Airflow connection to the cluster (when in_cluster is not true)."
+    )
+    in_cluster: bool | None = Field(
+        None, description="true: use the service account of the Airflow worker's own pod; empty: as the connection says."
+    )
+    config_file: str | None = Field(None, description="Path of a kubeconfig file on the Airflow worker (instead of the connection's).")
+    service_account: str | None = Field(None, pattern=_DNS_LABEL, description="Service account the pod runs as; empty: the namespace default.")
+
+    @model_validator(mode="after")
+    def _image_when_kubernetes(self) -> GpuDispatchConfig:
+        if self.mode == "kubernetes" and not self.image:
+            raise ValueError("mode kubernetes needs gpu.image (build docker/gpu-worker.Dockerfile and push it)")
+        return self
+
+
 class PairConfig(_Section):
     source: LanguageCode = Field(description="ISO 639-1 code of the first language (e.g. en).")
     target: LanguageCode = Field(description="ISO 639-1 code of the second language (e.g. es).")
@@ -234,6 +306,7 @@ class PairConfig(_Section):
     domain: DomainConfig
     gate: GateConfig = GateConfig()
     storage: StorageConfig = StorageConfig()
+    gpu: GpuDispatchConfig = GpuDispatchConfig()
 
     @field_validator("source", "target")
     @classmethod
@@ -338,6 +411,7 @@ def reference_markdown() -> str:
         for name, info in model.model_fields.items():
             annotation = getattr(info.annotation, "__name__", None) or str(info.annotation).replace("typing.", "")
             default = "required" if info.is_required() else f"`{info.get_default(call_default_factory=True)!r}`"
+            annotation = annotation.replace("|", "\\|")  # `str | None` must not split the table cell
             lines.append(f"| `{prefix}{name}` | {annotation} | {default} | {info.description or ''} |")
         lines.append("")
 

@@ -1,0 +1,167 @@
+"""GPU-step dispatch: one step, run in the Airflow worker (default) or as a Kubernetes pod.
+
+``gpu_step("score", config)`` inside a DAG gives, by ``config.gpu.mode``:
+
+- ``in-process``: a TaskFlow task that parses the step's command with the ``bitextflow`` CLI's own
+  parser and runs it through the CLI's entry point (:func:`bitextflow.cli.run_stage`) in the worker,
+  with the DAG's pair config, the run's ``overrides`` param and the Airflow S3 connection;
+- ``kubernetes``: a ``KubernetesPodOperator`` running the same command
+  (``bitextflow <stage> --pair <pair> --run-id {{ run_id }} --overrides <the run's overrides param>``)
+  in ``gpu.image``, with an
+  ``nvidia.com/gpu`` limit, node selector, tolerations, CPU/memory requests and S3 settings read
+  from the Kubernetes secret ``gpu.s3_secret`` (secret references only: no credential is ever
+  written into the pod spec).
+
+Both paths build their argument list with :func:`step_command`, so they cannot drift apart. See
+docs/gpu.md for switching a pair to Kubernetes and for what the pod looks like.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from bitextflow.config import GpuDispatchConfig, PairConfig
+from bitextflow.errors import ConfigError
+
+EXECUTABLE = "bitextflow"
+RUN_ID_TEMPLATE = "{{ run_id }}"
+# The run's ``overrides`` param as JSON ({} in a DAG without that param); the pod applies it like the worker.
+OVERRIDES_TEMPLATE = "{{ (params.get('overrides') or {}) | tojson }}"
+# Pod environment taken from the secret ``gpu.s3_secret`` (key = variable name); False: may be absent.
+S3_SECRET_KEYS: dict[str, bool] = {
+    "BITEXTFLOW_S3_ACCESS_KEY_ID": True,
+    "BITEXTFLOW_S3_SECRET_ACCESS_KEY": True,
+    "BITEXTFLOW_S3_ENDPOINT_URL": False,  # absent on AWS S3 itself
+    "BITEXTFLOW_S3_REGION": False,
+}
+# Plain settings of the pod: never read a local services file, no analytics calls from GX.
+POD_ENV = {"BITEXTFLOW_SERVICES_ENV": "", "GX_ANALYTICS_ENABLED": "false"}
+
+
+def step_command(
+    stage: str, config: PairConfig, run_id: str = RUN_ID_TEMPLATE, overrides: str = OVERRIDES_TEMPLATE, args: Sequence[str] = ()
+) -> list[str]:
+    """The command of one step: ``bitextflow <stage> --pair <pair> --run-id <run_id> --overrides <json> [args]``."""
+    from bitextflow import pipeline
+
+    if stage not in pipeline.STAGES:
+        raise ConfigError(f"unknown step {stage!r}; steps: {', '.join(pipeline.STAGES)}")
+    return [EXECUTABLE, stage.replace("_", "-"), "--pair", config.pair, "--run-id", run_id, "--overrides", overrides, *args]
+
+
+def gpu_step(
+    stage: str,
+    config: PairConfig,
+    *,
+    args: Sequence[str] = (),
+    task_id: str | None = None,
+    **operator_kwargs: Any,
+) -> Any:
+    """The operator that runs ``stage`` for ``config`` where ``config.gpu.mode`` says; call it in a DAG.
+
+    ``args`` are extra CLI arguments (e.g. ``["--set", "score.max_length_ratio=2"]``), passed to both
+    paths alike; ``operator_kwargs`` go to the operator (retries, pool, ...). Returns the operator
+    (a TaskFlow task's operator in-process, a ``KubernetesPodOperator`` otherwise): chain it with ``>>``.
+    """
+    step_command(stage, config, args=args)  # an unknown stage fails at DAG parse time, on both paths
+    task_id = task_id or stage
+    if config.gpu.mode == "kubernetes":
+        return pod_operator(stage, config, args=args, task_id=task_id, **operator_kwargs)
+    return _in_process_task(stage, config, args, task_id, operator_kwargs)
+
+
+def _in_process_task(stage: str, config: PairConfig, args: Sequence[str], task_id: str, operator_kwargs: dict) -> Any:
+    from airflow.sdk import task
+
+    @task(task_id=task_id, **operator_kwargs)
+    def run_step(**context: Any) -> object:
+        overrides = (context.get("params") or {}).get("overrides") or {}
+        return run_in_process(stage, config, context["run_id"], args, overrides)
+
+    return run_step().operator
+
+
+def run_in_process(
+    stage: str, config: PairConfig, run_id: str, args: Sequence[str] = (), overrides: dict[str, Any] | None = None, store: Any = None
+) -> object:
+    """Run the step's command in this process: the CLI parses it, :func:`bitextflow.cli.run_stage` runs it.
+
+    The config is the DAG's (not a file looked up again), with the command's ``--overrides`` (the run's
+    ``overrides`` param) and ``--set`` values applied as the CLI applies them; ``store`` defaults to
+    the Airflow S3 connection (or the environment).
+    """
+    from bitextflow import cli, pipeline
+
+    argv = step_command(stage, config, run_id, json.dumps(overrides or {}), args)
+    parsed = cli.build_parser().parse_args(argv[1:])
+    effective = config.with_overrides(cli.command_overrides(parsed))
+    if store is None:
+        from bitextflow_airflow.storage import object_store
+
+        store = object_store(effective.storage.bucket)
+    return cli.run_stage(pipeline.RunContext(effective, store, parsed.run_id), parsed.stage)
+
+
+def pod_operator(stage: str, config: PairConfig, *, args: Sequence[str] = (), task_id: str | None = None, **operator_kwargs: Any) -> Any:
+    """A ``KubernetesPodOperator`` running the step's command with ``config.gpu``'s image and placement."""
+    from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+
+    gpu = config.gpu
+    if not gpu.image:
+        raise ConfigError(f"{config.pair}: gpu.image is empty; set it to the GPU worker image (docker/gpu-worker.Dockerfile)")
+    executable, *arguments = step_command(stage, config, args=args)
+    defaults: dict[str, Any] = {
+        "startup_timeout_seconds": 900,  # a GPU node may have to be provisioned first
+        "on_finish_action": "delete_succeeded_pod",  # failed pods stay for `kubectl logs/describe`
+        "get_logs": True,
+        "image_pull_policy": "IfNotPresent",
+    }
+    return KubernetesPodOperator(
+        **{**defaults, **operator_kwargs},
+        task_id=task_id or stage,
+        name=f"bitextflow-{config.pair}-{stage}".replace("_", "-"),
+        namespace=gpu.namespace,
+        image=gpu.image,
+        cmds=[executable],
+        arguments=arguments,
+        labels={"app.kubernetes.io/name": "bitextflow", "bitextflow/pair": config.pair, "bitextflow/stage": stage},
+        env_vars=pod_env(gpu),
+        container_resources=pod_resources(gpu),
+        node_selector=dict(gpu.node_selector) or None,
+        tolerations=pod_tolerations(gpu) or None,
+        service_account_name=gpu.service_account,
+        kubernetes_conn_id=gpu.kubernetes_conn_id,
+        in_cluster=gpu.in_cluster,
+        config_file=gpu.config_file,
+        container_security_context={"allowPrivilegeEscalation": False},
+    )
+
+
+def pod_env(gpu: GpuDispatchConfig) -> list:
+    from kubernetes.client import models as k8s
+
+    env = [k8s.V1EnvVar(name=name, value=value) for name, value in POD_ENV.items()]
+    for name, required in S3_SECRET_KEYS.items():
+        ref = k8s.V1SecretKeySelector(name=gpu.s3_secret, key=name, optional=None if required else True)
+        env.append(k8s.V1EnvVar(name=name, value_from=k8s.V1EnvVarSource(secret_key_ref=ref)))
+    return env
+
+
+def pod_resources(gpu: GpuDispatchConfig) -> Any:
+    from kubernetes.client import models as k8s
+
+    limits = {"memory": gpu.memory}
+    if gpu.gpus:
+        limits["nvidia.com/gpu"] = str(gpu.gpus)  # extended resources: the request defaults to the limit
+    return k8s.V1ResourceRequirements(requests={"cpu": gpu.cpu, "memory": gpu.memory}, limits=limits)
+
+
+def pod_tolerations(gpu: GpuDispatchConfig) -> list:
+    from kubernetes.client import models as k8s
+
+    return [
+        k8s.V1Toleration(key=t.key, operator=t.operator, value=t.value, effect=t.effect, toleration_seconds=t.toleration_seconds)
+        for t in gpu.tolerations
+    ]
