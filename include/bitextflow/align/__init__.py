@@ -2,7 +2,8 @@
 
 Documents are paired first (:mod:`.documents`, by language-neutral URLs), then the sentences of each
 document pair are aligned (:mod:`.sentences`, Gale-Church by length; :mod:`.lexical`, Hunalign-style
-dictionary + length, with bilingual dictionaries built from Debian packages by :mod:`.dictionary`).
+dictionary + length, with bilingual dictionaries built from Debian packages by :mod:`.dictionary`;
+:mod:`.embedding`, Vecalign-style, by sentence embeddings).
 :mod:`.evaluation` scores sentence alignments against gold beads for tests and benchmarks.
 """
 

@@ -52,8 +52,6 @@ MIN_HALF_WIDTH = 100
 
 # Bead shapes that the vectorised row step takes from earlier rows; (0, 1) is the in-row scan.
 _FROM_ABOVE: tuple[tuple[int, int], ...] = ((1, 1), (1, 0), (2, 1), (1, 2), (2, 2))
-_SHAPES: tuple[tuple[int, int], ...] = (*_FROM_ABOVE, (0, 1))
-_LEFT = len(_FROM_ABOVE)  # back-pointer code of the (0, 1) bead
 _PRIOR_COST = {shape: -math.log(p) for shape, p in BEAD_PRIORS.items()}
 # Abramowitz and Stegun 26.2.17, the normal tail used by the original program.
 _AS_P = 0.2316419
@@ -200,7 +198,11 @@ class LengthModel:
 
 
 def banded_search(
-    band_lo: NDArray[np.int64], band_hi: NDArray[np.int64], bead_cost: BeadCost, insert_cost: NDArray[np.float64]
+    band_lo: NDArray[np.int64],
+    band_hi: NDArray[np.int64],
+    bead_cost: BeadCost,
+    insert_cost: NDArray[np.float64],
+    shapes: Sequence[tuple[int, int]] = _FROM_ABOVE,
 ) -> list[Bounds]:
     """Least-cost monotone path of beads 1-1, 1-0, 2-1, 1-2, 2-2, 0-1 inside a band; its bead bounds.
 
@@ -211,9 +213,16 @@ def banded_search(
     from earlier rows are elementwise minima, and the in-row 0-1 recursion
     ``D[j] = min(A[j], D[j-1] + c[j])`` is a prefix minimum of ``A - cumsum(c)``, so no Python loop
     runs per cell. Time and memory are O(cells in the band).
+
+    ``shapes`` replaces the five shapes from earlier rows (each with ``di >= 1``; the 0-1 bead is
+    always searched), for aligners with other beads such as 1-3 and 3-1 (:mod:`.embedding`).
     """
     n, m = len(band_lo) - 1, int(band_hi[-1])
-    recent: list[NDArray[np.float64]] = []  # costs of rows i-2 and i-1, the only ones read again
+    from_above = tuple(shapes)
+    all_shapes = (*from_above, (0, 1))
+    left = len(from_above)
+    keep = max(di for di, _ in from_above)
+    recent: list[NDArray[np.float64]] = []  # costs of the last `keep` rows, the only ones read again
     pointers: list[NDArray[np.int8]] = []
     for i in range(n + 1):
         lo, hi = int(band_lo[i]), int(band_hi[i])
@@ -222,7 +231,7 @@ def banded_search(
         if i == 0:
             best[0] = 0.0  # band_lo[0] == 0: the empty prefix pair costs nothing
         else:
-            for code, (di, dj) in enumerate(_FROM_ABOVE):
+            for code, (di, dj) in enumerate(from_above):
                 if di > i:
                     continue
                 candidate = shifted_row(recent[-di], int(band_lo[i - di]), lo, hi, dj)
@@ -236,14 +245,14 @@ def banded_search(
         offset = np.cumsum(step)
         running = np.minimum.accumulate(best - offset)
         from_left = running < best - offset
-        pointer[from_left] = _LEFT
-        recent = [*recent[-1:], running + offset]
+        pointer[from_left] = left
+        recent = [*recent, running + offset][-keep:]
         pointers.append(pointer)
 
     bounds: list[Bounds] = []
     i, j = n, m
     while i > 0 or j > 0:
-        di, dj = _SHAPES[int(pointers[i][j - int(band_lo[i])])]
+        di, dj = all_shapes[int(pointers[i][j - int(band_lo[i])])]
         bounds.append((i - di, i, j - dj, j))
         i, j = i - di, j - dj
     bounds.reverse()
