@@ -475,9 +475,9 @@ def test_bad_input_never_crashes(method: str) -> None:
         assert sorted(j for b in beads for j in b.tgt) == list(range(len(tgt)))
 
 
-def test_sentence_aligner_rejects_unknown_methods_and_config_offers_both() -> None:
+def test_sentence_aligner_rejects_unknown_methods_and_config_offers_them() -> None:
     with pytest.raises(ValueError, match="unknown sentence aligner"):
-        sentence_aligner("vecalign")
+        sentence_aligner("bleualign")
     assert AlignConfig().sentence_aligner == "gale-church"
     assert AlignConfig(sentence_aligner="hunalign").sentence_aligner == "hunalign"
     with pytest.raises(ValidationError):

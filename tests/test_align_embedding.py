@@ -147,3 +147,15 @@ def test_bleualign_gold_with_real_encoder() -> None:
         predicted.append([(b.src, b.tgt) for b in align_sentences_embedding(src, tgt, encoder)])
     scores = score_alignments(gold, predicted)
     assert scores.f1_strict >= GOLD_STRICT_F1_FLOOR, scores
+
+
+def test_pair_config_selects_vecalign_with_an_encoder(pair_config) -> None:
+    from bitextflow.align.lexical import sentence_aligner
+
+    config = pair_config.with_overrides({"align.sentence_aligner": "vecalign"})
+    assert config.align.sentence_aligner == "vecalign" and config.align.encoder_model is None
+    align = sentence_aligner("vecalign", encoder=BagEncoder())
+    beads = align([_sentence(0), _sentence(1)], [_target(0), _target(1)])
+    assert [(bead.src, bead.tgt) for bead in beads] == [((0,), (0,)), ((1,), (1,))]
+    with pytest.raises(ValueError, match="needs an encoder"):
+        sentence_aligner("vecalign")

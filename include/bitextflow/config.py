@@ -164,10 +164,14 @@ class ExtractConfig(_Section):
 class AlignConfig(_Section):
     min_alignment_score: float = Field(0.1, ge=0, le=1, description="Sentence pairs scoring lower are dropped.")
     document_pairs_per_shard: int = Field(25, ge=1, description="Document pairs per sentence-alignment task.")
-    sentence_aligner: Literal["gale-church", "hunalign"] = Field(
+    sentence_aligner: Literal["gale-church", "hunalign", "vecalign"] = Field(
         "gale-church",
-        description="Sentence aligner: `gale-church` (length only) or `hunalign` (bilingual dictionary from "
-        "Debian + length, see docs/align.md; a pair without a dictionary package aligns by length and identical words).",
+        description="Sentence aligner: `gale-church` (length only), `hunalign` (bilingual dictionary from "
+        "Debian + length; a pair without a dictionary package aligns by length and identical words) or "
+        "`vecalign` (multilingual sentence embeddings; most accurate, slowest on CPU). See docs/align.md.",
+    )
+    encoder_model: str | None = Field(
+        None, description="Model folder for `vecalign` (any transformers encoder); default: the converted multilingual-e5-small."
     )
 
 

@@ -204,7 +204,8 @@ def run_align_sentences(ctx: RunContext, document_pairs_key: str) -> str:
     """One shard of document pairs -> sentence pairs with an alignment score (``align.sentence_aligner``).
 
     Counted in beads: each bead becomes a pair or is dropped (unaligned sentence, low score). The
-    ``hunalign`` aligner's dictionary is loaded once per task (None, logged, if the pair has none).
+    ``hunalign`` aligner's dictionary and the ``vecalign`` aligner's encoder are loaded once per task
+    (a pair with no dictionary gets None, logged).
     """
     shard = shard_name(document_pairs_key).replace("docpairs", "sentpairs")
     doc_pairs = read_table(ctx.store, document_pairs_key)
@@ -212,7 +213,12 @@ def run_align_sentences(ctx: RunContext, document_pairs_key: str) -> str:
     counts = StageCounts("align_sentences")
     method = ctx.config.align.sentence_aligner
     dictionary = load_dictionary(ctx.config.source, ctx.config.target) if method == "hunalign" else None
-    align = sentence_aligner(method, dictionary)
+    encoder = None
+    if method == "vecalign":
+        from bitextflow.models import SentenceEncoder  # torch is imported only by the stages that need it
+
+        encoder = SentenceEncoder.from_path(ctx.config.align.encoder_model)
+    align = sentence_aligner(method, dictionary, encoder)
     rows = []
     for pair in doc_pairs.itertuples():
         src, tgt = sentences.get(pair.doc_id_a, []), sentences.get(pair.doc_id_b, [])

@@ -53,6 +53,7 @@ from numpy.typing import NDArray
 from scipy import sparse
 
 from bitextflow.align.dictionary import BilingualDictionary
+from bitextflow.align.embedding import Encoder, align_sentences_embedding
 from bitextflow.align.sentences import (
     DEFAULT_MAX_CELLS,
     Bead,
@@ -79,7 +80,7 @@ MIN_IDENTICAL_CHARS = 4
 #: Source rows whose band overlaps are computed in one sparse product.
 BLOCK_ROWS = 256
 
-SENTENCE_ALIGNERS = ("gale-church", "hunalign")
+SENTENCE_ALIGNERS = ("gale-church", "hunalign", "vecalign")
 
 _WORD = re.compile(r"\w+")
 
@@ -264,10 +265,19 @@ def _bead_scores(bounds: Sequence[Bounds], length: LengthModel, overlap: BandOve
     return result
 
 
-def sentence_aligner(method: str, dictionary: BilingualDictionary | None = None) -> SentenceAligner:
-    """The aligner a pair config names (``align.sentence_aligner``), as ``f(src, tgt) -> beads``."""
+def sentence_aligner(
+    method: str, dictionary: BilingualDictionary | None = None, encoder: Encoder | None = None
+) -> SentenceAligner:
+    """The aligner a pair config names (``align.sentence_aligner``), as ``f(src, tgt) -> beads``.
+
+    ``vecalign`` needs ``encoder`` (anything with ``encode(texts) -> array``, e.g. a SentenceEncoder).
+    """
     if method == "gale-church":
         return align_sentences
     if method == "hunalign":
         return functools.partial(align_sentences_lexical, dictionary=dictionary)
+    if method == "vecalign":
+        if encoder is None:
+            raise ValueError("the vecalign sentence aligner needs an encoder")
+        return functools.partial(align_sentences_embedding, encoder=encoder)
     raise ValueError(f"unknown sentence aligner {method!r}; choose one of {', '.join(SENTENCE_ALIGNERS)}")
