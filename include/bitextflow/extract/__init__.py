@@ -15,7 +15,6 @@ Every record, document or sentence that does not make it is counted under a name
 """
 
 from bitextflow.extract.documents import DocumentBuilder, iter_documents
-from bitextflow.extract.language import cld2 as _cld2
 from bitextflow.extract.model import Document, PageMetadata, Paragraph, WarcResponse
 from bitextflow.extract.sentences import Sentence, sentences_of
 from bitextflow.extract.shard import ShardResult, extract_shard
@@ -29,15 +28,8 @@ __all__ = [
     "Sentence",
     "ShardResult",
     "WarcResponse",
-    "detect_language",
     "extract_page",
     "extract_shard",
     "iter_documents",
     "sentences_of",
 ]
-
-
-def detect_language(text: str) -> tuple[str, bool]:
-    """CLD2's top language and whether CLD2 calls it reliable; ``un`` when it cannot tell."""
-    language, reliable, _shares = _cld2(text)
-    return language, reliable

@@ -32,14 +32,19 @@ def _printable(text: str) -> str:
     return "".join(ch for ch in text if ch.isprintable() or ch.isspace())
 
 
-def cld2(text: str) -> tuple[str, bool, list[tuple[str, float]]]:
-    """CLD2's top language, whether it is reliable, and the languages with their share of the text."""
+def cld2(text: str, plain_text: bool = False, best_effort: bool = False) -> tuple[str, bool, list[tuple[str, float]]]:
+    """CLD2's top language, whether it is reliable, and the languages with their share of the text.
+
+    The one CLD2 call of the project (the crawler's page LID uses it too); ``plain_text`` and
+    ``best_effort`` are CLD2's own ``isPlainText`` and ``bestEffort``.
+    """
+    options = {"isPlainText": plain_text, "bestEffort": best_effort}
     try:
-        reliable, _bytes, details = pycld2.detect(text)
+        reliable, _bytes, details = pycld2.detect(text, **options)
     except pycld2.error:
         # CLD2 rejects some code points (lone surrogates, some controls): drop them, not the text.
         try:
-            reliable, _bytes, details = pycld2.detect(_printable(text).encode("utf-8", "ignore").decode("utf-8"))
+            reliable, _bytes, details = pycld2.detect(_printable(text).encode("utf-8", "ignore").decode("utf-8"), **options)
         except pycld2.error:
             return UNKNOWN, False, []
     shares: dict[str, float] = {}
