@@ -6,13 +6,26 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from bitextflow import schemas
 from bitextflow.config import GateConfig
 from bitextflow.errors import GateFailed
-from bitextflow.quality import GateReport, check_sentence_pairs, enforce, length_ratio
+from bitextflow.quality import (
+    Check,
+    GateReport,
+    document_pairs_check,
+    documents_check,
+    enforce,
+    length_ratio,
+    sentence_pairs_check,
+    sentences_check,
+    validate,
+    volume_bounds,
+)
 
 GATE = GateConfig(min_sentence_pairs=20, max_length_ratio=3.0, max_duplicate_share=0.05)
 
@@ -35,6 +48,14 @@ def clean_pairs(n: int = 40) -> pd.DataFrame:
     )
 
 
+def run(check: Check, data_docs_dir: Path | None = None) -> GateReport:
+    return validate([check], data_docs_dir=data_docs_dir, run_name="manual__1")[0]
+
+
+def check_sentence_pairs(df: pd.DataFrame, gate: GateConfig, lang_a: str, lang_b: str, **options: int) -> GateReport:
+    return run(sentence_pairs_check(df, gate, lang_a, lang_b, **options))
+
+
 def failed(report: GateReport) -> list[str]:
     """The failing expectations, as ``type(column)`` (the part before the colon)."""
     return sorted(f.split(":")[0] for f in report.failures)
@@ -44,7 +65,7 @@ def test_clean_frame_passes_and_report_is_json() -> None:
     report = check_sentence_pairs(clean_pairs(), GATE, "en", "es")
     assert report.success, report.failures
     assert report.failures == []
-    assert report.evaluated == report.statistics["evaluated_expectations"] == 17
+    assert report.evaluated == report.statistics["evaluated_expectations"] == 19
     data = json.loads(json.dumps(report.to_dict(), allow_nan=False))
     assert data["success"] is True
     assert data["result"]["suite_name"] == "sentence_pairs"
@@ -75,6 +96,11 @@ def _too_few_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df.head(12).copy()
 
 
+def _english_on_the_spanish_side(df: pd.DataFrame) -> pd.DataFrame:
+    df.loc[0:9, "text_b"] = df.loc[0:9, "text_a"]  # 25% of the rows, allowed 10%
+    return df
+
+
 @pytest.mark.parametrize(
     ("spoil", "expectation", "offending"),
     [
@@ -83,8 +109,9 @@ def _too_few_rows(df: pd.DataFrame) -> pd.DataFrame:
         (_huge_length_ratio, "expect_column_values_to_be_between(length_ratio)", "13.0"),
         (_too_many_duplicates, "expect_column_values_to_be_null(repeated_pair_hash)", "'feedfacecafebeef'"),
         (_too_few_rows, "expect_table_row_count_to_be_between", "observed 12"),
+        (_english_on_the_spanish_side, "expect_column_values_to_be_null(other_language_b)", "'en'"),
     ],
-    ids=["wrong-language", "score-out-of-range", "length-ratio", "duplicates", "too-few-rows"],
+    ids=["wrong-language", "score-out-of-range", "length-ratio", "duplicates", "too-few-rows", "text-in-other-language"],
 )
 def test_each_defect_fails_its_own_expectation(
     spoil: Callable[[pd.DataFrame], pd.DataFrame], expectation: str, offending: str
@@ -141,3 +168,135 @@ def test_importing_the_gate_does_not_import_great_expectations() -> None:
     code = "import sys, bitextflow.quality; print('great_expectations' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# -- volume against the previous release --------------------------------------------------------------
+def test_volume_drop_and_growth_against_previous_release_fail() -> None:
+    gate = GATE.model_copy(update={"max_volume_drop": 0.5, "max_volume_growth": 1.0})
+    assert volume_bounds(gate, None) == (20, None)
+    assert volume_bounds(gate, 100) == (50, 200)
+    assert check_sentence_pairs(clean_pairs(40), gate, "en", "es", previous_count=60).success
+    dropped = check_sentence_pairs(clean_pairs(40), gate, "en", "es", previous_count=100)
+    assert failed(dropped) == ["expect_table_row_count_to_be_between"]
+    assert "observed 40" in dropped.failures[0] and "min_value=50" in dropped.failures[0]
+    spiked = check_sentence_pairs(clean_pairs(40), gate, "en", "es", previous_count=15)
+    assert "max_value=30" in spiked.failures[0]
+
+
+def test_optional_score_column_is_range_checked_when_present() -> None:
+    df = clean_pairs()
+    df["bicleaner_score"] = 0.9
+    df.loc[4, "bicleaner_score"] = -0.2
+    report = check_sentence_pairs(df, GATE, "en", "es")
+    assert failed(report) == ["expect_column_values_to_be_between(bicleaner_score)"]
+
+
+# -- the other stage boundaries ----------------------------------------------------------------------
+def documents(n: int = 6) -> pd.DataFrame:
+    frame = pd.DataFrame({name: [None] * n for name in schemas.DOCUMENTS.names})
+    frame["doc_id"] = [f"d{i}" for i in range(n)]
+    frame["url"] = [f"http://site.example/{'en' if i % 2 else 'es'}/{i // 2}.html" for i in range(n)]
+    frame["warc_key"] = "en-es/run/crawl/crawl-00000.warc.gz"
+    frame["language"] = ["en" if i % 2 else "es" for i in range(n)]
+    frame["content_hash"] = [f"h{i}" for i in range(n)]
+    frame["relevance"] = 1.5
+    frame["sentences"] = 3
+    return frame
+
+
+def test_documents_gate_names_duplicate_ids_and_a_missing_language() -> None:
+    gate = GATE.model_copy(update={"min_documents": 4})
+    assert run(documents_check(documents(), gate, ("en", "es"))).success
+    spoiled = documents()
+    spoiled.loc[2, "doc_id"] = "d0"
+    spoiled["language"] = "en"
+    report = run(documents_check(spoiled, gate, ("en", "es")))
+    assert failed(report) == [
+        "expect_column_distinct_values_to_contain_set(language)",
+        "expect_column_values_to_be_unique(doc_id)",
+    ]
+    assert "'d0'" in " ".join(report.failures)
+    with pytest.raises(GateFailed, match=r"^documents quality gate failed 2 of"):
+        enforce(report)
+
+
+def test_sentences_gate_rejects_other_languages_and_blank_text() -> None:
+    frame = pd.DataFrame(
+        {"doc_id": ["d1", "d2", "d3"], "url": "u", "language": ["en", "es", "fr"], "paragraph_index": 0,
+         "paragraph_type": "text", "sentence_index": [0, 1, 2], "text": ["One.", "  ", "Trois."], "duplicate": False}
+    )  # fmt: skip
+    report = run(sentences_check(frame, ("en", "es")))
+    assert failed(report) == ["expect_column_values_to_be_in_set(language)", "expect_column_values_to_match_regex(text)"]
+    assert "'fr'" in " ".join(report.failures)
+
+
+def test_document_pairs_gate_requires_one_to_one_and_distinct_urls() -> None:
+    pairs = pd.DataFrame(
+        {"doc_id_a": ["a1", "a2", "a2"], "doc_id_b": ["b1", "b2", "b3"], "url_a": ["u1", "u2", "u3"],
+         "url_b": ["v1", "u2", "v3"], "sentences_key_a": "k", "sentences_key_b": "k", "method": "url",
+         "score": [1.0, 0.5, 0.7]}
+    )  # fmt: skip
+    report = run(document_pairs_check(pairs, GATE))
+    assert failed(report) == ["expect_column_values_to_be_null(same_url)", "expect_column_values_to_be_unique(doc_id_a)"]
+    assert run(document_pairs_check(pairs.iloc[[0]], GATE)).success
+
+
+def test_data_docs_render_the_suite_and_its_result(tmp_path: Path) -> None:
+    reports = validate(
+        [sentence_pairs_check(clean_pairs().head(3), GATE, "en", "es"), document_pairs_check(pd.DataFrame(), GATE)],
+        data_docs_dir=tmp_path,
+        run_name="manual__1",
+    )
+    assert [r.suite for r in reports] == ["sentence_pairs", "document_pairs"]
+    assert not any(r.success for r in reports)
+    pages = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.html"))
+    assert {"index.html", "expectations/sentence_pairs.html", "expectations/document_pairs.html"} <= set(pages)
+    assert "document_pairs" in (tmp_path / "index.html").read_text() and "sentence_pairs" in (tmp_path / "index.html").read_text()
+    validation_page = next(p for p in pages if p.startswith("validations/sentence_pairs/manual__1/"))
+    text = (tmp_path / validation_page).read_text()
+    assert "Expectation Suite:" in text and "Unsuccessful Expectations" in text
+
+
+def test_rerun_renders_the_same_bytes(tmp_path: Path) -> None:
+    def render(folder: Path) -> tuple[dict[str, bytes], str]:
+        (report,) = validate([sentence_pairs_check(clean_pairs(), GATE, "en", "es")], data_docs_dir=folder, run_name="g")
+        files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        return files, json.dumps(report.to_dict(), sort_keys=True)
+
+    first, second = render(tmp_path / "a"), render(tmp_path / "b")
+    assert first == second
+    pages = [text.decode() for name, text in first[0].items() if name.endswith(".html")]
+    assert pages and not any("logo-long.png?d=" in page for page in pages)
+
+
+@pytest.mark.integration
+def test_a_shard_with_the_wrong_language_on_one_side_stops_the_release(store, site) -> None:
+    """Issue 7 acceptance: corrupt one classified shard (English on the Spanish side); the gate stops the run."""
+    from bitextflow import pipeline
+    from bitextflow.cli import run_stage
+    from bitextflow.config import load_pair_config
+    from bitextflow.release import list_releases
+    from bitextflow.storage.tables import read_table, write_table
+    from conftest import ROOT
+
+    overrides = {
+        "crawl.seeds": [site.base_url],
+        "crawl.max_pages": 60,
+        "gate.min_sentence_pairs": 1,
+        "gate.max_volume_drop": None,
+    }
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(overrides)
+    ctx = pipeline.RunContext(config, store, "test_corrupt_shard")
+    outputs: object = None
+    for stage in pipeline.STAGES[: pipeline.STAGES.index("gate")]:
+        outputs = run_stage(ctx, stage, None if stage == "crawl" else outputs if isinstance(outputs, list) else [outputs])
+    shards = sorted(outputs, key=lambda key: len(read_table(store, key)))
+    corrupted = read_table(store, shards[-1])
+    corrupted["text_b"] = corrupted["text_a"]
+    write_table(store, shards[-1], corrupted, schemas.CLASSIFIED_SENTENCE_PAIRS)
+    before = list_releases(store, "en-es")
+
+    with pytest.raises(GateFailed, match=r"expect_column_values_to_be_null\(other_language_b\): \d+ unexpected"):
+        run_stage(ctx, "gate", shards)
+    assert list_releases(store, "en-es") == before
+    assert store.get_json(ctx.key("gate", "sentence_pairs.report.json"))["success"] is False

@@ -1,24 +1,33 @@
-"""Quality gates: Great Expectations suites that stop a run before bad data is released.
+"""Quality gates: Great Expectations suites that stop a run at the stage boundary where data went bad.
 
 Importing this package is cheap; Great Expectations itself is imported when a check runs.
 """
 
+from bitextflow.quality.engine import Check, GateReport, enforce, validate
 from bitextflow.quality.sentence_pairs import (
     LENGTH_RATIO_COLUMN,
+    OPTIONAL_SCORE_COLUMNS,
     REPEATED_HASH_COLUMN,
     SENTENCE_PAIR_COLUMNS,
-    GateReport,
-    check_sentence_pairs,
-    enforce,
     length_ratio,
+    sentence_pairs_check,
+    volume_bounds,
 )
+from bitextflow.quality.stages import document_pairs_check, documents_check, sentences_check
 
 __all__ = [
     "LENGTH_RATIO_COLUMN",
+    "OPTIONAL_SCORE_COLUMNS",
     "REPEATED_HASH_COLUMN",
     "SENTENCE_PAIR_COLUMNS",
+    "Check",
     "GateReport",
-    "check_sentence_pairs",
+    "document_pairs_check",
+    "documents_check",
     "enforce",
     "length_ratio",
+    "sentence_pairs_check",
+    "sentences_check",
+    "validate",
+    "volume_bounds",
 ]
