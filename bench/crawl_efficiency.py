@@ -9,8 +9,16 @@ pages downloaded) relative to ``bfs``.
 
 By default the site is built in all the languages the builder knows (8; about 1,000 URLs, of which
 the en-es pages are a quarter), in its own cache folder, so that a focused crawler has something to
-skip. ``smart`` needs URL models; until a models folder is given (``--url-models``) it runs as its
-``url-rules`` fallback, and the JSON says so (``"fallback": "url-rules"``, ``"models": null``).
+skip.
+
+``smart`` needs URL models. Unless a trained version is given (``--url-models``), they are trained
+here on a part of the site that the measured crawls never see: the Installation Guide's appendices
+(``/install/<lang>/ap*``, every language), crawled first (breadth first) the way the platform does it:
+URL -> CLD2 language from the crawl log, en-es pairs by the URL rule of ``align_documents``. Every
+strategy's measured crawl then excludes those pages (``crawl.exclude_paths``), so all strategies are
+compared on the same rest of the site: the Reference (another URL layout, never seen in training),
+the rest of the Guide, news and downloads. ``--no-split`` crawls the whole site (smart then runs as
+its url-rules fallback unless ``--url-models`` is given).
 """
 
 from __future__ import annotations
@@ -19,15 +27,18 @@ import argparse
 import json
 import logging
 import math
+import re
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from bitextflow.align.documents import Document, align_by_url
 from bitextflow.config import CrawlConfig, load_pair_config
-from bitextflow.crawl.crawler import Crawler
+from bitextflow.crawl.crawler import Crawler, log_records
 from bitextflow.crawl.scoring import PairContext
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import BitextflowError
@@ -35,14 +46,24 @@ from bitextflow.localsite import Truth, build_site, serve
 from bitextflow.localsite.build import ENDONYMS
 from bitextflow.localsite.paths import default_cache_dir
 from bitextflow.localsite.truth import site_path
+from bitextflow.models import url_models
 
 ROOT = Path(__file__).resolve().parents[1]
 STRATEGIES = ("bfs", "terms", "url-rules", "smart")
 MARKS = (20, 40, 60)
+# The part of the site the URL models are trained on, and that the measured crawls exclude.
+TRAIN_PART = r"^/install/[^/]+/ap"
 
 
 def crawl_order(
-    base_url: str, strategy: str, pair: PairContext, url_models: str | None, warc_dir: Path
+    base_url: str,
+    strategy: str,
+    pair: PairContext,
+    models: str | None,
+    warc_dir: Path,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    smart_exploration: float = CrawlConfig.model_fields["smart_exploration"].default,
 ) -> tuple[list[str], Crawler]:
     """URLs in the order the strategy downloaded them (every response written, any status)."""
 
@@ -50,12 +71,28 @@ def crawl_order(
         return str(shutil.copyfile(path, warc_dir / f"{strategy}-{name}"))
 
     config = CrawlConfig(
-        seeds=[base_url], strategy=strategy, url_models=url_models, max_pages=100_000, delay_seconds=0,
+        seeds=[base_url], strategy=strategy, url_models=models, max_pages=100_000, delay_seconds=0,
         concurrency=1, per_host_concurrency=1, allow_private_addresses=["127.0.0.1"], scout_pages=0,
+        include_paths={"*": include or []}, exclude_paths={"*": exclude or []}, smart_exploration=smart_exploration,
     )  # fmt: skip
     crawler = Crawler(config, RotatingWarcWriter(upload, 50_000_000), pair)
     crawler.crawl()
     return [entry.url for entry in crawler.log if entry.outcome == "fetched"], crawler
+
+
+def train_on_part(base_url: str, pair: PairContext, folder: Path, settings: url_models.TrainingSettings) -> dict:
+    """Crawl the training part (breadth first), derive pages and pairs as the platform does, train."""
+    index_pages = r"^/(install/[^/]+/)?(index\.html)?$"
+    _urls, crawler = crawl_order(base_url, "bfs", pair, None, folder, include=[index_pages, TRAIN_PART])
+    in_part = re.compile(TRAIN_PART)
+    pages, _counts = url_models.pages_from_crawl_log(log_records(crawler.log))
+    pages = [(url, lang) for url, lang in pages if in_part.search(urlsplit(url).path)]
+    documents = [Document(url, url, lang) for url, lang in pages]
+    pairs, _unmatched = align_by_url(documents, pair.source, pair.target)
+    metadata = url_models.train_url_models(
+        pages, [(p.url_a, p.url_b) for p in pairs], folder / "models", settings, required_languages=pair.languages
+    )
+    return metadata
 
 
 def pairs_curve(urls: Sequence[str], pairs: set[tuple[str, str]]) -> list[int]:
@@ -97,9 +134,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cache-dir", type=Path, default=None, help="site cache (default: a sibling of the tests' cache per language set)"
     )
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help=f"comma-separated (default {','.join(STRATEGIES)})")
-    parser.add_argument("--url-models", default=None, help="URL models for smart (default none: smart runs as url-rules)")
+    parser.add_argument("--url-models", default=None, help="URL models for smart (default: trained here on the training part)")
+    parser.add_argument("--no-split", action="store_true", help="crawl the whole site; train nothing")
+    parser.add_argument("--epochs", type=int, default=5, help="URL-model training epochs (default 5)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the cores are shared)")
+    parser.add_argument(
+        "--smart-exploration",
+        type=float,
+        default=CrawlConfig.model_fields["smart_exploration"].default,
+        help="crawl.smart_exploration for smart (0: the seed's formula alone)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
+    import torch
+
+    torch.set_num_threads(args.threads)
 
     source, _, target = args.pair.partition("-")
     languages = [lang.strip() for lang in args.languages.split(",") if lang.strip()]
@@ -123,13 +172,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     pair = PairContext(source, target, terms)
     truth_pairs = truth.pairs(source, target)
 
+    split = not args.no_split
+    if split:
+        excluded = re.compile(TRAIN_PART)
+        truth_pairs = {(a, b) for a, b in truth_pairs if not excluded.search("/" + a) and not excluded.search("/" + b)}
     results: dict[str, dict] = {}
     curves: dict[str, list[int]] = {}
     pages_total = 0
+    training: dict | None = None
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp, serve(site.docroot, port=0) as server:
+        models = args.url_models
+        if split and models is None and "smart" in strategies:
+            settings = url_models.TrainingSettings(epochs=args.epochs)
+            metadata = train_on_part(server.base_url, pair, Path(tmp), settings)
+            models = str(Path(tmp) / "models")
+            training = {"part": TRAIN_PART, **{k: metadata[k] for k in ("training_data", "metrics", "train_seconds", "settings")}}
+            print(f"URL models trained on {TRAIN_PART} in {metadata['train_seconds']} s: held-out {metadata['metrics']}")
         for strategy in strategies:
             started = time.perf_counter()
-            urls, crawler = crawl_order(server.base_url, strategy, pair, args.url_models, Path(tmp))
+            exclude = [TRAIN_PART] if split else None
+            urls, crawler = crawl_order(
+                server.base_url, strategy, pair, models, Path(tmp), exclude=exclude, smart_exploration=args.smart_exploration
+            )
             seconds = time.perf_counter() - started
             curves[strategy] = pairs_curve(urls, truth_pairs)
             pages_total = max(pages_total, len(urls))
@@ -144,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         row["downloads_for_80pct"] = next((k + 1 for k, n in enumerate(curve) if n >= 0.8 * pairs_total), None)
         row["curve_by_decile"] = [round(share_at(curve, pairs_total, p), 4) for p in range(10, 101, 10)]
         if strategy == "smart":
-            row["models"] = args.url_models if row["ranked_by"] == "smart" else None
+            row["models"] = (args.url_models or "trained here") if row["ranked_by"] == "smart" else None
             if row["ranked_by"] != "smart":
                 row["fallback"] = row["ranked_by"]
 
@@ -154,6 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "pages_total": pages_total,
         "pairs_total": pairs_total,
         "truth_pairs": len(truth_pairs),
+        "excluded_from_crawls": TRAIN_PART if split else None,
+        "url_model_training": training,
+        "smart_exploration": args.smart_exploration,
         "strategies": results,
     }
     print(f"Local site ({', '.join(site.languages)}): {pages_total} URLs downloaded by a full crawl; "

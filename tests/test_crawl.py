@@ -42,6 +42,7 @@ from bitextflow.crawl.scoring import (
 )
 from bitextflow.crawl.urls import Link, extract_links, normalise_url, parse_html, predicted_language, url_languages
 from bitextflow.crawl.warc import RotatingWarcWriter
+from bitextflow.errors import StageError
 from bitextflow.storage import ObjectStore, StorageSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,7 +174,8 @@ def test_url_rules_prefers_the_pair_and_completes_pairs():
 def test_smart_falls_back_to_url_rules_without_models_and_uses_registered_models():
     pair = PairContext("en", "es")
     assert make_scorer("smart", pair).name == "url-rules"
-    assert make_scorer("smart", pair, url_models="/nowhere").name == "url-rules"
+    with pytest.raises(StageError, match="/nowhere"):  # a named folder that is not there is an error, not a fallback
+        make_scorer("smart", pair, url_models="/nowhere")
 
     class Models:
         version = "test"
@@ -192,6 +194,10 @@ def test_smart_falls_back_to_url_rules_without_models_and_uses_registered_models
             _view("http://h/en/a.html", "en"), [Link("http://h/es/a.html", "", ""), Link("http://h/de/a.html", "", "")]
         )
         assert scores == pytest.approx([0.45, 0.05])
+        # exploration: a page of the pair's own language outranks a third-language one, never a translation
+        explorer = make_scorer("smart", pair, url_models="/models", smart_exploration=0.1)
+        links = [Link("http://h/es/a.html", "", ""), Link("http://h/en/b.html", "", ""), Link("http://h/de/b.html", "", "")]
+        assert explorer.score(_view("http://h/en/a.html", "en"), links) == pytest.approx([0.5, 0.1, 0.06])
         assert make_scorer("smart", pair, url_models="/elsewhere").name == "url-rules"
     finally:
         register_url_model_loader(None)  # type: ignore[arg-type]

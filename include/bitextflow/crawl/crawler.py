@@ -146,7 +146,11 @@ class Crawler:
         self._transport = transport
         self._on_entry = on_entry
         self.scorer: LinkScorer = make_scorer(
-            config.strategy, self.pair, other_language_bonus=config.terms_other_language_bonus, url_models=config.url_models
+            config.strategy,
+            self.pair,
+            other_language_bonus=config.terms_other_language_bonus,
+            url_models=config.url_models,
+            smart_exploration=config.smart_exploration,
         )
         self.counts = StageCounts("crawl")
         self.log: list[CrawlLogEntry] = []

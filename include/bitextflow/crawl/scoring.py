@@ -316,33 +316,41 @@ def load_url_models(location: str | None) -> UrlModels | None:
 
 
 class SmartScorer(LinkScorer):
-    """priority(v) = P(lang(v) = other language) x P(parallel(u, v)) (García-Romero et al.)."""
+    """priority(v) = P(lang(v) = other language) x P(parallel(u, v)) (García-Romero et al.), plus
+    ``exploration`` x P(lang(v) in the pair) x (1 - P(parallel(u, v))).
+
+    The product alone gives every link that is not a translation of its page about 0, including the
+    same-language links through which the rest of a site's translations are reached; their order is
+    then noise (on the local site, pure smart finds en-id pairs no earlier than bfs). The second term,
+    small by default (``crawl.smart_exploration``; 0 is the seed's formula), ranks pair-language pages
+    before third-language ones without ever outranking a likely translation.
+    """
 
     name = "smart"
 
-    def __init__(self, pair: PairContext, models: UrlModels):
+    def __init__(self, pair: PairContext, models: UrlModels, exploration: float = 0.0):
         super().__init__(pair)
         self.models = models
+        self.exploration = exploration
 
     def score(self, page: PageView, links: Sequence[Link]) -> list[float]:
         if not links:
             return []
         urls = [link.url for link in links]
+        per_language = [self.models.language_probabilities(urls, lang) for lang in self.pair.languages]
+        p_pair = [min(1.0, sum(values)) for values in zip(*per_language, strict=True)] or [1.0] * len(urls)
         other = self.pair.other(page.language)
-        if other is not None:
-            p_language = self.models.language_probabilities(urls, other)
-        else:  # the page is in neither language: any pair language will do
-            per_language = [self.models.language_probabilities(urls, lang) for lang in self.pair.languages]
-            p_language = [min(1.0, sum(values)) for values in zip(*per_language, strict=True)] or [1.0] * len(urls)
+        # a page in neither language: any pair language will do
+        p_language = self.models.language_probabilities(urls, other) if other is not None else p_pair
         p_parallel = self.models.parallel_probabilities([(page.url, url) for url in urls])
-        return [a * b for a, b in zip(p_language, p_parallel, strict=True)]
+        return [a * b + self.exploration * c * (1.0 - b) for a, b, c in zip(p_language, p_parallel, p_pair, strict=True)]
 
     def seed_priority(self, url: str) -> float:
         return 1.0
 
 
 def make_scorer(strategy: str, pair: PairContext, *, other_language_bonus: float = 10.0,
-                url_models: str | None = None) -> LinkScorer:  # fmt: skip
+                url_models: str | None = None, smart_exploration: float = 0.0) -> LinkScorer:  # fmt: skip
     """The scorer of a strategy; ``smart`` without loadable models falls back to ``url-rules`` (logged)."""
     if strategy == "bfs":
         return BfsScorer(pair)
@@ -353,7 +361,7 @@ def make_scorer(strategy: str, pair: PairContext, *, other_language_bonus: float
     if strategy == "smart":
         models = load_url_models(url_models)
         if models is not None:
-            return SmartScorer(pair, models)
+            return SmartScorer(pair, models, smart_exploration)
         log.warning(
             "strategy smart: no URL models%s; falling back to url-rules",
             f" at {url_models}" if url_models else " configured (crawl.url_models)",
