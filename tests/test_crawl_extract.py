@@ -5,6 +5,7 @@ The crawler's own checks (WARC records, politeness, limits, resume) are in tests
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from bitextflow import pipeline
@@ -44,3 +45,18 @@ def test_extract_gives_typed_language_tagged_documents(crawl_run):
     assert doc_counts["in"] == doc_counts["kept"] + sum(doc_counts["dropped"].values())
     sent_counts = ctx.store.get_json(ctx.key("extract", f"{shard}.sentences.counts.json"))
     assert sent_counts["kept"] == sum(len(read_table(ctx.store, k)) for k in set(documents["sentences_key"]))
+
+
+def test_cross_shard_duplicates_are_set_aside_before_document_alignment(crawl_run):
+    ctx, warc_keys = crawl_run
+    documents_keys = [pipeline.run_extract(ctx, key) for key in warc_keys]
+    documents = pd.concat([read_table(ctx.store, key) for key in documents_keys], ignore_index=True)
+    pipeline.run_align_documents(ctx, documents_keys)
+    counts = ctx.store.get_json(ctx.key("align_documents", "documents.cross-shard-duplicates.counts.json"))
+    removed = read_table(ctx.store, ctx.key("align_documents", "documents.cross-shard-duplicates.parquet"))
+    print(f"{len(warc_keys)} shards, {len(documents)} documents, cross-shard duplicates: {counts['dropped']}")
+    assert counts["in"] == len(documents) and counts["kept"] + len(removed) == len(documents)
+    language = dict(zip(documents["doc_id"], documents["language"], strict=True))
+    kept = set(documents["doc_id"]) - set(removed["doc_id"])
+    for doc_id, twin in zip(removed["doc_id"], removed["duplicate_of"], strict=True):
+        assert twin in kept and language[twin] == language[doc_id]

@@ -3,9 +3,12 @@ de-duplication, sentences, and bad input. No network, no services."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import json
 from pathlib import Path
 
+import lxml.etree
 import pyarrow.parquet as pq
 import pytest
 from warcio.archiveiterator import ArchiveIterator as WarcioIterator
@@ -17,10 +20,11 @@ from bitextflow.counts import StageCounts
 from bitextflow.extract import DocumentBuilder, extract_page, extract_shard, iter_documents
 from bitextflow.extract.dedup import SentenceDeduplicator, ShardDeduplicator
 from bitextflow.extract.encoding import binary_signature, decode_html, meta_charset, normalise, repair
+from bitextflow.extract.export import export_documents
 from bitextflow.extract.language import cld2, identify
 from bitextflow.extract.model import Document, PageMetadata, Paragraph
 from bitextflow.extract.relevance import TermMatcher, score
-from bitextflow.extract.sentences import ends_with_punctuation, normalise_punctuation, sentences_of
+from bitextflow.extract.sentences import ends_with_punctuation, normalise_punctuation, sentences_of, token_count
 from bitextflow.extract.warc import iter_responses
 
 EN = [
@@ -109,7 +113,9 @@ def test_truncated_warc_keeps_whole_records_and_counts_the_cut_one(tmp_path):
 
 def test_corrupt_region_is_skipped_and_reading_resumes(tmp_path):
     texts = [*EN, ES[0]]
-    pages = [(f"http://s/{i}.html", "text/html", html_page([texts[i], f"Page number {i} of the manual."]).encode()) for i in range(4)]
+    pages = [
+        (f"http://s/{i}.html", "text/html", html_page([texts[i], f"Page number {i} of the manual."]).encode()) for i in range(4)
+    ]
     data = bytearray(make_warc(pages))
     offsets = [record.stream_pos for record in __import__("fastwarc.warc").warc.ArchiveIterator(io.BytesIO(bytes(data)))]
     middle = (offsets[1] + offsets[2]) // 2
@@ -196,7 +202,11 @@ def test_html_without_paragraphs_and_empty_pages_are_counted(tmp_path):
     pages = [
         ("http://s/empty.html", "text/html", b""),
         ("http://s/blank.html", "text/html", b"   \n  "),
-        ("http://s/nothing.html", "text/html", b"<html><head><title>x</title></head><body><script>var a=1;</script></body></html>"),
+        (
+            "http://s/nothing.html",
+            "text/html",
+            b"<html><head><title>x</title></head><body><script>var a=1;</script></body></html>",
+        ),
         ("http://s/img.html", "text/html", b"<html><body><img src='a.png'><div></div></body></html>"),
     ]
     result, docs, _rejected, _sentences = run_shard(tmp_path, make_warc(pages))
@@ -287,8 +297,12 @@ def test_documents_below_relevance_thresholds_are_dropped(tmp_path):
     on_topic = html_page(EN, title="Package installation")
     off_topic = html_page(["The weather was lovely and we walked along the beach until the sun went down."] * 1
                           + ["Then we had dinner at a small restaurant near the harbour with some old friends."])  # fmt: skip
-    data = make_warc([("http://s/on.html", "text/html", on_topic.encode()), ("http://s/off.html", "text/html", off_topic.encode())])
-    domain = DomainConfig(name="software", terms={"en": {"package": 2.0, "kernel": 1.0}}, min_document_relevance=5, min_document_terms=2)
+    data = make_warc(
+        [("http://s/on.html", "text/html", on_topic.encode()), ("http://s/off.html", "text/html", off_topic.encode())]
+    )
+    domain = DomainConfig(
+        name="software", terms={"en": {"package": 2.0, "kernel": 1.0}}, min_document_relevance=5, min_document_terms=2
+    )
     result, docs, rejected, _sentences = run_shard(tmp_path, data, domain=domain)
     assert list(docs["url"]) == ["http://s/on.html"]
     assert docs["relevance"].iloc[0] >= 20 and docs["relevance_terms"].iloc[0] == 2
@@ -302,7 +316,11 @@ def test_exact_and_near_duplicates(tmp_path):
     pages = [
         ("http://s/a.html", "text/html", html_page(EN).encode()),
         ("http://s/a.html", "text/html", html_page(EN).encode()),  # same URL again
-        ("http://s/b.html", "text/html", html_page([p.replace(",", " ;") + " 2024" for p in EN]).encode()),  # only non-letters differ
+        (
+            "http://s/b.html",
+            "text/html",
+            html_page([p.replace(",", " ;") + " 2024" for p in EN]).encode(),
+        ),  # only non-letters differ
         ("http://s/c.html", "text/html", html_page(long_en).encode()),  # contains a.html: a is the near-duplicate
         ("http://s/es.html", "text/html", html_page(ES).encode()),
     ]
@@ -345,6 +363,36 @@ def test_sentence_duplicates_are_flagged_per_language(tmp_path):
     assert len(sentences) == 3 and result.sentence_counts.dropped["duplicate_sentence"] == 1
 
 
+# -- export -----------------------------------------------------------------------------------------
+def test_ilsp_fc_export_is_well_formed_xml_and_jsonl(tmp_path):
+    body = html_page([EN[0], ES[1], EN[2]], title="Installing packages", head='<meta name="keywords" content="apt, dpkg">')
+    data = make_warc([("http://s/en/install.html", "text/html; charset=utf-8", body.encode())])
+    domain = DomainConfig(name="software", terms={"en": {"package": 2.0, "kernel": 1.0}})
+    result, docs, _rejected, _sentences = run_shard(tmp_path, data, domain=domain)
+    files = {name: (data, kind) for name, data, kind in export_documents(result.documents, ["xml", "jsonl"], "software")}
+    doc_id = docs["doc_id"].iloc[0]
+    assert set(files) == {f"{doc_id}.xml", "documents.jsonl.gz"}
+    root = lxml.etree.fromstring(files[f"{doc_id}.xml"][0])
+    ns = {"c": "http://www.xces.org/schema/2003"}
+    assert root.findtext("c:cesHeader/c:fileDesc/c:titleStmt/c:title", namespaces=ns) == "Installing packages"
+    assert root.findtext(".//c:imprint/c:eAddress", namespaces=ns) == "http://s/en/install.html"
+    assert [k.text for k in root.iterfind(".//c:keywords/c:keyTerm", ns)] == ["apt", "dpkg"]
+    assert root.find(".//c:textClass/c:domain", ns).get("relevance") == f"{docs['relevance'].iloc[0]:g}"
+    paragraphs = root.findall("c:text/c:body/c:p", ns)
+    assert [p.get("id") for p in paragraphs] == [f"p{i}" for i in range(1, len(paragraphs) + 1)]
+    by_text = {p.text: p for p in paragraphs}
+    assert (paragraphs[0].get("type"), paragraphs[0].text) == ("title", "Installing packages")
+    assert by_text["Copyright 2024 The Example Organisation, all rights reserved."].get("crawlinfo") == "boilerplate"
+    assert by_text[ES[1]].get("crawlinfo") == "ooi-lang" and by_text[ES[1]].get("lang") == "es"
+    assert by_text[EN[0]].get("topic") == "package" and by_text[EN[0]].get("crawlinfo") is None
+    assert by_text[EN[2]].get("lang") == "en"
+    (line,) = gzip.decompress(files["documents.jsonl.gz"][0]).splitlines()
+    assert json.loads(line)["paragraphs"][0] == {
+        "type": "title", "text": "Installing packages", "language": "en", "boilerplate": False, "out_of_language": False, "terms": [],
+    }  # fmt: skip
+    assert list(export_documents(result.documents, [])) == []
+
+
 # -- sentences --------------------------------------------------------------------------------------
 def test_sentence_filters_are_counted_by_reason():
     document = Document(url="http://s/", warc_offset=0, warc_record_id="", language="en", language_set=[("en", 1.0)])
@@ -361,6 +409,24 @@ def test_sentence_filters_are_counted_by_reason():
     assert [s.text for s in kept] == ["This one is fine and long enough to keep."]
     assert counts.dropped == {"too_few_tokens": 1, "too_many_tokens": 1, "no_end_punctuation": 1}
     assert counts.items_in == 4
+
+
+def test_chinese_and_japanese_sentences_are_counted_in_words_not_spaces():
+    assert token_count("安装软件包之前，请先阅读发行说明。", "zh") == 8  # 安装 软件 包 之前 请先 阅读 发行 说明
+    assert token_count("パッケージをインストールする前に、リリースノートを読んでください。", "ja") >= 10
+    assert token_count("Debian 参考手册 第 1 章", "zh") == 6, "Latin words and numbers inside count once"
+    assert token_count("Install the package, then read the notes.", "en") == 7
+    sentences = {
+        "zh": ["安装软件包之前，请先阅读发行说明。", "请看。", "系统" * 60 + "。"],
+        "ja": ["パッケージをインストールする前に、リリースノートを読んでください。", "はい。", "システム" * 60 + "。"],
+    }
+    for language, (normal, short, long) in sentences.items():
+        document = Document(url="http://s/", warc_offset=0, warc_record_id="", language=language, language_set=[(language, 1.0)])
+        document.paragraphs = [Paragraph("text", text, language=language) for text in (normal, short, long)]
+        counts = StageCounts("s")
+        kept = sentences_of(document, ExtractConfig(), counts)  # the DSI window: 6-50 tokens
+        assert [s.text for s in kept] == [normalise_punctuation(normal, language)], language
+        assert counts.dropped == {"too_few_tokens": 1, "too_many_tokens": 1}, language
 
 
 def test_moses_punctuation_and_end_punctuation():

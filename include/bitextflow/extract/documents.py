@@ -19,6 +19,9 @@ from bitextflow.extract.warc import iter_responses
 log = logging.getLogger(__name__)
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Shorter boilerplate ("Home", "Log in"; 60% of the boilerplate blocks of the benchmark pages) takes the
+# document's language: CLD2 is guesswork on a word or two, and the calls cost more than the page's text.
+MIN_BOILERPLATE_LID_CHARS = 20
 TEXT_TYPES = frozenset({"text/plain"})
 
 
@@ -73,6 +76,7 @@ class DocumentBuilder:
                 counts.drop("no_main_content")
                 return None
             paragraphs, metadata = page.paragraphs, page.metadata
+            document.images = page.images
         if not any(not p.boilerplate and p.type != "title" for p in paragraphs):
             counts.drop("no_main_content")
             return None
@@ -119,6 +123,9 @@ class DocumentBuilder:
                 paragraph.language = lang
                 continue
             if paragraph.boilerplate:  # menus and footers: CLD2 alone, no second opinion
+                if len(paragraph.text) < MIN_BOILERPLATE_LID_CHARS:
+                    paragraph.language = lang
+                    continue
                 detected, reliable, _shares = language.cld2(paragraph.text)
                 paragraph.language = detected if reliable else lang
                 paragraph.out_of_language = paragraph.language != lang

@@ -61,6 +61,7 @@ class Document:
     paragraphs: list[Paragraph] = field(default_factory=list)
     relevance: float = 0.0  # ILSP-FC p
     relevance_terms: int = 0  # ILSP-FC m: unique domain terms found
+    images: list[str] = field(default_factory=list)  # <img> file names in page order (document alignment)
 
     @property
     def doc_id(self) -> str:

@@ -104,5 +104,9 @@ def relevance(
 ) -> float:
     """ILSP-FC's p = sum_ij n_ij * w_i * w_j."""
     return float(
-        sum(n * term_weights[term] * location_weights.get(location, 0.0) for location, counted in counts for term, n in counted.items())
+        sum(
+            n * term_weights[term] * location_weights.get(location, 0.0)
+            for location, counted in counts
+            for term, n in counted.items()
+        )
     )

@@ -2,7 +2,8 @@
 
 Main paragraphs (not boilerplate, not the title, not code) in the document's language are split with
 sentencex (per-language rules), punctuation is normalised the Moses way (sacremoses), and each sentence
-must pass, in order: the token-count window (``too_few_tokens`` / ``too_many_tokens``), the optional
+must pass, in order: the token-count window (``too_few_tokens`` / ``too_many_tokens``; words of an ICU
+segmenter for Chinese, Japanese, Thai, see :func:`token_count`), the optional
 end-punctuation rule (``no_end_punctuation``) and the language check (``sentence_other_language``:
 identified, within the document's language set, as another language). Every drop is counted.
 """
@@ -10,9 +11,11 @@ identified, within the document's language set, as another language). Every drop
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from dataclasses import dataclass
 
+from icu4py.breakers import WordBreaker
 from sacremoses import MosesPunctNormalizer
 from sentencex import segment
 
@@ -20,6 +23,9 @@ from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
 from bitextflow.extract.language import UNKNOWN, identify
 from bitextflow.extract.model import SENTENCE_SOURCE_TYPES, Document
+
+# Languages whose script has no spaces between words; ICU segments them with its word dictionaries.
+UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
 
 
 @dataclass(slots=True)
@@ -32,13 +38,28 @@ class Sentence:
 
 
 @functools.cache
-def _normaliser(language: str) -> MosesPunctNormalizer:
-    return MosesPunctNormalizer(lang=language, pre_replace_unicode_punct=False, post_remove_control_chars=False)
+def _normaliser(language: str) -> list[tuple[re.Pattern[str], str]]:
+    """sacremoses' substitutions for ``language``, compiled once: ``MosesPunctNormalizer.normalize`` passes
+    each pattern as a string to ``re.sub``, whose cache lookup cost as much as the matching."""
+    moses = MosesPunctNormalizer(lang=language, pre_replace_unicode_punct=False, post_remove_control_chars=False)
+    return [(re.compile(pattern), substitution) for pattern, substitution in moses.substitutions]
 
 
 def normalise_punctuation(text: str, language: str) -> str:
     """Moses punctuation normalisation (quotes, dashes, spaces around punctuation) for ``language``."""
-    return " ".join(_normaliser(language).normalize(text).split())
+    for pattern, substitution in _normaliser(language):
+        text = pattern.sub(substitution, text)
+    return " ".join(text.split())
+
+
+def token_count(text: str, language: str) -> int:
+    """Words of ``text``: whitespace tokens, or for languages written without spaces (Chinese, Japanese,
+    Thai, ...) the words of ICU's dictionary-based word segmenter, so the DSI token window means the
+    same in every language. Segments without a letter or digit (punctuation, spaces) are not words.
+    """
+    if language not in UNSPACED_LANGUAGES:
+        return len(text.split())
+    return sum(1 for word in WordBreaker(text, language) if any(ch.isalnum() for ch in word))
 
 
 def ends_with_punctuation(text: str) -> bool:
@@ -64,7 +85,7 @@ def sentences_of(document: Document, config: ExtractConfig, counts: StageCounts)
             continue
         for s_index, piece in enumerate(pieces):
             text = normalise_punctuation(piece, language) if config.normalise_punctuation else piece
-            tokens = len(text.split())
+            tokens = token_count(text, language)
             if tokens < config.min_sentence_tokens:
                 counts.drop("too_few_tokens")
                 continue
@@ -74,8 +95,8 @@ def sentences_of(document: Document, config: ExtractConfig, counts: StageCounts)
             if config.require_end_punctuation and not ends_with_punctuation(text):
                 counts.drop("no_end_punctuation")
                 continue
-            detected, _sure = identify(text, candidates)
-            if detected not in (language, UNKNOWN):
+            # a paragraph of one sentence was identified already (it is in the document's language)
+            if len(pieces) > 1 and identify(text, candidates)[0] not in (language, UNKNOWN):
                 counts.drop("sentence_other_language")
                 continue
             found.append(Sentence(p_index, paragraph.type, s_index, text, language))

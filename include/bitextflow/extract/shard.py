@@ -101,6 +101,7 @@ def document_row(document: Document, warc_key: str, sentences_key: str) -> dict[
         "sentences": 0,
         "relevance": document.relevance,
         "relevance_terms": document.relevance_terms,
+        "images": list(document.images),
         "content_hash": document.content_hash,
         "duplicate_of": "",
         "drop_reason": "",

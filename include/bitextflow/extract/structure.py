@@ -48,6 +48,13 @@ class Page:
     metadata: PageMetadata
     main: list[tuple[str, str]]  # (type, text) of the main content, in order
     paragraphs: list[Paragraph]  # title, main and boilerplate paragraphs in page order
+    images: list[str]  # file names of the page's <img> sources, in page order (ILSP-FC pair detection)
+
+
+def image_names(tree) -> list[str]:
+    """File name (last path segment, no query) of every ``<img src>`` of the page, in page order."""
+    sources = (element.get("src") or "" for element in tree.iterfind(".//img"))
+    return [name for name in (src.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1] for src in sources) if name]
 
 
 def parse(html: str) -> lxml.etree._Element | None:
@@ -185,10 +192,11 @@ def page(html: str, url: str, focus: Focus = "recall", tables: bool = True, boil
     tree = parse(html)
     if tree is None:
         return None
+    images = image_names(tree)  # before trafilatura and htmldate, which prune the tree
     blocks = page_blocks(tree) if boilerplate else []
     extracted = main_content(tree, url, focus, tables)  # works on a copy of the tree
     main = main_paragraphs(extracted.body) if extracted is not None else []
     if not main:
         return None
     metadata = page_metadata(tree)
-    return Page(metadata, main, merge(metadata.title, main, blocks))
+    return Page(metadata, main, merge(metadata.title, main, blocks), images)

@@ -1,0 +1,56 @@
+"""Existing WARC files as the extract stage's shards, instead of a crawl (``crawl.warcs``).
+
+A location is a key of the pair's bucket or ``s3://bucket/key`` of another bucket on the same
+endpoint, and names one of: an exact key (it must exist), a prefix ending in ``/`` (every ``.warc`` and
+``.warc.gz`` file under it) or a glob (``*``, ``?``, ``[...]``, matched with :mod:`fnmatch` against whole
+keys, so ``*`` crosses ``/``). Shards are referred to by key in the pair's bucket and by
+``s3://bucket/key`` elsewhere; :func:`warc_object` turns a reference back into a store and a key.
+Any WARC works: FastWARC reads gzip-per-record or plain files, with or without request records.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from bitextflow.errors import StageError
+from bitextflow.storage import ObjectStore
+
+WARC_SUFFIXES = (".warc", ".warc.gz")
+_GLOB = re.compile(r"[*?\[]")
+
+
+def warc_object(store: ObjectStore, reference: str) -> tuple[ObjectStore, str]:
+    """The store and key of a shard reference (or a location of ``crawl.warcs``)."""
+    if not reference.startswith("s3://"):
+        return store, reference
+    bucket, _, key = reference.removeprefix("s3://").partition("/")
+    return (store if bucket == store.bucket else ObjectStore(store.settings, bucket)), key
+
+
+def _matching(source: ObjectStore, pattern: str) -> list[str]:
+    glob = _GLOB.search(pattern)
+    if glob is None and not pattern.endswith("/"):
+        if not source.exists(pattern):
+            raise StageError(f"crawl.warcs: {source.uri(pattern)} does not exist; fix the key or upload the WARC file there")
+        return [pattern]
+    prefix = pattern[: glob.start()] if glob else pattern
+    keys = [key for key in source.iter_keys(prefix) if key.endswith(WARC_SUFFIXES)]
+    if glob:
+        keys = [key for key in keys if fnmatch.fnmatchcase(key, pattern)]
+    if not keys:
+        raise StageError(
+            f"crawl.warcs: no .warc or .warc.gz file matches {source.uri(pattern)}; fix the prefix or pattern "
+            "(a prefix ends in /, a glob uses * ? [...])"
+        )
+    return sorted(keys)
+
+
+def resolve_warcs(store: ObjectStore, locations: list[str]) -> list[str]:
+    """The shard references of ``locations`` in order, each once; a location that names nothing is an error."""
+    references: dict[str, None] = {}
+    for location in locations:
+        source, pattern = warc_object(store, location)
+        for key in _matching(source, pattern):
+            references[key if source is store else source.uri(key)] = None
+    return list(references)
