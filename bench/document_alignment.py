@@ -10,12 +10,20 @@ pages are translations of which, written by the site builder):
   languages, in that order);
 - recall: share of the truth pairs of the language pair that the method returns.
 
-Methods: ``url_tokens`` (:func:`bitextflow.align.documents.align_by_url`) and ``combined``, the
-pairing the pipeline uses, which today is ``url_tokens`` alone.
+Methods (:func:`bitextflow.align.combined.align_documents`, each alone, then 1-1): ``url_tokens``,
+``tfidf`` (with the pair's Debian dictionary), ``structure``, ``images``, ``embeddings`` (with
+``--embeddings``: multilingual-e5-small on CPU takes about a minute per pair), and ``combined``: the
+methods and priority of the default ``align.document_methods``, what the pipeline pairs with.
+
+The site's URLs reveal every pair by construction. A second scenario (``hidden_urls`` in the JSON)
+renames a share (``--hide``, default half) of the second language's pages to opaque paths of the
+same depth (``/x/9c1e4f.html``), as sites with translated paths look: URL matching cannot pair them,
+and the other methods have to.
 
 Usage, from the project root::
 
     .venv/bin/python bench/document_alignment.py [--json] [--pair en-es|en-fr|en-de] [--cache-dir DIR]
+        [--hide 0.5] [--embeddings]
 
 With ``--json`` the last line of output is one JSON object (see ../shared/BENCH.md).
 """
@@ -23,6 +31,7 @@ With ``--json`` the last line of output is one JSON object (see ../shared/BENCH.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import shutil
@@ -30,11 +39,16 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
-from bitextflow.align.documents import Document, DocumentPair, align_by_url
-from bitextflow.config import CrawlConfig
+from bitextflow.align.combined import align_documents
+from bitextflow.align.dictionary import load_dictionary
+from bitextflow.align.documents import Document
+from bitextflow.config import AlignConfig, CrawlConfig
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.warc import RotatingWarcWriter
@@ -47,20 +61,78 @@ MAX_PAGES = 5000
 WARC_MAX_BYTES = 20_000_000
 
 
-def _url_tokens(documents: Sequence[Document], lang_a: str, lang_b: str) -> tuple[list[DocumentPair], Counter[str]]:
-    return align_by_url(documents, lang_a, lang_b)
+SINGLE_METHODS = ["url_tokens", "tfidf", "structure", "images"]
+COMBINED_OF = AlignConfig().document_methods
+HIDE_SHARE = 0.5
 
 
-def _combined(documents: Sequence[Document], lang_a: str, lang_b: str) -> tuple[list[DocumentPair], Counter[str]]:
-    """What the pipeline's align_documents stage pairs with; today the URL method alone."""
-    return align_by_url(documents, lang_a, lang_b)
+def hide_urls(documents: Sequence[Document], language: str, share: float) -> tuple[list[Document], dict[str, str]]:
+    """``documents`` with a share of ``language``'s pages moved to opaque URLs of the same depth (chosen
+    by a hash of the site path, so every run hides the same pages); also returns opaque URL -> original URL."""
+    renamed: dict[str, str] = {}
+    result = []
+    for document in documents:
+        path = site_path(document.url)  # not the URL: the port changes from run to run
+        digest = hashlib.sha1(path.encode("utf-8")).digest()
+        if document.language == language and digest[0] < share * 256:
+            parts = urlsplit(document.url)
+            segments = [hashlib.sha1(f"{path}/{k}".encode()).hexdigest()[:8] for k, s in enumerate(parts.path.split("/")) if s]
+            url = f"{parts.scheme}://{parts.netloc}/" + "/".join(segments)
+            renamed[url] = document.url
+            document = replace(document, url=url)
+        result.append(document)
+    return result, renamed
 
 
-METHODS: dict[str, Callable[[Sequence[Document], str, str], tuple[list[DocumentPair], Counter[str]]]] = {
-    "url_tokens": _url_tokens,
-    "combined": _combined,
-}
-COMBINED_OF = ["url_tokens"]
+def measure(
+    documents: Sequence[Document],
+    lang_a: str,
+    lang_b: str,
+    truth_pairs: set[tuple[str, str]],
+    renamed: dict[str, str],
+    methods: dict[str, list[str]],
+    **resources: Any,
+) -> dict[str, dict[str, Any]]:
+    """Precision and recall of each named method list against the truth (site paths of the original URLs)."""
+    results = {}
+    for name, method_list in methods.items():
+        started = time.perf_counter()
+        pairs, report = align_documents(documents, lang_a, lang_b, method_list, **resources)
+        seconds = time.perf_counter() - started
+        found = [(site_path(renamed.get(p.url_a, p.url_a)), site_path(renamed.get(p.url_b, p.url_b))) for p in pairs]
+        correct = sum(pair in truth_pairs for pair in found)
+        results[name] = {
+            "precision": round(correct / len(found), 4) if found else 0.0,
+            "recall": round(len(set(found) & truth_pairs) / len(truth_pairs), 4) if truth_pairs else 0.0,
+            "pairs": len(found),
+            "correct": correct,
+            "kept_by_method": dict(report.kept),
+            "unmatched": dict(sorted(report.unmatched.items())),
+            "seconds": round(seconds, 3),
+            "wrong_examples": [
+                [*pair, p.method, round(p.score, 3)] for pair, p in zip(found, pairs, strict=True) if pair not in truth_pairs
+            ][:5],
+            "missed_examples": sorted(truth_pairs - set(found))[:10],
+        }
+        if report.structure_scorer:
+            results[name]["structure_scorer"] = report.structure_scorer
+    return results
+
+
+def print_table(title: str, methods: dict[str, dict[str, Any]]) -> None:
+    print(title)
+    header = f"{'method':<12} {'pairs':>6} {'correct':>8} {'precision':>10} {'recall':>8} {'seconds':>8}  kept by"
+    print(header)
+    print("-" * len(header))
+    for name, row in methods.items():
+        kept = ", ".join(f"{m} {n}" for m, n in row["kept_by_method"].items())
+        print(
+            f"{name:<12} {row['pairs']:>6} {row['correct']:>8} {row['precision']:>10.3f} {row['recall']:>8.3f} {row['seconds']:>8.2f}  {kept}"
+        )
+    for name, row in methods.items():
+        for a, b, method, score in row["wrong_examples"]:
+            print(f"  {name} wrong: {a} <> {b} ({method} {score})")
+    print()
 
 
 def crawl_site(base_url: str, warc_dir: Path, max_pages: int) -> tuple[Crawler, list[str]]:
@@ -72,7 +144,11 @@ def crawl_site(base_url: str, warc_dir: Path, max_pages: int) -> tuple[Crawler, 
         return str(target)
 
     config = CrawlConfig(
-        seeds=[base_url], max_pages=max_pages, delay_seconds=0, strategy="bfs", per_host_concurrency=4,
+        seeds=[base_url],
+        max_pages=max_pages,
+        delay_seconds=0,
+        strategy="bfs",
+        per_host_concurrency=4,
         allow_private_addresses=["127.0.0.1"],  # the local site; other private addresses stay refused
     )
     crawler = Crawler(config, RotatingWarcWriter(upload, WARC_MAX_BYTES))
@@ -86,7 +162,8 @@ def extract(shards: Sequence[str]) -> tuple[list[Document], StageCounts]:
     for shard in shards:
         with open(shard, "rb") as stream:
             for doc in iter_documents(stream, counts):
-                documents.append(Document(doc.doc_id, doc.url, doc.language))
+                main = tuple((p.type, p.text) for p in doc.paragraphs if not p.boilerplate)
+                documents.append(Document(doc.doc_id, doc.url, doc.language, main, tuple(doc.images)))
     return documents, counts
 
 
@@ -96,6 +173,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pair", default="en-es", help="language pair, e.g. en-es (default), en-fr, en-de")
     parser.add_argument("--cache-dir", type=Path, default=None, help="local-site cache (default: $BITEXTFLOW_CACHE/localsite)")
     parser.add_argument("--max-pages", type=int, default=MAX_PAGES, help=f"crawl page limit (default {MAX_PAGES})")
+    parser.add_argument(
+        "--hide", type=float, default=HIDE_SHARE, help=f"share of second-language URLs made opaque (default {HIDE_SHARE})"
+    )
+    parser.add_argument(
+        "--embeddings", action="store_true", help="also run the embeddings method (multilingual-e5-small, slow on CPU)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
 
@@ -137,12 +220,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         detected.setdefault(path, set()).add(language)
     reachable = {(a, b) for a, b in truth_pairs if (a, lang_a) in extracted and (b, lang_b) in extracted}
 
+    methods = {name: [name] for name in SINGLE_METHODS}
+    resources: dict[str, Any] = {"dictionary": load_dictionary(lang_a, lang_b)}
+    if args.embeddings:
+        from bitextflow.models import SentenceEncoder
+
+        methods["embeddings"] = ["embeddings"]
+        resources["encoder"] = SentenceEncoder.from_path()
+    methods["combined"] = list(COMBINED_OF)
+    if args.embeddings:
+        methods["combined+emb"] = [*COMBINED_OF[:1], "embeddings", *COMBINED_OF[1:]]
+    hidden, renamed = hide_urls(documents, lang_b, args.hide)
     result: dict = {
         "pair": f"{lang_a}-{lang_b}",
         "truth_pairs": len(truth_pairs),
         "reachable_truth_pairs": len(reachable),
-        "methods": {},
+        "methods": measure(documents, lang_a, lang_b, truth_pairs, {}, methods, **resources),
         "combined_of": COMBINED_OF,
+        "hidden_urls": {
+            "share": args.hide,
+            "renamed_pages": len(renamed),
+            "methods": measure(hidden, lang_a, lang_b, truth_pairs, renamed, methods, **resources),
+        },
+        "dictionary_pairs": len(resources["dictionary"]) if resources["dictionary"] is not None else 0,
         "pages_crawled": crawler.counts.kept,
         "crawl_counts": crawler.counts.to_dict(),
         "warc_shards": len(shards),
@@ -153,28 +253,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "extract_seconds": round(extract_seconds, 2),
         "site_build_seconds": round(build_seconds, 2),
     }
-    for name, method in METHODS.items():
-        started = time.perf_counter()
-        pairs, unmatched = method(documents, lang_a, lang_b)
-        seconds = time.perf_counter() - started
-        found = [(site_path(p.url_a), site_path(p.url_b)) for p in pairs]
-        correct = sum(pair in truth_pairs for pair in found)
-        recalled = len(set(found) & truth_pairs)
-        result["methods"][name] = {
-            "precision": round(correct / len(found), 4) if found else 0.0,
-            "recall": round(recalled / len(truth_pairs), 4) if truth_pairs else 0.0,
-            "pairs": len(found),
-            "correct": correct,
-            "recall_of_reachable": round(recalled / len(reachable), 4) if reachable else 0.0,
-            "unmatched": dict(sorted(unmatched.items())),
-            "seconds": round(seconds, 4),
-            "wrong_examples": [list(pair) for pair in found if pair not in truth_pairs][:5],
+    for scenario in (result["methods"], result["hidden_urls"]["methods"]):
+        for row in scenario.values():
             # Truth pairs not returned, with the language each page was identified as ("-": not extracted).
-            "missed_examples": [
+            row["missed_examples"] = [
                 [a, b, "/".join(sorted(detected.get(a, {"-"}))), "/".join(sorted(detected.get(b, {"-"})))]
-                for a, b in sorted(truth_pairs - set(found))
-            ][:10],
-        }
+                for a, b in row["missed_examples"]
+            ]
+            row["recall_of_reachable"] = round(len(reachable) and row["recall"] * len(truth_pairs) / len(reachable), 4)
 
     # -- table ------------------------------------------------------------------------------------
     print(f"Local site: {site.docroot} | served at {server.base_url} | pair {lang_a}-{lang_b}")
@@ -185,19 +271,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Extract: {len(documents)} documents in {extract_seconds:.1f} s ({extract_counts.summary()})")
     print("Documents by language: " + ", ".join(f"{lang} {n}" for lang, n in languages.most_common()))
     print(f"Truth pairs {lang_a}-{lang_b}: {len(truth_pairs)}; both sides extracted in the right language: {len(reachable)}")
+    print(f"combined = {' > '.join(COMBINED_OF)} (align.document_methods default, in priority order)")
     print()
-    header = f"{'method':<12} {'pairs':>6} {'correct':>8} {'precision':>10} {'recall':>8} {'recall/reachable':>17}"
-    print(header)
-    print("-" * len(header))
-    for name, row in result["methods"].items():
-        print(
-            f"{name:<12} {row['pairs']:>6} {row['correct']:>8} {row['precision']:>10.3f} {row['recall']:>8.3f} "
-            f"{row['recall_of_reachable']:>17.3f}"
-        )
-    for name, row in result["methods"].items():
-        print(f"  {name} unmatched: " + (", ".join(f"{k}={v}" for k, v in row["unmatched"].items()) or "none"))
-        for a, b, lang_of_a, lang_of_b in row["missed_examples"]:
-            print(f"  {name} missed: {a} (identified {lang_of_a}) <> {b} (identified {lang_of_b})")
+    print_table("URLs as crawled", result["methods"])
+    print_table(
+        f"{len(renamed)} {lang_b} URLs made opaque ({args.hide:.0%} of the {lang_b} pages)", result["hidden_urls"]["methods"]
+    )
+    for a, b, lang_of_a, lang_of_b in result["methods"]["combined"]["missed_examples"]:
+        print(f"  combined missed: {a} (identified {lang_of_a}) <> {b} (identified {lang_of_b})")
     if args.json:
         print(json.dumps(result))
     return 0

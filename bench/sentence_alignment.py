@@ -236,9 +236,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help=f"hunalign handalign folder (default {DEFAULT_HUNALIGN}; skipped if absent)",
     )
-    parser.add_argument("--languages", default="de-fr", help="source-target languages of --data, for the dictionary (default de-fr)")
+    parser.add_argument(
+        "--languages", default="de-fr", help="source-target languages of --data, for the dictionary (default de-fr)"
+    )
     parser.add_argument("--runs", type=int, default=3, help="timed passes per aligner; the best is reported (default 3)")
-    parser.add_argument("--embedding-runs", type=int, default=1, help="timed passes of vecalign-e5 (encoding is slow on CPU; default 1)")
+    parser.add_argument(
+        "--embedding-runs", type=int, default=1, help="timed passes of vecalign-e5 (encoding is slow on CPU; default 1)"
+    )
     parser.add_argument("--skip-embedding", action="store_true", help="leave out vecalign-e5 (no encoder is loaded)")
     args = parser.parse_args(argv)
 

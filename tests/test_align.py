@@ -98,9 +98,7 @@ BLEUALIGN_GOLD = EVAL_DIR / "bleualign_defr_gold"
         ),
     ],
 )
-def test_url_key_removes_language_markers(
-    url_a: str, url_b: str, key: str, languages: tuple[str | tuple[()], str]
-) -> None:
+def test_url_key_removes_language_markers(url_a: str, url_b: str, key: str, languages: tuple[str | tuple[()], str]) -> None:
     key_a, found_a = url_key(url_a)
     key_b, found_b = url_key(url_b)
     assert key_a == key_b == key
@@ -385,7 +383,12 @@ def test_freedict_pairs_parse_numbered_senses_and_skip_wikdict_glosses(tmp_path:
     plain, wikdict = tmp_path / "plain", tmp_path / "wikdict"
     plain.mkdir(), wikdict.mkdir()
     _write_dictd(plain, {"adakozik": "adakozik /ˈɑdɑkozik/\n1. to donate (money)\n2. to give, gave\n", "báj": "báj\nallure\n"})
-    assert freedict_pairs(plain, "hun", "eng") == {("adakozik", "donate"), ("adakozik", "give"), ("adakozik", "gave"), ("báj", "allure")}
+    assert freedict_pairs(plain, "hun", "eng") == {
+        ("adakozik", "donate"),
+        ("adakozik", "give"),
+        ("adakozik", "gave"),
+        ("báj", "allure"),
+    }
     _write_dictd(
         wikdict,
         {
@@ -518,7 +521,9 @@ def test_hunalign_quality_on_hunalign_en_hu_handalign() -> None:
     hu = (HUNALIGN_DTM / "hu.sen").read_text(encoding="iso-8859-2").splitlines()
     en = (HUNALIGN_DTM / "en.sen").read_text(encoding="iso-8859-2").splitlines()
     assert "<p>" not in {line.strip() for line in hu + en}  # dtm has no paragraph markers to map
-    rungs = [tuple(int(x) for x in line.split()) for line in (HUNALIGN_DTM / "hand.ladder").read_text().splitlines() if line.strip()]
+    rungs = [
+        tuple(int(x) for x in line.split()) for line in (HUNALIGN_DTM / "hand.ladder").read_text().splitlines() if line.strip()
+    ]
     rungs = [(0, 0), *rungs] if rungs[0] != (0, 0) else rungs
     gold = {(tuple(range(h0, h1)), tuple(range(e0, e1))) for (h0, e0), (h1, e1) in zip(rungs, rungs[1:], strict=False)}
     predicted = {(b.src, b.tgt) for b in align_sentences_lexical(hu, en, dictionary)}
@@ -548,7 +553,15 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
         ctx = pipeline.RunContext(config, store, f"align_{method}")
         sentences_key = ctx.key("extract", "s.sentences.parquet")
         rows = [
-            {"doc_id": doc, "url": doc, "language": lang, "paragraph_index": 0, "sentence_index": k, "text": text, "duplicate": False}
+            {
+                "doc_id": doc,
+                "url": doc,
+                "language": lang,
+                "paragraph_index": 0,
+                "sentence_index": k,
+                "text": text,
+                "duplicate": False,
+            }
             for doc, lang, texts in (
                 ("a", "en", ["The house is red.", "It has a garden with 2 trees.", "Nothing else here."]),
                 ("b", "es", ["La casa es roja.", "Tiene un jardín con 2 árboles.", "Nada más aquí."]),
@@ -559,12 +572,19 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
         pair = {"doc_id_a": "a", "doc_id_b": "b", "url_a": "a", "url_b": "b", "sentences_key_a": sentences_key,
                 "sentences_key_b": sentences_key, "method": "url_tokens", "score": 1.0}  # fmt: skip
         pairs_key = write_table(
-            store, ctx.key("align_documents", "docpairs-00000.parquet"), frame(schemas.DOCUMENT_PAIRS, [pair]), schemas.DOCUMENT_PAIRS
+            store,
+            ctx.key("align_documents", "docpairs-00000.parquet"),
+            frame(schemas.DOCUMENT_PAIRS, [pair]),
+            schemas.DOCUMENT_PAIRS,
         )
         output = read_table(store, pipeline.run_align_sentences(ctx, pairs_key))
         results[method] = list(zip(output["text_a"], output["text_b"], strict=True))
-    assert results["hunalign"] == results["gale-church"] == [
-        ("The house is red.", "La casa es roja."),
-        ("It has a garden with 2 trees.", "Tiene un jardín con 2 árboles."),
-        ("Nothing else here.", "Nada más aquí."),
-    ]
+    assert (
+        results["hunalign"]
+        == results["gale-church"]
+        == [
+            ("The house is red.", "La casa es roja."),
+            ("It has a garden with 2 trees.", "Tiene un jardín con 2 árboles."),
+            ("Nothing else here.", "Nada más aquí."),
+        ]
+    )

@@ -221,6 +221,7 @@ zu|zulu|
 
 # ISO 639-2/3 codes that are not also common words or abbreviations in URLs ("may", "per",
 # "cat", "fin", "mar", "mon" are left out on purpose).
+# fmt: off
 _THREE_LETTER_CODES = {
     "afr": "af", "amh": "am", "ara": "ar", "aze": "az", "bel": "be", "ben": "bn", "bre": "br",
     "bul": "bg", "ces": "cs", "cym": "cy", "cze": "cs", "deu": "de", "dut": "nl", "ell": "el",
@@ -234,6 +235,7 @@ _THREE_LETTER_CODES = {
     "swe": "sv", "tam": "ta", "tel": "te", "tgl": "tl", "tha": "th", "tur": "tr", "ukr": "uk",
     "urd": "ur", "vie": "vi", "xho": "xh", "yor": "yo", "zho": "zh", "zul": "zu",
 }
+# fmt: on
 
 # Two-letter codes that are also frequent English words or abbreviations: trusted only where a
 # whole token stands for a language (segment, dot part, host label, query value).
@@ -269,11 +271,18 @@ _MARKERS = _build_markers()
 
 @dataclass(frozen=True)
 class Document:
-    """A crawled document as far as URL matching needs it; ``language`` is its identified language."""
+    """A crawled document as far as document alignment needs it; ``language`` is its identified language.
+
+    URL matching reads only the first three fields. ``paragraphs`` are the ``(type, text)`` of the
+    title and main-content paragraphs in page order (boilerplate left out) and ``images`` the file
+    names of the page's images: the content and structure methods of :mod:`bitextflow.align.combined`.
+    """
 
     doc_id: str
     url: str
     language: str
+    paragraphs: tuple[tuple[str, str], ...] = ()
+    images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -438,6 +447,20 @@ def url_key(url: str) -> tuple[str, list[str]]:
     return key, languages
 
 
+def site_key(url: str) -> str:
+    """The web site of a URL with language labels removed (``es.example.com`` -> ``example.com``).
+
+    Content and structure methods compare documents only within one site: the versions of a page are
+    published by the same site, and blocking by site keeps candidate generation far from all-pairs.
+    """
+    return _host(urlsplit(url.strip()).netloc)[0]
+
+
+def url_depth(url: str) -> int:
+    """Number of non-empty path segments: ILSP-FC's depth, which differs by at most one within a pair."""
+    return sum(1 for segment in urlsplit(url.strip()).path.split("/") if segment)
+
+
 def _canonical(url: str) -> str:
     """The URL without scheme, ``www``, fragment, empty segments or query order: two documents
     with the same canonical URL are one resource served in two languages, not two pages."""
@@ -453,7 +476,7 @@ class _Candidate:
     marked_languages: tuple[str, ...]
 
 
-def _resolve(candidates: list[_Candidate], language: str, drops: Counter[str]) -> Document | None:
+def _resolve(candidates: list[_Candidate], language: str, reasons: dict[str, str]) -> Document | None:
     """The one document of a language behind a key, or None when the key is ambiguous.
 
     Several documents of one language share a key when a site serves a page under both a marked and
@@ -464,15 +487,13 @@ def _resolve(candidates: list[_Candidate], language: str, drops: Counter[str]) -
         return candidates[0].document
     own = [c for c in candidates if language in c.marked_languages]
     if len(own) == 1:
-        drops["duplicate_key"] += len(candidates) - 1
+        reasons.update((c.document.doc_id, "duplicate_key") for c in candidates if c is not own[0])
         return own[0].document
-    drops["ambiguous_key"] += len(candidates)
+    reasons.update((c.document.doc_id, "ambiguous_key") for c in candidates)
     return None
 
 
-def align_by_url(
-    documents: Iterable[Document], lang_a: str, lang_b: str
-) -> tuple[list[DocumentPair], Counter[str]]:
+def align_by_url(documents: Iterable[Document], lang_a: str, lang_b: str) -> tuple[list[DocumentPair], Counter[str]]:
     """Pair documents of ``lang_a`` and ``lang_b`` whose URLs are equal once language markers go.
 
     Matching is one-to-one per key (the key includes the neutralised host, so it is per site).
@@ -488,15 +509,21 @@ def align_by_url(
 
     Pairs come sorted by key, so the output is the same for the same input in any order.
     """
+    pairs, reasons = url_matches(documents, lang_a, lang_b)
+    return pairs, Counter(reasons.values())
+
+
+def url_matches(documents: Iterable[Document], lang_a: str, lang_b: str) -> tuple[list[DocumentPair], dict[str, str]]:
+    """:func:`align_by_url` with the reason of each unpaired document, by ``doc_id``."""
     code_a, code_b = normalise_language(lang_a), normalise_language(lang_b)
     if code_a == code_b:
         raise ValueError(f"align_by_url needs two different languages, got {lang_a!r} and {lang_b!r}")
     sides: dict[str, defaultdict[str, list[_Candidate]]] = {code_a: defaultdict(list), code_b: defaultdict(list)}
-    drops: Counter[str] = Counter()
+    reasons: dict[str, str] = {}
     for document in documents:
         side = sides.get(normalise_language(document.language))
         if side is None:
-            drops["other_language"] += 1
+            reasons[document.doc_id] = "other_language"
             continue
         key, languages = url_key(document.url)
         side[key].append(_Candidate(document, tuple(languages)))
@@ -504,15 +531,15 @@ def align_by_url(
     pairs: list[DocumentPair] = []
     for key in sorted(sides[code_a].keys() | sides[code_b].keys()):
         candidates_a, candidates_b = sides[code_a].get(key, []), sides[code_b].get(key, [])
-        doc_a = _resolve(candidates_a, code_a, drops) if candidates_a else None
-        doc_b = _resolve(candidates_b, code_b, drops) if candidates_b else None
+        doc_a = _resolve(candidates_a, code_a, reasons) if candidates_a else None
+        doc_b = _resolve(candidates_b, code_b, reasons) if candidates_b else None
         if doc_a is None or doc_b is None:
             if doc_a is not None:
-                drops["ambiguous_key" if candidates_b else "no_counterpart_a"] += 1
+                reasons[doc_a.doc_id] = "ambiguous_key" if candidates_b else "no_counterpart_a"
             if doc_b is not None:
-                drops["ambiguous_key" if candidates_a else "no_counterpart_b"] += 1
+                reasons[doc_b.doc_id] = "ambiguous_key" if candidates_a else "no_counterpart_b"
         elif _canonical(doc_a.url) == _canonical(doc_b.url):
-            drops["same_url"] += 2
+            reasons[doc_a.doc_id] = reasons[doc_b.doc_id] = "same_url"
         else:
             pairs.append(DocumentPair(doc_a.doc_id, doc_b.doc_id, doc_a.url, doc_b.url, METHOD, 1.0))
-    return pairs, drops
+    return pairs, reasons

@@ -113,11 +113,12 @@ class WordTranslations:
 
 
 @functools.lru_cache(maxsize=8)
-def _translations(dictionary: BilingualDictionary | None) -> WordTranslations:
+def word_translations(dictionary: BilingualDictionary | None) -> WordTranslations:
     return WordTranslations(dictionary)
 
 
-def _identical(token: str) -> bool:
+def matches_itself(token: str) -> bool:
+    """Whether a token may stand for itself in the other language (numbers, names, cognates)."""
     return len(token) >= MIN_IDENTICAL_CHARS or any(c.isdigit() for c in token)
 
 
@@ -137,7 +138,7 @@ def _translated(types: Sequence[set[str]], table: defaultdict[str, set[str]]) ->
         out: set[str] = set()
         for word in sentence:
             out |= table.get(word, set())
-            if _identical(word):
+            if matches_itself(word):
                 out.add(word)
         result.append(out)
     return result
@@ -235,7 +236,7 @@ def align_sentences_lexical(
     tgt_len = [char_length(s) for s in tgt]
     if not src_len or not tgt_len:
         return unaligned_beads(src_len, tgt_len)
-    translations = _translations(dictionary)
+    translations = word_translations(dictionary)
     length = LengthModel(src_len, tgt_len)
     null_cost = -math.log(null_prior)
     band_lo, band_hi = length.band(max_cells)

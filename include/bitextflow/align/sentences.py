@@ -85,9 +85,7 @@ def char_length(sentence: str) -> int:
     return len("".join(sentence.split()))
 
 
-def _neg_log_match_probability(
-    len_src: float | NDArray[np.float64], len_tgt: float | NDArray[np.float64]
-) -> NDArray[np.float64]:
+def _neg_log_match_probability(len_src: float | NDArray[np.float64], len_tgt: float | NDArray[np.float64]) -> NDArray[np.float64]:
     """``-ln P(delta | match)`` for summed source and target lengths (arrays or scalars)."""
     mean = (len_src + np.asarray(len_tgt) / MEAN_RATIO) / 2.0
     # Both lengths 0 gives 0 / tiny = 0: two empty sides match perfectly.
