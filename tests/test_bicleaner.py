@@ -1,0 +1,275 @@
+"""bifixer + bicleaner-hardrules + bicleaner-ai in their own environment, and the score stage around them.
+
+Tests marked ``needs_bicleaner`` run the real tools in ``.venv-bicleaner`` with the model ``make setup``
+trains; they skip only when that environment is absent and BITEXTFLOW_REQUIRE_BICLEANER is unset
+(``make test`` sets it, so CI cannot pass by skipping them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bitextflow import pipeline, schemas
+from bitextflow.config import load_pair_config
+from bitextflow.errors import StageError
+from bitextflow.score import bicleaner
+from bitextflow.storage.tables import read_table, write_table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bicleaner_ready() -> bool:
+    missing = bicleaner.missing_parts("en-es")
+    if missing and os.environ.get("BITEXTFLOW_REQUIRE_BICLEANER"):
+        pytest.fail("BITEXTFLOW_REQUIRE_BICLEANER is set but: " + "; ".join(missing))
+    return not missing
+
+
+needs_bicleaner = pytest.mark.skipif(
+    not bicleaner.bicleaner_python().exists() and not os.environ.get("BITEXTFLOW_REQUIRE_BICLEANER"),
+    reason=f"{bicleaner.bicleaner_python()} absent (run `make setup`; `make test` sets BITEXTFLOW_REQUIRE_BICLEANER)",
+)
+
+# Translations a reader would accept, from documentation rather than the Bible the model learnt from.
+GOOD = [
+    (
+        "The package manager installs the software and its dependencies.",
+        "El gestor de paquetes instala el software y sus dependencias.",
+    ),
+    ("Open a terminal and type the following command.", "Abra una terminal y escriba la siguiente orden."),
+    ("The system will restart after the installation.", "El sistema se reiniciará después de la instalación."),
+    ("You can change the language of the keyboard later.", "Puede cambiar el idioma del teclado más tarde."),
+    ("Do not remove the disk while the computer is on.", "No quite el disco mientras el ordenador está encendido."),
+    ("And he said unto them, Go ye into all the world.", "Y les dijo: Id por todo el mundo."),
+]
+
+
+def config_for(**score: object):
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    return config.with_overrides({f"score.{name}": value for name, value in score.items()})
+
+
+def shard_frame(pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "url_a": "http://site/en/a.html", "url_b": "http://site/es/a.html", "lang_a": "en", "lang_b": "es",
+            "text_a": [a for a, _ in pairs], "text_b": [b for _, b in pairs], "alignment_score": 0.9,
+            "rule_tags": "", "domain_relevance": 0.0, "domain_terms": "", "pair_hash": [f"h{i}" for i in range(len(pairs))],
+        }
+    )  # fmt: skip
+
+
+@needs_bicleaner
+def test_environment_fixes_tags_and_scores_translations_above_shuffled_pairs(tmp_path):
+    assert _bicleaner_ready()
+    shuffled = [(a, GOOD[(i + 2) % len(GOOD)][1]) for i, (a, _) in enumerate(GOOD)]
+    extra = [("Copy the file &amp; restart.", "Copie el fichero &amp; reinicie."), ("Hello", "")]
+    source = tmp_path / "pairs.tsv"
+    source.write_text(bicleaner.pairs_tsv(GOOD + shuffled + extra), encoding="utf-8")
+    out = tmp_path / "scored.tsv"
+    bicleaner.run_scoring(bicleaner.score_arguments(bicleaner.default_model_dir("en-es"), "en", "es", str(source), str(out)))
+
+    rows = bicleaner.read_scores(out.read_text(encoding="utf-8"))
+    assert len(rows) == len(GOOD) * 2 + len(extra)  # one output line per input line, in order
+    good, bad = [r[3] for r in rows[: len(GOOD)]], [r[3] for r in rows[len(GOOD) : 2 * len(GOOD)]]
+    print(f"mean score: translations {sum(good) / len(good):.3f}, shuffled {sum(bad) / len(bad):.3f}")
+    assert sum(good) / len(good) > sum(bad) / len(bad)
+    assert all(0 <= r[3] <= 1 for r in rows)
+    assert rows[-2][:2] == ("Copy the file & restart.", "Copie el fichero & reinicie.")  # bifixer unescaped the entity
+    assert rows[-1][2] != "keep"  # bicleaner-hardrules rejects an empty side
+
+
+def test_model_metadata_records_version_sha256_and_training_counts():
+    if not _bicleaner_ready():
+        pytest.skip("no bicleaner model built (run `make setup`)")
+    model = bicleaner.default_model_dir("en-es")
+    metadata = bicleaner.model_metadata(model)
+    assert metadata["version"] == bicleaner.MODEL_VERSION
+    assert metadata["sha256"] == bicleaner.tree_sha256(model)
+    assert metadata["training_data"]["train_pairs"] > 20_000
+
+
+def test_missing_model_is_one_clear_error_naming_the_path_and_the_fix(tmp_path, s3_env, store):
+    absent = tmp_path / "no-model"
+    config = config_for(use_bicleaner="yes", bicleaner_model=str(absent))
+    ctx = pipeline.RunContext(config, store, "manual__missing-model")
+    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(GOOD[:1]), schemas.SENTENCE_PAIRS)
+    with pytest.raises(StageError, match=rf"{absent}/metadata.yaml does not exist; build one with .*bicleaner build en-es"):
+        pipeline.prepare_score(ctx, key)
+    assert not pipeline.bicleaner_enabled(config_for(use_bicleaner="if-installed", bicleaner_model=str(absent)))
+    assert not pipeline.bicleaner_enabled(config_for(use_bicleaner="no"))
+
+
+def test_worker_script_refuses_a_folder_without_a_model(tmp_path, capsys):
+    main = runpy.run_path(str(bicleaner.SCORE_SCRIPT))["main"]
+    args = bicleaner.score_arguments(tmp_path, "en", "es", str(tmp_path / "in.tsv"), str(tmp_path / "out.tsv"))
+    assert main(args) == 2
+    assert f"no bicleaner-ai model at {tmp_path}" in capsys.readouterr().err
+
+
+def test_finish_counts_hardrules_and_threshold_drops_and_keeps_every_score(s3_env, store):
+    """The scorer's output is written by hand here: what the worker does with it needs no bicleaner env."""
+    config = config_for(use_bicleaner="no", bicleaner_threshold=0.5)
+    ctx = pipeline.RunContext(config, store, "manual__threshold")
+    pairs = [*GOOD[:3], ("apt-get install foo bar", "apt-get install foo bar")]  # the last: identical sides (our rule)
+    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(pairs), schemas.SENTENCE_PAIRS)
+    job = pipeline.prepare_score(ctx, key)
+    job["output_key"] = ctx.key("score", "shard-0.bicleaner-out.tsv")
+    scored = [
+        ("Fixed one.", "Uno arreglado.", "keep", 0.91),
+        ("Two.", "Dos.", "keep", 0.31),  # under the threshold
+        ("Three.", "Tres.", "no_urls(left),not_too_long(left,right)", 0.88),  # rejected by bicleaner-hardrules
+    ]
+    store.put_bytes(job["output_key"], "".join(f"{a}\t{b}\t{t}\t{s}\n" for a, b, t, s in scored).encode())
+
+    kept_key = pipeline.finish_score(ctx, job)
+    kept = read_table(store, kept_key)
+    assert list(kept["text_a"]) == ["Fixed one."] and list(kept["bicleaner_score"]) == [0.91]
+    rejected = read_table(store, ctx.key("score", "shard-0.rejected.parquet"))
+    assert list(rejected["rule_tags"]) == ["bicleaner_below_threshold", "hardrules:no_urls(left)", "identical_sides"]
+    assert list(rejected["bicleaner_score"].fillna(-1)) == [0.31, 0.88, -1]
+    counts = store.get_json(ctx.key("score", "shard-0.counts.json"))
+    assert counts == {
+        "stage": "score", "in": 4, "kept": 1,
+        "dropped": {"bicleaner_below_threshold": 1, "hardrules:no_urls(left)": 1, "identical_sides": 1},
+    }  # fmt: skip
+
+
+def test_scores_out_of_step_with_the_pairs_sent_are_an_error(s3_env, store):
+    ctx = pipeline.RunContext(config_for(), store, "manual__short-output")
+    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(GOOD[:2]), schemas.SENTENCE_PAIRS)
+    job = {**pipeline.prepare_score(ctx, key), "output_key": ctx.key("score", "x.tsv")}
+    store.put_bytes(job["output_key"], b"a\tb\tkeep\t0.9\n")
+    with pytest.raises(StageError, match="has 1 scored pairs for 2 sent"):
+        pipeline.finish_score(ctx, job)
+
+
+DAG_FILE = """
+from datetime import datetime
+
+from airflow.sdk import DAG, task
+
+from bitextflow.config import load_pair_config
+from bitextflow_airflow.bicleaner import scored_shards
+from bitextflow_airflow.pair_dag import _context
+
+CONFIG = load_pair_config({config!r}).with_overrides({{"score.use_bicleaner": "yes"}})
+
+with DAG("bicleaner_external_python", start_date=datetime(2026, 1, 1), schedule=None):
+
+    @task
+    def shards() -> list[str]:
+        return [{key!r}]
+
+    scored_shards(CONFIG, shards(), _context)
+"""
+
+
+@needs_bicleaner
+@pytest.mark.integration
+def test_external_python_task_scores_a_shard_under_dag_test(tmp_path, airflow_db, s3_env, store, monkeypatch):
+    from airflow.dag_processing.dagbag import DagBag
+
+    # dag.test() runs DAGs of a configured bundle only: this test's folder becomes one, beside the project's dags/.
+    bundles = [
+        {"name": "dags-folder", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle", "kwargs": {}},
+        {
+            "name": "bicleaner-test",
+            "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+            "kwargs": {"path": str(tmp_path)},
+        },
+    ]
+    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps(bundles))
+
+    assert _bicleaner_ready()
+    config = config_for(use_bicleaner="yes")
+    run_key = pipeline.RunContext(config, store, "any").key
+    shuffled = [(a, GOOD[(i + 3) % len(GOOD)][1]) for i, (a, _) in enumerate(GOOD)]
+    frame = shard_frame(GOOD + shuffled)
+    # One shard for all runs of this DAG: the input key holds no run id (the tasks write under theirs).
+    key = write_table(
+        store, run_key("align_sentences", "shard-0.parquet").replace("/any/", "/fixture/"), frame, schemas.SENTENCE_PAIRS
+    )
+    (tmp_path / "dag.py").write_text(textwrap.dedent(DAG_FILE.format(config=str(ROOT / "include/pairs/en-es.yaml"), key=key)))
+    bag = DagBag(dag_folder=str(tmp_path))
+    assert not bag.import_errors, bag.import_errors
+    dag = bag.dags["bicleaner_external_python"]
+    assert dag.get_task("bicleaner").operator_class.__name__ == "_PythonExternalDecoratedOperator"
+
+    run = dag.test()
+    assert run.state == "success"
+    ctx = pipeline.RunContext(config, store, run.run_id)
+    counts = store.get_json(ctx.key("score", "shard-0.counts.json"))
+    kept = read_table(store, ctx.key("score", "shard-0.parquet"))
+    rejected = read_table(store, ctx.key("score", "shard-0.rejected.parquet"))
+    print(json.dumps(counts))
+    assert counts["in"] == len(frame) == len(kept) + len(rejected)
+    assert (kept["bicleaner_score"] >= config.score.bicleaner_threshold).all()
+    scores = pd.concat([kept, rejected]).set_index("pair_hash")["bicleaner_score"]
+    assert scores[[f"h{i}" for i in range(len(GOOD))]].mean() > scores[[f"h{i}" for i in range(len(GOOD), len(frame))]].mean()
+    assert store.exists(f"models/en-es/bicleaner/v{bicleaner.MODEL_VERSION}/{bicleaner.MODEL_METADATA}")
+
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: nowhere, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: nobody, user: {token: not-a-real-token}}]
+contexts: [{name: nowhere, context: {cluster: nowhere, user: nobody}}]
+current-context: nowhere
+"""
+
+
+def test_kubernetes_mode_runs_the_same_script_in_the_bicleaner_image(tmp_path):
+    """No cluster here: the pod is built with a dummy kubeconfig and its manifest validated, never run."""
+    import subprocess
+    import sys
+    from datetime import datetime
+
+    import yaml
+    from airflow.sdk import DAG, task
+    from kubernetes.client import ApiClient
+
+    from bitextflow.errors import ConfigError
+    from bitextflow_airflow.bicleaner import POD_MODEL_DIR, POD_SCRIPT, scored_shards
+    from bitextflow_airflow.pair_dag import _context
+
+    (tmp_path / "kubeconfig").write_text(KUBECONFIG)
+    settings = {
+        "gpu.mode": "kubernetes",
+        "gpu.image": "gpu-worker:1",
+        "gpu.in_cluster": False,
+        "gpu.config_file": str(tmp_path / "kubeconfig"),
+    }
+    config = config_for(use_bicleaner="yes").with_overrides(settings)
+    with pytest.raises(ConfigError, match="score.bicleaner_image is empty"), DAG("no_image", start_date=datetime(2026, 1, 1)):
+        scored_shards(config, ["k"], _context)
+
+    image = "registry.example.org/bitextflow/bicleaner-en-es:v1"
+    with DAG("bicleaner_pod", start_date=datetime(2026, 1, 1), schedule=None) as dag:
+
+        @task
+        def shards() -> list[str]:
+            return ["k"]
+
+        scored_shards(config.with_overrides({"score.bicleaner_image": image}), shards(), _context)
+    assert [t.task_id for t in dag.topological_sort()] == ["shards", "score_rules", "bicleaner", "score"]
+    arguments = bicleaner.score_arguments(POD_MODEL_DIR, "en", "es", "http://s3/in?sig=1", "http://s3/out?sig=2")
+    pod = dag.get_task("bicleaner").unmap({"arguments": arguments}).build_pod_request_obj()
+    manifest = ApiClient().sanitize_for_serialization(pod)
+    (container,) = manifest["spec"]["containers"]
+    assert container["image"] == image
+    assert container["command"] == ["python", POD_SCRIPT] and container["args"] == arguments
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(manifest))
+    validator = Path(sys.executable).parent / "kubernetes-validate"
+    result = subprocess.run(
+        [str(validator), "--strict", "--kubernetes-version", "1.32.0", str(tmp_path / "pod.yaml")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
