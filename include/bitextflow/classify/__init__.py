@@ -2,8 +2,12 @@
 
 relevance(side) = 1 - exp(-sum(count(term) * weight) / tokens * 10): a saturating score in [0, 1)
 that grows with the weighted density of domain terms, so long sentences are not favoured merely for
-length. A pair's relevance is the larger of its two sides'. Transformer classifiers with a full
-probability distribution replace this later.
+length. A pair's relevance is the larger of its two sides'.
+
+Trained domain classifiers (a tf-idf SVM baseline and a fine-tuned transformer, each giving a full
+probability distribution per sentence) live in the submodules: ``data``, ``offline``, ``baseline``,
+``transformer``, ``evaluation``, ``model``, ``train`` and ``inference`` (docs/classify.md). They are
+imported on demand, so this package stays free of scikit-learn and torch.
 """
 
 from __future__ import annotations
