@@ -16,15 +16,29 @@ import pandas as pd
 import pytest
 from lxml import etree
 
+from bitextflow.config import load_pair_config
 from bitextflow.counts import StageCounts
-from bitextflow.errors import StorageError
-from bitextflow.release import MANIFEST_NAME, ReleaseInfo, list_releases, publish_release, release_prefix
+from bitextflow.errors import StageError, StorageError
+from bitextflow.release import (
+    MANIFEST_NAME,
+    ReleaseExtras,
+    ReleaseInfo,
+    build_release,
+    list_releases,
+    monolingual_corpus,
+    publish_release,
+    release_prefix,
+    validate_tmx,
+)
+from bitextflow.release.datasheet import read_licence
+from bitextflow.release.report import crawl_efficiency
 from bitextflow.services.seaweed import SeaweedServer
 from bitextflow.storage import ObjectStore, StorageSettings
 
 pytestmark = pytest.mark.integration
 
 PAIR = "en-es"
+ROOT = Path(__file__).resolve().parents[1]
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 GATE_REPORT = {"success": True, "failures": [], "evaluated": 17, "statistics": {"success_percent": 100.0}}
 
@@ -97,7 +111,7 @@ def test_release_files_are_complete_and_match_the_manifest(store: ObjectStore) -
     info = publish(store, df, "manual__1")
     prefix = release_prefix(PAIR, info.version)
     manifest = store.get_json(prefix + MANIFEST_NAME)
-    names = {f"{PAIR}.tsv", f"{PAIR}.tmx", "stats.json", "gate.json"}
+    names = {f"{PAIR}.tsv", f"{PAIR}.tmx", f"{PAIR}.jsonl", "stats.json", "gate.json"}
     assert set(manifest["files"]) == names
     assert set(store.list_keys(prefix)) == {prefix + n for n in names | {MANIFEST_NAME}}
     blobs = {name: store.get_bytes(prefix + name) for name in names}
@@ -174,7 +188,7 @@ class RecordingStore(ObjectStore):
 def test_manifest_is_written_last(store: ObjectStore) -> None:
     recording = RecordingStore(store)
     publish(recording, pairs(), "manual__order")
-    assert len(recording.written) == 5
+    assert len(recording.written) == 6
     assert recording.written[-1] == release_prefix(PAIR, 1) + MANIFEST_NAME
 
 
@@ -209,3 +223,130 @@ def test_seaweed_server_stops_its_process_group(tmp_path: Path) -> None:
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", server.ports["s3"]), timeout=1):
         pass
     server.stop()  # a second stop is harmless
+
+
+def extras(df: pd.DataFrame) -> ReleaseExtras:
+    """What a pipeline run adds to the pairs: document pairs (one never yielding a pair), sentences, a crawl log."""
+    documents = df[["url_a", "url_b"]].drop_duplicates()
+    document_pairs = pd.DataFrame(
+        {
+            "doc_id_a": [f"a{i}" for i in range(len(documents) + 1)],
+            "doc_id_b": [f"b{i}" for i in range(len(documents) + 1)],
+            "url_a": [*documents.url_a, "https://gov.example/en/empty"],
+            "url_b": [*documents.url_b, "https://gov.example/es/empty"],
+            "sentences_key_a": "k",
+            "sentences_key_b": "k",
+            "method": "url",
+            "score": 1.0,
+        }
+    )
+    sentences = pd.DataFrame(
+        {
+            "doc_id": ["d1", "d1", "d1", "d2", "d2"],
+            "url": "u",
+            "language": ["en", "en", "en", "es", "de"],
+            "paragraph_index": [0, 0, 1, 0, 0],
+            "paragraph_type": "text",
+            "sentence_index": [0, 1, 0, 0, 0],
+            "text": ["Install the package.", "install the package!", "A second\nline.", "Instale el paquete.", "Ein Satz."],
+            "duplicate": False,
+        }
+    )
+    monolingual, mono_counts = monolingual_corpus(sentences, ["en", "es"])
+    crawl_log = [
+        {"url": url, "outcome": "fetched", "time": float(i), "detected_language": url.split("/")[3]}
+        for i, url in enumerate([*document_pairs.url_a, *document_pairs.url_b, "https://law.example/en/news"])
+    ]
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    return ReleaseExtras(document_pairs, monolingual, mono_counts, crawl_log, config)
+
+
+def test_monolingual_corpus_keeps_each_sentence_once_and_counts_the_rest() -> None:
+    made = extras(pairs())
+    assert dict(made.monolingual) == {"en": ["Install the package.", "A second\nline."], "es": ["Instale el paquete."]}
+    assert made.monolingual_counts.to_dict() == {
+        "stage": "release_monolingual",
+        "in": 5,
+        "kept": 3,
+        "dropped": {"duplicate_sentence": 1, "other_language": 1},
+    }
+
+
+def test_full_release_has_every_file_and_rebuilds_byte_for_byte(store: ObjectStore, tmp_path: Path) -> None:
+    df = pairs().assign(bicleaner_score=[i / 25 for i in range(25)], domain_label="legal")
+    df["domain_distribution"] = [{"legal": 0.9, "other": 0.1}] * 25
+    df["domain_probs_a"] = '{"legal": 0.8, "other": 0.2}'  # classify stores each side's distribution as JSON text
+    info = publish_release(store, PAIR, df, counts(), "manual__full", GATE_REPORT, extras(df))
+    prefix = release_prefix(PAIR, info.version)
+    manifest = store.get_json(prefix + MANIFEST_NAME)
+    assert set(manifest["files"]) == {
+        f"{PAIR}.tsv", f"{PAIR}.tmx", f"{PAIR}.jsonl", "document_pairs.jsonl", "mono.en.txt", "mono.es.txt",
+        "stats.json", "gate.json", "report.html", "datasheet.md",
+    }  # fmt: skip
+
+    records = [json.loads(line) for line in store.get_bytes(prefix + f"{PAIR}.jsonl").splitlines()]
+    assert len(records) == 25 and list(records[3]) == list(df.columns)
+    assert records[1]["text_b"] == df.text_b[1] and records[5]["bicleaner_score"] == 0.2
+    assert records[0]["domain_distribution"] == {"legal": 0.9, "other": 0.1}
+    document_pairs = [json.loads(line) for line in store.get_bytes(prefix + "document_pairs.jsonl").splitlines()]
+    assert (
+        sum(d["sentence_pairs"] for d in document_pairs) == 25
+        and {d["url_a"]: d["sentence_pairs"] for d in document_pairs}["https://gov.example/en/empty"] == 0
+    )
+    assert not any(k.startswith("sentences_key") for k in document_pairs[0])
+    assert store.get_bytes(prefix + "mono.en.txt").decode() == "Install the package.\nA second line.\n"
+    stats = store.get_json(prefix + "stats.json")
+    assert stats["monolingual_sentences"] == {"en": 2, "es": 1} and stats["aligned_document_pairs"] == len(document_pairs)
+    assert stats["stage_counts"][-1]["stage"] == "release_monolingual"
+
+    report = store.get_bytes(prefix + "report.html").decode()
+    tree = etree.fromstring(report.encode(), etree.HTMLParser())
+    titles = [img.get("alt") for img in tree.iter("img")]
+    assert all(img.get("src").startswith("data:image/png;base64,iVBOR") for img in tree.iter("img"))
+    assert {"Sentence length", "Score: alignment_score", "Score: bicleaner_score", "Yield per site", "Languages of fetched pages",
+            "Domain terms", "Distribution: domain_label", "Distribution: domain_distribution", "Distribution: domain_probs_a", "Counts per stage",
+            "Crawl efficiency"} <= set(titles)  # fmt: skip
+    datasheet = store.get_bytes(prefix + "datasheet.md").decode()
+    assert "# Datasheet: en-es parallel corpus, v1" in datasheet and "`max_duplicate_share` | `0.0`" in datasheet
+    assert "http://127.0.0.1:8765/" in datasheet and "25 sentence pairs (23 unique)" in datasheet
+
+    rebuilt = build_release(tmp_path, PAIR, info.version, df, counts(), "manual__full", GATE_REPORT, extras(df))
+    for path in rebuilt:
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == manifest["files"][path.name]["sha256"], path.name
+
+
+def test_crawl_efficiency_counts_paired_pages_in_download_order() -> None:
+    log = [
+        {"url": "b", "outcome": "fetched", "time": 2.0},
+        {"url": "a", "outcome": "fetched", "time": 1.0},
+        {"url": "c", "outcome": "robots_disallowed", "time": 1.5},
+        {"url": "d", "outcome": "fetched", "time": 3.0},
+    ]
+    assert crawl_efficiency(log, {"a", "d"}) == [(1, 1), (2, 1), (3, 2)]
+
+
+def test_tmx_is_checked_against_the_tmx_1_4_dtd(tmp_path: Path) -> None:
+    good = build_release(tmp_path / "good", PAIR, 1, pairs(), [], "r", None)
+    assert validate_tmx(next(p for p in good if p.suffix == ".tmx")) == 25
+    missing_lang = tmp_path / "bad.tmx"
+    text = (tmp_path / "good" / f"{PAIR}.tmx").read_text()
+    missing_lang.write_text(text.replace(' xml:lang="es"', "", 1))
+    with pytest.raises(StageError, match=r"bad.tmx:\d+: not valid TMX 1.4 .*xml:lang"):
+        validate_tmx(missing_lang)
+    truncated = tmp_path / "cut.tmx"
+    truncated.write_text(text[: len(text) // 2])
+    with pytest.raises(StageError, match="cut.tmx: not well-formed XML"):
+        validate_tmx(truncated)
+
+
+def test_licences_are_read_from_debian_copyright_files(tmp_path: Path) -> None:
+    dep5 = tmp_path / "dep5"
+    dep5.write_text("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n"
+                    "Files: *\nCopyright: 2007 Osamu Aoki\nLicense: GPL-2+\n")  # fmt: skip
+    free = tmp_path / "free"
+    free.write_text("The Guide is copyright 1996 Bruce Perens. It is\nlicensed under the terms of the GNU GPL, version 2.\n")
+    assert read_licence(dep5) == ("GPL-2+", "2007 Osamu Aoki")
+    assert read_licence(free) == (
+        "It is licensed under the terms of the GNU GPL, version 2.",
+        "The Guide is copyright 1996 Bruce Perens",
+    )

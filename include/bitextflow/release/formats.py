@@ -20,17 +20,22 @@ aligner score ``score-aligner``), and one ``<tuv xml:lang=..>`` per side holding
 characters other than tab, LF and CR (not even as ``&#x1;``), nor lone surrogates or U+FFFE/U+FFFF,
 so each is written as U+FFFD: the file stays well-formed and the damage stays visible.
 
+JSONL (``<pair>.jsonl``): one JSON object per pair holding every column of the sentence-pair frame
+(whatever columns the stages added: scores, domain distributions, provenance), null for missing values.
+
 Files carry no creation time, so the same frame always gives the same bytes (a retried task writes
 identical objects); the release manifest records when it was published.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from importlib import metadata
+from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
@@ -165,6 +170,67 @@ def write_tmx(df: pd.DataFrame, out: IO[bytes], srclang: str) -> int:
     return rows
 
 
+TMX_DTD = Path(__file__).with_name("tmx14.dtd")
+
+
+def validate_tmx(path: str | Path) -> int:
+    """Check that ``path`` is well-formed XML and valid against the TMX 1.4 DTD; return its number of tu.
+
+    Parsed incrementally (one ``<tu>`` in memory at a time) for well-formedness, then validated with
+    lxml's DTD validator; the first problem raises :class:`StageError` naming file, line and element.
+    """
+    path = Path(path)
+    units = 0
+    try:
+        for _event, element in etree.iterparse(str(path), tag="tu", huge_tree=True):
+            units += 1
+            element.clear()
+    except etree.XMLSyntaxError as exc:
+        raise StageError(f"{path}: not well-formed XML ({exc}); the file is damaged, publish the release again") from None
+    dtd = etree.DTD(str(TMX_DTD))
+    if not dtd.validate(etree.parse(str(path), etree.XMLParser(huge_tree=True))):
+        error = dtd.error_log.filter_from_errors()[0]
+        raise StageError(f"{path}:{error.line}: not valid TMX 1.4 ({error.message})")
+    return units
+
+
+def _json_value(value: Any) -> Any:
+    """A frame cell as JSON: numpy scalars and arrays as Python values, NaN and NA as null."""
+    if isinstance(value, np.ndarray):
+        return [_json_value(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return None
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value)
+    return value
+
+
+def write_jsonl(df: pd.DataFrame, out: IO[bytes]) -> int:
+    """Write every row of ``df`` as one JSON object per line, all columns in frame order; return rows."""
+    columns = list(df.columns)
+    rows = 0
+    for values in df.itertuples(index=False, name=None):
+        record = {column: _json_value(value) for column, value in zip(columns, values, strict=True)}
+        out.write(json.dumps(record, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n")
+        rows += 1
+    return rows
+
+
+def write_lines(texts: Iterable[str], out: IO[bytes]) -> int:
+    """One text per line (line breaks inside a text become spaces, as in the TSV); return lines."""
+    lines = 0
+    for text in texts:
+        out.write((_tsv_field(_SURROGATES.sub("\ufffd", text)) + "\n").encode("utf-8"))
+        lines += 1
+    return lines
+
+
 def _histogram(values: pd.Series, edges: tuple[int, ...]) -> dict[str, list[int]]:
     bins = np.searchsorted(np.asarray(edges), values.to_numpy(), side="right") - 1
     counts = np.bincount(bins[bins >= 0], minlength=len(edges))
@@ -188,7 +254,8 @@ def _summary(values: pd.Series) -> dict[str, float | int | None]:
     }
 
 
-def _host(url: str) -> str:
+def host(url: str) -> str:
+    """The host of ``url``, ``(none)`` when it has none."""
     return urlsplit(url).hostname or "(none)"
 
 
@@ -205,7 +272,7 @@ def _side_stats(df: pd.DataFrame, side: str) -> dict[str, Any]:
         "documents": len(set(urls)),
         "tokens": int(tokens.sum()),
         "characters": int(characters.sum()),
-        "top_hosts": [{"host": h, "sentence_pairs": n} for h, n in Counter(map(_host, urls)).most_common(TOP_HOSTS)],
+        "top_hosts": [{"host": h, "sentence_pairs": n} for h, n in Counter(map(host, urls)).most_common(TOP_HOSTS)],
         "token_length_histogram": _histogram(tokens, TOKEN_BIN_EDGES),
         "character_length_histogram": _histogram(characters, CHARACTER_BIN_EDGES),
     }

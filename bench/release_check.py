@@ -1,0 +1,178 @@
+"""Validate a published release end to end (issue 7 acceptance): files, formats, counts, registry.
+
+Reads the latest release of ``--pair`` (or ``--version``) from the object store, downloads every file
+its manifest lists, and checks:
+
+- ``manifest``: each file's size and SHA-256 match the manifest;
+- ``tmx_valid``: the TMX is well-formed XML and valid against the TMX 1.4 DTD;
+- ``counts_consistent``: sentence pairs in TMX (``<tu>``), TSV (lines), JSONL (lines), ``stats.json``
+  and the manifest are equal, the document pairs' yields add up to it, and ``mono.<lang>.txt`` line
+  counts equal the statistics;
+- ``report_present``: ``report.html`` with at least one embedded plot; ``datasheet_present``:
+  ``datasheet.md`` with its licence section;
+- ``gate_passed``: ``gate.json`` says the gate succeeded; ``data_docs_present``: the run's Great
+  Expectations Data Docs (HTML) are in the store;
+- ``dvc_get``: ``dvc get <registry> releases/<pair>/v<N> --rev <pair>-v<N>`` returns exactly the
+  manifest's files (data from the DVC remote on S3).
+
+Usage, from the project root, with the S3 settings of the environment or ``.local/services.env``::
+
+    .venv/bin/python bench/release_check.py --pair en-es [--version N] [--json]
+
+Exit status 0 when every check passes, 1 when one fails, 2 when there is no release to check.
+With ``--json`` the last line of output is one JSON object (see ../shared/BENCH.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bitextflow.cli import load_services_env, project_home
+from bitextflow.config import load_pair_config
+from bitextflow.errors import BitextflowError
+from bitextflow.release import MANIFEST_NAME, list_releases, release_prefix, validate_tmx
+from bitextflow.release.registry import registry_for, release_path, release_tag
+from bitextflow.storage import ObjectStore, stage_key
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def line_count(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(1 for _ in handle)
+
+
+def check_release(pair: str, version: int | None) -> dict[str, Any]:
+    config = load_pair_config(project_home() / "include" / "pairs" / f"{pair}.yaml")
+    store = ObjectStore.from_env(config.storage.bucket)
+    releases = {info.version: info for info in list_releases(store, pair)}
+    version = version or max(releases, default=0)
+    if version not in releases:
+        raise BitextflowError(f"{pair} has no release v{version} in bucket {config.storage.bucket!r}; run the pair's DAG first")
+    release = releases[version]
+    prefix = release_prefix(pair, version)
+    manifest = store.get_json(prefix + MANIFEST_NAME)
+    checks: dict[str, bool] = {}
+    problems: dict[str, str] = {}
+    counts: dict[str, Any] = {"manifest": manifest["sentence_pairs"]}
+    timings: dict[str, float] = {}
+
+    def check(name: str, test: Callable[[], bool]) -> None:
+        started = time.perf_counter()
+        try:
+            checks[name] = bool(test())
+        except (BitextflowError, OSError, ValueError, KeyError) as exc:
+            checks[name], problems[name] = False, " ".join(str(exc).split())[:300]
+        timings[name] = round(time.perf_counter() - started, 2)
+
+    with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
+        folder = Path(tmp) / "release"
+        folder.mkdir()
+        files = {name: store.download_file(prefix + name, folder / name) for name in manifest["files"]}
+
+        def manifest_matches() -> bool:
+            return all(
+                path.stat().st_size == manifest["files"][name]["size"] and sha256(path) == manifest["files"][name]["sha256"]
+                for name, path in files.items()
+            )
+
+        def tmx_valid() -> bool:
+            counts["tmx"] = validate_tmx(files[f"{pair}.tmx"])
+            return True
+
+        def counts_consistent() -> bool:
+            stats = json.loads(files["stats.json"].read_text())
+            counts.update(
+                tsv=line_count(files[f"{pair}.tsv"]), jsonl=line_count(files[f"{pair}.jsonl"]), stats=stats["sentence_pairs"]
+            )
+            consistent = len({counts["manifest"], counts["tsv"], counts["jsonl"], counts["stats"], counts.get("tmx")}) == 1
+            if "document_pairs.jsonl" in files:
+                with files["document_pairs.jsonl"].open() as lines:
+                    counts["document_pair_yield"] = sum(json.loads(line)["sentence_pairs"] for line in lines)
+                consistent &= counts["document_pair_yield"] == counts["manifest"]
+            for language, expected in stats.get("monolingual_sentences", {}).items():
+                counts[f"mono_{language}"] = line_count(files[f"mono.{language}.txt"])
+                consistent &= counts[f"mono_{language}"] == expected
+            return consistent
+
+        def report_present() -> bool:
+            return "data:image/png;base64," in files["report.html"].read_text(encoding="utf-8")
+
+        def datasheet_present() -> bool:
+            return "## Licences" in files["datasheet.md"].read_text(encoding="utf-8")
+
+        def gate_passed() -> bool:
+            return json.loads(files["gate.json"].read_text()).get("success") is True
+
+        def data_docs_present() -> bool:
+            run_prefix = stage_key(pair, release.run_id, "", "")
+            return any("data_docs/" in key and key.endswith(".html") for key in store.iter_keys(run_prefix))
+
+        registry = registry_for(config, store.settings)
+
+        def dvc_get() -> bool:
+            got = registry.get(release_path(pair, version), release_tag(pair, version), Path(tmp) / "dvc-get")
+            return {p.name: sha256(p) for p in got.iterdir() if p.name != MANIFEST_NAME} == {
+                name: entry["sha256"] for name, entry in manifest["files"].items()
+            }
+
+        check("manifest", manifest_matches)
+        check("tmx_valid", tmx_valid)
+        check("counts_consistent", counts_consistent)
+        check("report_present", report_present)
+        check("datasheet_present", datasheet_present)
+        check("gate_passed", gate_passed)
+        check("data_docs_present", data_docs_present)
+        check("dvc_get", dvc_get)
+
+    return {
+        "ok": all(checks.values()),
+        "pair": pair,
+        "version": version,
+        "sentence_pairs": release.sentence_pairs,
+        "uri": release.uri,
+        "checks": checks,
+        "problems": problems,
+        "counts": counts,
+        "files": sorted(manifest["files"]),
+        "registry": registry.location,
+        "dvc_get": f"dvc get {registry.location} {release_path(pair, version)} --rev {release_tag(pair, version)}",
+        "seconds": timings,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pair", default="en-es", help="language pair (include/pairs/<pair>.yaml)")
+    parser.add_argument("--version", type=int, help="release version (default: the latest)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    args = parser.parse_args()
+    load_services_env()
+    try:
+        result = check_release(args.pair, args.version)
+    except BitextflowError as exc:
+        print(f"release_check: {exc}", file=sys.stderr)
+        return 2
+    print(f"{result['pair']} v{result['version']}: {result['sentence_pairs']} sentence pairs, {result['uri']}")
+    for name, passed in result["checks"].items():
+        problem = f"  ({result['problems'][name]})" if name in result["problems"] else ""
+        print(f"  {'ok  ' if passed else 'FAIL'} {name:<18} {result['seconds'][name]:>6.2f} s{problem}")
+    print(f"  counts: {json.dumps(result['counts'])}")
+    print(f"  {result['dvc_get']}")
+    if args.json:
+        print(json.dumps(result))
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
