@@ -29,6 +29,8 @@ os.environ.update(
         "GX_ANALYTICS_ENABLED": "false",
         # never pick up the S3 settings of a demo stack running from this checkout
         "BITEXTFLOW_SERVICES_ENV": "",
+        # releases of DAG and CLI runs are recorded in a throwaway DVC registry, not the checkout's .local/registry
+        "BITEXTFLOW_REGISTRY": str(_AIRFLOW_HOME / "registry"),
     }
 )
 for _name in ("BITEXTFLOW_S3_ENDPOINT_URL", "BITEXTFLOW_S3_ACCESS_KEY_ID", "BITEXTFLOW_S3_SECRET_ACCESS_KEY"):

@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -84,25 +85,25 @@ def _context(args: argparse.Namespace, run_id: str | None = None) -> pipeline.Ru
     return pipeline.RunContext(config, store, run_id or args.run_id)
 
 
-# Where each stage finds its inputs when run alone: (stage folder, suffix, excluded suffix).
-STAGE_INPUTS: dict[str, tuple[str, str, str | None]] = {
-    "extract": ("crawl", ".warc.gz", None),
-    "align_documents": ("extract", ".documents.parquet", None),
-    "align_sentences": ("align_documents", ".parquet", None),
-    "score": ("align_sentences", ".parquet", None),
-    "classify": ("score", ".parquet", ".rejected.parquet"),
-    "gate": ("classify", ".parquet", None),
-    "release": ("gate", "sentence_pairs.parquet", None),
+# Where each stage finds its inputs when run alone: (stage folder, pattern of the input files' names).
+# Names, not suffixes: a folder also holds side outputs (rejected rows, duplicates, counts, reports).
+_SENTENCE_PAIR_SHARD = re.compile(r"^sentpairs-\d+\.parquet$")
+STAGE_INPUTS: dict[str, tuple[str, re.Pattern[str]]] = {
+    "extract": ("crawl", re.compile(r"\.warc\.gz$")),
+    "gate_documents": ("extract", re.compile(r"\.documents\.parquet$")),
+    "align_documents": ("extract", re.compile(r"\.documents\.parquet$")),
+    "align_sentences": ("align_documents", re.compile(r"^docpairs-\d+\.parquet$")),
+    "score": ("align_sentences", _SENTENCE_PAIR_SHARD),
+    "classify": ("score", _SENTENCE_PAIR_SHARD),
+    "gate": ("classify", _SENTENCE_PAIR_SHARD),
+    "release": ("gate", re.compile(r"^sentence_pairs\.parquet$")),
 }
 
 
 def stage_inputs(ctx: pipeline.RunContext, stage: str) -> list[str]:
-    folder, suffix, excluded = STAGE_INPUTS[stage]
-    keys = [
-        key
-        for key in ctx.store.list_keys(stage_key(ctx.config.pair, ctx.run_id, folder, ""))
-        if key.endswith(suffix) and not (excluded and key.endswith(excluded))
-    ]
+    folder, name = STAGE_INPUTS[stage]
+    prefix = stage_key(ctx.config.pair, ctx.run_id, folder, "")
+    keys = [key for key in ctx.store.list_keys(prefix) if "/" not in key[len(prefix) :] and name.search(key[len(prefix) :])]
     if not keys:
         raise BitextflowError(f"no {folder} output for run {ctx.run_id!r} of {ctx.config.pair}; run `bitextflow {folder.replace('_', '-')}` first")
     return keys
@@ -116,6 +117,10 @@ def run_stage(ctx: pipeline.RunContext, stage: str, inputs: list[str] | None = N
     """Run one stage on its inputs (found in storage when not given); returns its output keys."""
     if stage == "crawl":
         return pipeline.run_crawl(ctx)
+    if stage == "train_domain":
+        from bitextflow.classify.train import train_domain
+
+        return train_domain(ctx.config, ctx.store, run_id=ctx.run_id).summary()
     keys = inputs if inputs is not None else stage_inputs(ctx, stage)
     mapped = {
         "extract": pipeline.run_extract,
@@ -125,6 +130,8 @@ def run_stage(ctx: pipeline.RunContext, stage: str, inputs: list[str] | None = N
     }
     if stage in mapped:
         return _mapped(mapped[stage], ctx, keys, stage)
+    if stage == "gate_documents":
+        return pipeline.run_gate_documents(ctx, keys)
     if stage == "align_documents":
         return pipeline.run_align_documents(ctx, keys)
     if stage == "gate":
@@ -135,6 +142,23 @@ def run_stage(ctx: pipeline.RunContext, stage: str, inputs: list[str] | None = N
 def cmd_stage(args: argparse.Namespace) -> int:
     outputs = run_stage(_context(args), args.stage)
     print(json.dumps(outputs, indent=2))
+    return 0
+
+
+def cmd_train_domain(args: argparse.Namespace) -> int:
+    from bitextflow.classify.train import train_domain, with_training
+
+    ctx = _context(args, args.run_id or "cli__" + datetime.now(UTC).strftime("%Y%m%dT%H%M%S"))
+    config = with_training(ctx.config, kind=args.kind, data=args.data)
+    trained = train_domain(config, ctx.store, out_dir=args.out, publish=not args.no_publish, run_id=ctx.run_id)
+    print(json.dumps(trained.summary(), indent=2))
+    return 0
+
+
+def cmd_train_url_models(args: argparse.Namespace) -> int:
+    ctx = _context(args)
+    document_pairs = stage_inputs(ctx, "align_sentences")
+    print(pipeline.run_train_url_models(ctx, document_pairs))
     return 0
 
 
@@ -162,6 +186,52 @@ def cmd_releases_list(args: argparse.Namespace) -> int:
     else:
         for info in releases:
             print(f"v{info['version']:<4} {info['created']}  {info['sentence_pairs']:>8} pairs  {info['uri']}")
+    return 0
+
+
+def cmd_releases_build(args: argparse.Namespace) -> int:
+    """Rebuild a run's release files locally from its stage outputs (what `dvc repro` runs)."""
+    from bitextflow.release import build_release, next_version
+
+    ctx = _context(args)
+    version, _ = next_version(ctx.store, ctx.config.pair, ctx.run_id)
+    inputs = pipeline.release_inputs(ctx, stage_inputs(ctx, "release")[0])
+    paths = build_release(Path(args.out), ctx.config.pair, version, *inputs)
+    print(json.dumps({"version": version, "files": [str(p) for p in paths]}, indent=2))
+    return 0
+
+
+def cmd_releases_record(args: argparse.Namespace) -> int:
+    """Record a published release in the DVC registry (a retry, or a release published without it)."""
+    from bitextflow.release import list_releases
+    from bitextflow.release.registry import registry_for
+
+    config = pair_config(args)
+    store = ObjectStore.from_env(config.storage.bucket)
+    releases = {info.version: info for info in list_releases(store, config.pair)}
+    if not releases:
+        raise BitextflowError(f"{config.pair} has no release yet; run its DAG (or `bitextflow run --pair {config.pair}`) first")
+    version = args.version or max(releases)
+    if version not in releases:
+        raise BitextflowError(f"{config.pair} has no release v{version}; see `bitextflow releases list --pair {config.pair}`")
+    entry = registry_for(config, store.settings).record(store, releases[version])
+    print(json.dumps({**entry.to_dict(), "get": entry.get_command}, indent=2))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from bitextflow.config import discover_pair_configs
+    from bitextflow.release.registry import registry_for
+    from bitextflow.release.status import format_status, pair_status
+
+    pairs_dir = Path(args.pairs_dir or os.environ.get("BITEXTFLOW_PAIRS_DIR") or project_home() / "include" / "pairs")
+    statuses = []
+    for path in discover_pair_configs(pairs_dir):
+        config = load_pair_config(path)
+        store = ObjectStore.from_env(config.storage.bucket)
+        tags = registry_for(config, store.settings).tags() if config.release.record_in_registry else None
+        statuses.append(pair_status(store, config, tags))
+    print(json.dumps(statuses, indent=2) if args.json else format_status(statuses))
     return 0
 
 
@@ -201,6 +271,22 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--run-id", required=True, help="run whose earlier stage outputs to read")
         p.set_defaults(func=cmd_stage, stage=stage)
 
+    p = sub.add_parser(
+        "train-domain", help="train the pair's domain classifier (domain.training) and publish it as models/<pair>/domain/v<N>/"
+    )
+    pair_options(p)
+    p.add_argument("--run-id", help="recorded in the model's metadata (default: cli__<UTC timestamp>)")
+    p.add_argument("--kind", choices=["svm", "transformer"], help="model kind (default: domain.training.kind)")
+    p.add_argument("--data", help="labelled sentences, JSONL path or s3://bucket/key (default: domain.training.data)")
+    p.add_argument("--out", type=Path, help="model folder to write (default: a temporary folder)")
+    p.add_argument("--no-publish", action="store_true", help="do not upload the model to the object store")
+    p.set_defaults(func=cmd_train_domain, stage="train_domain")
+
+    p = sub.add_parser("train-url-models", help="train the smart strategy's URL models on one run; publish a version")
+    pair_options(p)
+    p.add_argument("--run-id", required=True, help="run whose crawl log and document pairs to train on")
+    p.set_defaults(func=cmd_train_url_models)
+
     p = sub.add_parser("run", help="run every stage in order, without Airflow")
     pair_options(p)
     p.add_argument("--run-id", help="default: cli__<UTC timestamp>")
@@ -211,6 +297,20 @@ def build_parser() -> argparse.ArgumentParser:
     pair_options(p)
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=cmd_releases_list)
+    p = releases.add_parser("build", help="rebuild a run's release files locally from its stage outputs (dvc repro)")
+    pair_options(p)
+    p.add_argument("--run-id", required=True, help="run whose gate output to build the release from")
+    p.add_argument("--out", required=True, help="folder to write the files into")
+    p.set_defaults(func=cmd_releases_build)
+    p = releases.add_parser("record", help="record a published release in the DVC registry (tag <pair>-v<N>)")
+    pair_options(p)
+    p.add_argument("--version", type=int, help="release version (default: the latest)")
+    p.set_defaults(func=cmd_releases_record)
+
+    p = sub.add_parser("status", help="state of every pair: last release, last run, counts, failing gates")
+    p.add_argument("--pairs-dir", help="folder of pair configs (default: include/pairs)")
+    p.add_argument("--json", action="store_true", help="print a JSON list, one object per pair")
+    p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("validate", help="validate pair config files")
     p.add_argument("paths", nargs="+", type=Path)

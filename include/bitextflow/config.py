@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, ValidationInfo, field_validator, model_validator
 
 from bitextflow.errors import ConfigError
 
@@ -35,13 +35,50 @@ class _Section(BaseModel):
 class CrawlConfig(_Section):
     """The focused crawler (docs/crawl.md): politeness, limits, frontier ranking, checkpoints."""
 
-    seeds: list[HttpUrl] = Field(min_length=1, description="Start URLs; fetched first, whatever the strategy.")
+    warcs: list[str] = Field(
+        default_factory=list,
+        description="Ingest existing WARC files instead of crawling (nothing is fetched; seeds must be empty): keys in "
+        "storage.bucket or s3://bucket/key on the same endpoint, each an exact key, a prefix ending in / (its .warc and "
+        ".warc.gz files) or a glob (*, ?, [...]). Each file becomes one extract shard. See docs/extract.md.",
+    )
+    seeds: list[HttpUrl] = Field(
+        default_factory=list,
+        validate_default=True,
+        description="Start URLs; fetched first, whatever the strategy. Required unless crawl.warcs is set.",
+    )
     strategy: str = Field(
         "url-rules",
         description="Frontier ranking: bfs, terms (ILSP-FC link score), url-rules (language markers in URLs), "
         "smart (URL models; falls back to url-rules when crawl.url_models has none).",
     )
-    url_models: str | None = Field(None, description="Folder or s3:// prefix of the URL models the smart strategy loads.")
+    url_models: str | None = Field(
+        None,
+        description="URL models the smart strategy loads: a folder, s3://<bucket>/models/<pair>/url/v<N>/, or 'latest' "
+        "(the pair's newest version in storage.bucket; none yet: url-rules).",
+    )
+    smart_exploration: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="smart strategy: weight of P(link in a pair language) x (1 - P(parallel)) added to the seed's "
+        "P(other language) x P(parallel), so the crawl walks pair-language pages before others (0: the seed's formula).",
+    )
+    train_url_models: bool = Field(
+        False,
+        description="After align_documents, train the smart strategy's URL models on this run's crawl log and "
+        "document pairs and publish them as models/<pair>/url/v<N>/ (task train_url_models).",
+    )
+    url_model_base: str | None = Field(
+        None, description="Encoder folder the URL models are fine-tuned from (default: the converted multilingual-e5-small)."
+    )
+    url_model_layers: int = Field(
+        4, ge=0, description="URL models keep this many bottom encoder layers (0: all); fewer is faster."
+    )
+    url_model_trained_layers: int = Field(
+        2, ge=0, description="Top kept layers fine-tuned with the head; the embeddings and lower layers stay frozen."
+    )
+    url_model_epochs: int = Field(2, ge=1, description="Passes over the URL-model training examples.")
+    url_model_max_length: int = Field(64, ge=8, description="Tokens of a URL (or URL pair) the URL models read.")
     terms_other_language_bonus: float = Field(
         10.0, ge=0, description="terms strategy: the constant c added to links that point to the other language."
     )
@@ -103,6 +140,25 @@ class CrawlConfig(_Section):
             raise ValueError(f"unknown strategy {strategy!r}; choose bfs, terms, url-rules or smart")
         return strategy
 
+    @field_validator("warcs")
+    @classmethod
+    def _valid_warc_locations(cls, warcs: list[str]) -> list[str]:
+        for location in warcs:
+            key = location.removeprefix("s3://").partition("/")[2] if location.startswith("s3://") else location
+            if not key.strip():
+                raise ValueError(f"WARC location {location!r} names no key; give a key, a prefix ending in / or s3://bucket/key")
+        return warcs
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_unless_warcs(cls, seeds: list[HttpUrl], info: ValidationInfo) -> list[HttpUrl]:
+        warcs = info.data.get("warcs")  # declared before seeds, so validated first
+        if not seeds and not warcs:
+            raise ValueError("give at least one seed URL to crawl, or crawl.warcs (existing WARC files to ingest)")
+        if seeds and warcs:
+            raise ValueError("crawl.warcs is set too; to ingest WARCs without crawling set crawl.seeds to []")
+        return seeds
+
     @field_validator("include_paths", "exclude_paths")
     @classmethod
     def _valid_patterns(cls, patterns: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -131,11 +187,13 @@ class CrawlConfig(_Section):
 
 class ExtractConfig(_Section):
     min_sentence_tokens: int = Field(
-        6, ge=1, description="Sentences with fewer whitespace tokens are dropped (counted); 6 as in the MaCoCu DSI paper."
-    )
+        6, ge=1, description="Sentences with fewer tokens (whitespace tokens; ICU words for zh, ja, th) are dropped "
+        "(counted); 6 as in the MaCoCu DSI paper."
+    )  # fmt: skip
     max_sentence_tokens: int = Field(
-        50, ge=1, description="Sentences with more whitespace tokens are dropped (counted); 50 as in the MaCoCu DSI paper."
-    )
+        50, ge=1, description="Sentences with more tokens (whitespace tokens; ICU words for zh, ja, th) are dropped "
+        "(counted); 50 as in the MaCoCu DSI paper."
+    )  # fmt: skip
     require_end_punctuation: bool = Field(
         False, description="Drop sentences that do not end in punctuation (DSI filter; drops headings and list items)."
     )
@@ -155,6 +213,19 @@ class ExtractConfig(_Section):
         0.8, gt=0, le=1, description="Shared main paragraphs / paragraphs of the shorter document above which two "
         "documents of one language are near-duplicates (ILSP-FC); the longer is kept.",
     )  # fmt: skip
+    export_formats: list[Literal["xml", "jsonl"]] = Field(
+        default_factory=list, description="Also write each shard's kept documents for reading, ILSP-FC style, under "
+        "extract/export/<shard>/: `xml` (one cesDoc file per document, paragraphs with type, crawlinfo, lang, topic) "
+        "and/or `jsonl` (documents.jsonl.gz). Off by default.",
+    )  # fmt: skip
+    lsh_threshold: float = Field(
+        0.8, ge=0.1, le=0.95, description="Across the shards of a run, documents of one language whose estimated Jaccard "
+        "similarity (MinHash of 5-letter shingles) reaches this are near-duplicates; the longer is kept.",
+    )  # fmt: skip
+    lsh_num_perm: int = Field(
+        128, ge=16, le=1024, description="MinHash permutations of the cross-shard near-duplicate search (more: "
+        "a finer similarity estimate, slower).",
+    )  # fmt: skip
     duplicate_sentences: str = Field(
         "flag", pattern=r"^(flag|drop)$", description="A sentence seen before in the shard in the same language (letters only): flagged in the "
         "`duplicate` column (alignment needs each document whole) or dropped (counted).",
@@ -173,11 +244,90 @@ class AlignConfig(_Section):
     encoder_model: str | None = Field(
         None, description="Model folder for `vecalign` (any transformers encoder); default: the converted multilingual-e5-small."
     )
+    document_methods: list[Literal["url_tokens", "tfidf", "embeddings", "structure", "images"]] = Field(
+        default_factory=lambda: ["url_tokens", "tfidf", "structure", "images"], min_length=1,
+        description="Document-alignment methods in priority order; a final 1-1 pairing per site takes their pairs method by "
+        "method, best score first: `url_tokens` (URLs equal without language markers), `tfidf` (TF-IDF cosine after "
+        "word-for-word translation with the pair's dictionary), `embeddings` (mean multilingual sentence embeddings; "
+        "slow on CPU), `structure` (ILSP-FC fingerprints, classifier trained on the run's URL pairs), `images` "
+        "(ILSP-FC critical images). See docs/align.md.",
+    )  # fmt: skip
+    document_candidates: int = Field(10, ge=1, description="Candidate counterparts per document and method (top-k per site).")
+    min_tfidf_score: float = Field(0.2, ge=0, le=1, description="Lowest TF-IDF cosine of a `tfidf` document pair.")
+    min_embedding_score: float = Field(
+        0.3, ge=0, le=1, description="Lowest cosine of an `embeddings` document pair (embeddings centred per language)."
+    )
+    min_structure_score: float = Field(
+        0.5, ge=0, le=1, description="Lowest `structure` score (classifier probability, or 1 - fingerprint edit distance)."
+    )
+    min_image_jaccard: float = Field(0.5, ge=0, le=1, description="Lowest Jaccard index of critical images of an `images` pair.")
 
 
 class ScoreConfig(_Section):
     max_length_ratio: float = Field(2.5, ge=1, description="Longer side / shorter side, in characters.")
     min_characters: int = Field(3, ge=1, description="Each side needs at least this many characters.")
+    use_bicleaner: Literal["yes", "if-installed", "no"] = Field(
+        "no",
+        description="Also fix, tag and score pairs with bifixer, bicleaner-hardrules and bicleaner-ai in their own environment "
+        "(docs/score.md): `yes` fails with the missing path when the environment or model is absent, `if-installed` then "
+        "falls back to the hard rules only; decided when the DAG is parsed.",
+    )  # fmt: skip
+    bicleaner_model: str = Field(
+        "default", description="bicleaner-ai model folder, or `default` for the one `make setup` trains for the pair."
+    )
+    bicleaner_threshold: float = Field(
+        0.5, ge=0, le=1, description="Pairs with a lower bicleaner-ai score are dropped (counted)."
+    )
+    bicleaner_image: str = Field(
+        "", description="Image of the bicleaner step when gpu.mode is kubernetes (docker/bicleaner.Dockerfile)."
+    )
+
+
+class DomainTrainingConfig(_Section):
+    """Training of the domain classifier (docs/classify.md): data, model kind and fine-tuning settings."""
+
+    kind: Literal["svm", "transformer"] = Field(
+        "transformer", description="`svm`: tf-idf unigrams+bigrams with a calibrated linear SVM (the DSI baseline); "
+        "`transformer`: fine-tune `base_model` with a classification head and temperature scaling.",
+    )  # fmt: skip
+    labels: list[str] = Field(
+        default_factory=lambda: ["computing", "religion", "legal", "Other"], min_length=2,
+        description="Domain labels; any other label in the training data is an error. `Other` (general pages) is down-sampled to half.",
+    )  # fmt: skip
+    data: str | None = Field(
+        None, description="Labelled sentences (JSONL: text, label, site, language), a local path or s3://bucket/key; "
+        "empty: the offline set built from Debian packages in the pair's source language.",
+    )  # fmt: skip
+    crawl_runs: list[str] = Field(
+        default_factory=list, description="Run ids of this pair whose extracted sentences (source language) are the training data, "
+        "labelled by `site_labels`/`other_sites` (the DSI method); used when `data` is empty.",
+    )  # fmt: skip
+    site_labels: dict[str, str] = Field(
+        default_factory=dict, description="URL prefix -> label for `crawl_runs` sentences; the longest matching prefix wins.",
+    )  # fmt: skip
+    other_sites: list[str] = Field(
+        default_factory=list, description="URL prefixes of general sites whose sentences are `Other`; sentences of unlisted sites are not used (counted).",
+    )  # fmt: skip
+    zero_shot_data: str | None = Field(
+        None, description="Labelled sentences in another language to evaluate zero-shot; empty with `data` empty: the "
+        "offline set in the target language (when one exists).",
+    )  # fmt: skip
+    base_model: str | None = Field(None, description="Transformers folder to fine-tune; empty: the converted multilingual-e5-small.")
+    max_per_class: int = Field(2000, ge=10, description="Training sentences per label after down-sampling (Other: half); dev and test in proportion.")
+    dev_share: float = Field(0.1, gt=0, lt=0.5, description="Share of each label's sentences (whole sites) for dev, after train.")
+    test_share: float = Field(0.1, gt=0, lt=0.5, description="Share of each label's sentences (whole sites) for test, at the end.")
+    min_count: int = Field(5, ge=1, description="svm: n-grams in fewer training sentences are ignored.")
+    svm_c: float = Field(1.0, gt=0, description="svm: regularisation constant C of the linear SVM.")
+    max_length: int = Field(64, ge=8, le=512, description="transformer: tokens per sentence (longer ones are truncated).")
+    epochs: float = Field(1.0, gt=0, description="transformer: passes over the training sentences.")
+    max_steps: int | None = Field(200, ge=1, description="transformer: stop after this many batches (keeps CPU training to minutes); empty: no cap.")
+    batch_size: int = Field(16, ge=1, description="transformer: sentences per batch.")
+    learning_rate: float = Field(1e-4, gt=0, description="transformer: AdamW peak learning rate (linear warm-up and decay); high because CPU runs take few steps.")
+    trainable_layers: int | None = Field(
+        None, ge=0, description="transformer: fine-tune only the top N encoder layers (and the head); empty: all. "
+        "Word embeddings are always frozen (zero-shot languages keep their vectors). 2-4 makes CPU training several times cheaper.",
+    )  # fmt: skip
+    seed: int = Field(0, description="Seed of down-sampling, batch order and head initialisation.")
 
 
 class DomainConfig(_Section):
@@ -198,6 +348,19 @@ class DomainConfig(_Section):
         description="Weight of a term found in the page title, description, keywords or main text (ILSP-FC).",
     )
     stem_terms: bool = Field(True, description="Match terms after Snowball stemming (PyStemmer) where the language has one.")
+    classifier: str | None = Field(
+        None, description="Domain classifier applied at classify: a model folder, s3://bucket/prefix or `latest` (the pair's "
+        "newest under models/<pair>/domain/); empty: term relevance only. Train one with `bitextflow train-domain`.",
+    )  # fmt: skip
+    classifier_label: str | None = Field(
+        None, description="Label whose probability is thresholded; empty: domain.name (must then be one of the model's labels)."
+    )
+    classifier_threshold: float = Field(
+        0.5, ge=0, le=1, description="Pairs where neither side's probability of classifier_label reaches this are dropped (0: keep all)."
+    )
+    training: DomainTrainingConfig | None = Field(
+        None, description="How to train the pair's domain classifier; set it to get the training DAG bitextflow__<pair>__train_domain."
+    )
 
     @field_validator("location_weights")
     @classmethod
@@ -221,10 +384,40 @@ class GateConfig(_Section):
     min_sentence_pairs: int = Field(1, ge=0, description="Fewer released pairs fail the gate.")
     max_length_ratio: float = Field(3.0, ge=1, description="Any pair with a larger char-length ratio fails it.")
     max_duplicate_share: float = Field(0.05, ge=0, le=1, description="Share of repeated pairs allowed.")
+    max_other_language_share: float = Field(
+        0.1, ge=0, le=1, description="Share of one side's sentences that CLD2 is sure are in another language allowed."
+    )
+    min_documents: int = Field(1, ge=0, description="Fewer kept documents after extraction fail the documents gate.")
+    min_document_pairs: int = Field(1, ge=0, description="Fewer document pairs fail the document-pairs gate.")
+    max_volume_drop: float | None = Field(
+        0.5, ge=0, le=1,
+        description="Fail when the release has this share fewer pairs than the pair's previous release (null: no check).",
+    )  # fmt: skip
+    max_volume_growth: float | None = Field(
+        None, ge=0,
+        description="Fail when the release grows by more than this share over the previous one (e.g. 4: five times as many).",
+    )  # fmt: skip
 
 
 class StorageConfig(_Section):
     bucket: str = Field("bitextflow", min_length=3, max_length=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$")
+
+
+class ReleaseConfig(_Section):
+    """Where releases are recorded besides S3: the DVC data registry (docs/release.md)."""
+
+    record_in_registry: bool = Field(
+        True, description="Record each release in the DVC data registry (`dvc add`, `dvc push`, git tag `<pair>-v<N>`); "
+        "false: publish to S3 only.",
+    )  # fmt: skip
+    registry: str | None = Field(
+        None, description="The registry, a git repository: a local path (created when missing) or a git URL (cloned, "
+        "updated and pushed with its tags); empty: $BITEXTFLOW_REGISTRY, else `.local/registry` in the project home.",
+    )  # fmt: skip
+    dvc_remote: str | None = Field(
+        None, pattern=r"^s3://", description="S3 URL the registry's DVC remote stores data in (same endpoint and "
+        "credentials as storage); empty: `s3://<storage.bucket>/dvc`.",
+    )  # fmt: skip
 
 
 # Kubernetes names: a DNS-1123 label (namespaces, secrets) and a quantity such as 500m, 4, 16Gi.
@@ -303,6 +496,14 @@ class PairConfig(_Section):
     source: LanguageCode = Field(description="ISO 639-1 code of the first language (e.g. en).")
     target: LanguageCode = Field(description="ISO 639-1 code of the second language (e.g. es).")
     description: str = Field("", description="Free text shown on the DAG in the Airflow UI.")
+    schedule: str | None = Field(
+        None, description="Airflow schedule of the pair's DAG (a cron expression or a preset such as @weekly); one is "
+        "needed for `airflow backfill create`; empty: runs are triggered by hand. Past intervals never run by themselves.",
+    )  # fmt: skip
+    incremental: bool = Field(
+        False, description="Carry the previous release's sentence pairs over for page pairs whose two pages did not change "
+        "(same content hash, same pairing) instead of aligning, scoring and classifying them again; changes are reported.",
+    )  # fmt: skip
     crawl: CrawlConfig
     extract: ExtractConfig = ExtractConfig()
     align: AlignConfig = AlignConfig()
@@ -310,7 +511,18 @@ class PairConfig(_Section):
     domain: DomainConfig
     gate: GateConfig = GateConfig()
     storage: StorageConfig = StorageConfig()
+    release: ReleaseConfig = ReleaseConfig()
     gpu: GpuDispatchConfig = GpuDispatchConfig()
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_schedule(cls, schedule: str | None) -> str | None:
+        from croniter import croniter
+
+        presets = {"@once", "@continuous", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly"}
+        if schedule is not None and schedule not in presets and not croniter.is_valid(schedule):
+            raise ValueError(f"{schedule!r} is neither a cron expression nor an Airflow preset such as @daily or @weekly")
+        return schedule
 
     @field_validator("source", "target")
     @classmethod
@@ -415,9 +627,14 @@ def reference_markdown() -> str:
         for name, info in model.model_fields.items():
             annotation = getattr(info.annotation, "__name__", None) or str(info.annotation).replace("typing.", "")
             default = "required" if info.is_required() else f"`{info.get_default(call_default_factory=True)!r}`"
-            annotation = annotation.replace("|", "\\|")  # `str | None` must not split the table cell
+            annotation = annotation.replace(f"{__name__}.", "").replace("|", "\\|")  # `str | None` must not split the table cell
             lines.append(f"| `{prefix}{name}` | {annotation} | {default} | {info.description or ''} |")
         lines.append("")
+        for name, info in model.model_fields.items():  # optional sub-sections, e.g. domain.training
+            for nested in getattr(info.annotation, "__args__", ()):
+                if isinstance(nested, type) and issubclass(nested, _Section):
+                    lines.extend([f"### `{prefix}{name}`", ""])
+                    table(nested, f"{prefix}{name}.")
 
     top = {n: i for n, i in PairConfig.model_fields.items() if not (isinstance(i.annotation, type) and issubclass(i.annotation, _Section))}
     lines.append("## Top level")

@@ -35,6 +35,7 @@ DOCUMENTS = pa.schema(
         ("sentences", pa.int32()),
         ("relevance", pa.float64()),  # ILSP-FC p
         ("relevance_terms", pa.int32()),  # ILSP-FC m
+        ("images", pa.list_(pa.string())),  # <img> file names in page order (ILSP-FC image pair detection)
         ("content_hash", pa.string()),
         ("duplicate_of", pa.string()),  # doc_id of the document kept instead of this one (rejected rows)
         ("drop_reason", pa.string()),  # empty for kept documents
@@ -68,6 +69,9 @@ DOCUMENT_PAIRS = pa.schema(
     ]
 )
 
+# Field metadata key: storage.tables.write_table fills a column so marked with nulls when a frame lacks it.
+OPTIONAL = b"optional"
+
 SENTENCE_PAIRS = pa.schema(
     [
         ("url_a", pa.string()),
@@ -78,8 +82,13 @@ SENTENCE_PAIRS = pa.schema(
         ("text_b", pa.string()),
         ("alignment_score", pa.float64()),
         ("rule_tags", pa.string()),
+        # bicleaner-ai's score (score.use_bicleaner); null where it did not run. Optional: writers may omit it.
+        pa.field("bicleaner_score", pa.float64(), metadata={OPTIONAL: b"true"}),
         ("domain_relevance", pa.float64()),
         ("domain_terms", pa.string()),
         ("pair_hash", pa.string()),
     ]
 )
+
+# classify adds each side's domain probability distribution, a JSON object {label: p} ("" without a classifier).
+CLASSIFIED_SENTENCE_PAIRS = pa.schema([*SENTENCE_PAIRS, ("domain_probs_a", pa.string()), ("domain_probs_b", pa.string())])

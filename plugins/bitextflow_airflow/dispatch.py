@@ -46,8 +46,8 @@ def step_command(
     """The command of one step: ``bitextflow <stage> --pair <pair> --run-id <run_id> --overrides <json> [args]``."""
     from bitextflow import pipeline
 
-    if stage not in pipeline.STAGES:
-        raise ConfigError(f"unknown step {stage!r}; steps: {', '.join(pipeline.STAGES)}")
+    if stage not in (*pipeline.STAGES, *pipeline.MODEL_STEPS):
+        raise ConfigError(f"unknown step {stage!r}; steps: {', '.join((*pipeline.STAGES, *pipeline.MODEL_STEPS))}")
     return [EXECUTABLE, stage.replace("_", "-"), "--pair", config.pair, "--run-id", run_id, "--overrides", overrides, *args]
 
 

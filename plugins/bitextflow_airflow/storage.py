@@ -8,6 +8,7 @@ extra ``{"endpoint_url": "http://127.0.0.1:8333"}``) to point every pair at anot
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from airflow.sdk import Connection
 from airflow.sdk.exceptions import AirflowNotFoundException
@@ -15,12 +16,11 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from bitextflow.storage import ObjectStore, StorageSettings
 
 
-def object_store(bucket: str) -> ObjectStore:
-    conn_id = os.environ.get("BITEXTFLOW_S3_CONN_ID", "bitextflow_s3")
-    try:
-        connection = Connection.get(conn_id)
-    except AirflowNotFoundException:
-        return ObjectStore.from_env(bucket)
+def _conn_id() -> str:
+    return os.environ.get("BITEXTFLOW_S3_CONN_ID", "bitextflow_s3")
+
+
+def _from_connection(connection: Any, bucket: str) -> ObjectStore:
     extra = connection.extra_dejson
     settings = StorageSettings(
         endpoint_url=extra.get("endpoint_url") or connection.host or None,
@@ -29,3 +29,21 @@ def object_store(bucket: str) -> ObjectStore:
         region=extra.get("region_name", "us-east-1"),
     )
     return ObjectStore(settings, bucket)
+
+
+def object_store(bucket: str) -> ObjectStore:
+    """The store as a running task sees it (the task SDK resolves the connection)."""
+    try:
+        return _from_connection(Connection.get(_conn_id()), bucket)
+    except AirflowNotFoundException:
+        return ObjectStore.from_env(bucket)
+
+
+def server_object_store(bucket: str) -> ObjectStore:
+    """The store as the API server sees it: it reads connections from the metadata database, not the task SDK."""
+    from airflow.models.connection import Connection as StoredConnection
+
+    try:
+        return _from_connection(StoredConnection.get_connection_from_secrets(_conn_id()), bucket)
+    except AirflowNotFoundException:
+        return ObjectStore.from_env(bucket)

@@ -201,6 +201,13 @@ class SeaweedServer:
         except OSError:
             return "(no log)"
 
+    def restart(self, timeout: float = 60.0) -> None:
+        """Start a stopped server again on the same ports, data and credentials (outage tests)."""
+        if self.running:
+            raise RuntimeError(f"{self!r} is already running")
+        self._socket_dir.mkdir(parents=True, exist_ok=True)
+        self._start([], timeout)
+
     def stop(self, grace: float = 15.0) -> None:
         """SIGTERM the whole process group, SIGKILL it after ``grace`` seconds; safe to call twice."""
         process, self._process = self._process, None
@@ -233,9 +240,7 @@ class SeaweedServer:
             aws_access_key_id=self.access_key_id,
             aws_secret_access_key=self.secret_access_key,
             region_name="us-east-1",
-            config=Config(
-                s3={"addressing_style": "path"}, connect_timeout=2, read_timeout=10, retries={"max_attempts": 1}
-            ),
+            config=Config(s3={"addressing_style": "path"}, connect_timeout=2, read_timeout=10, retries={"max_attempts": 1}),
         )
 
     def env(self) -> dict[str, str]:
@@ -249,9 +254,7 @@ class SeaweedServer:
     def __enter__(self) -> SeaweedServer:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
     def __repr__(self) -> str:

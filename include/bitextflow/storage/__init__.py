@@ -13,10 +13,12 @@ that writes several objects hands their keys downstream only after all are writt
 from __future__ import annotations
 
 import json
+import mimetypes
 import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +119,9 @@ class ObjectStore:
                 return StorageError(f"{target} does not exist (needed to {action}); run the stage that writes it")
             if code == "NoSuchBucket":
                 return StorageError(f"bucket {self.bucket!r} does not exist at {self._where()}; create it or fix storage.bucket")
-            return StorageError(f"S3 error {code} at {self._where()} to {action} {target}: {exc.response['Error'].get('Message', '')}")
+            return StorageError(
+                f"S3 error {code} at {self._where()} to {action} {target}: {exc.response['Error'].get('Message', '')}"
+            )
         return StorageError(f"S3 failure at {self._where()} to {action} {target}: {type(exc).__name__}: {exc}")
 
     # -- bucket ---------------------------------------------------------------------------------
@@ -143,6 +147,20 @@ class ObjectStore:
     # -- objects --------------------------------------------------------------------------------
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
+
+    def presigned_url(self, key: str, method: str = "get", expires_s: int = 6 * 3600) -> str:
+        """An HTTP URL that reads (``get``) or writes (``put``) ``key`` with no credentials, for a step in another environment.
+
+        A PUT must send ``Content-Type: application/octet-stream``: the type is part of the signature.
+        """
+        params = {"Bucket": self.bucket, "Key": key}
+        if method == "put":
+            params["ContentType"] = "application/octet-stream"
+        operation = {"get": "get_object", "put": "put_object"}[method]
+        try:
+            return self._client.generate_presigned_url(operation, Params=params, ExpiresIn=expires_s)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, f"sign a {method} URL for", key) from None
 
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
         try:
@@ -176,6 +194,14 @@ class ObjectStore:
             raise self._fail(exc, "read", key) from None
         return Path(path)
 
+    def put_tree(self, prefix: str, directory: Path) -> list[str]:
+        """Upload every file under ``directory`` to ``prefix`` + its relative path, typed by extension."""
+        keys = []
+        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+            content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            keys.append(self.put_file(prefix + path.relative_to(directory).as_posix(), path, content_type))
+        return keys
+
     def put_json(self, key: str, value: Any) -> str:
         data = json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True).encode("utf-8")
         return self.put_bytes(key, data, "application/json")
@@ -204,6 +230,14 @@ class ObjectStore:
 
     def list_keys(self, prefix: str) -> list[str]:
         return sorted(self.iter_keys(prefix))
+
+    def last_modified(self, prefix: str) -> dict[str, datetime]:
+        """Key -> time of its last write (UTC) for every object under ``prefix``."""
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+            return {item["Key"]: item["LastModified"] for page in pages for item in page.get("Contents", [])}
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "list", prefix) from None
 
     def delete_prefix(self, prefix: str) -> int:
         keys = self.list_keys(prefix)

@@ -8,11 +8,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bitextflow.schemas import OPTIONAL
 from bitextflow.storage import ObjectStore
 
 
 def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Schema) -> str:
-    """Write ``frame`` with an explicit schema, so that an empty shard still has typed columns."""
+    """Write ``frame`` with an explicit schema, so that an empty shard still has typed columns.
+
+    Columns the schema marks optional (field metadata ``optional``) that ``frame`` lacks are written as nulls.
+    """
+    absent = [f.name for f in schema if f.name not in frame.columns and (f.metadata or {}).get(OPTIONAL)]
+    if absent:
+        frame = frame.assign(**dict.fromkeys(absent))
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
     buffer = io.BytesIO()
     # Deterministic bytes for identical input: no timestamps or writer-specific metadata vary.
