@@ -73,7 +73,7 @@ def _pod(config: PairConfig) -> Any:
     """The pod of the bicleaner step: the dispatch's placement and S3-free environment, CPU only, its own image."""
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 
-    from bitextflow_airflow.dispatch import pod_tolerations
+    from bitextflow_airflow.dispatch import pod_placement
 
     gpu = config.gpu
     return KubernetesPodOperator.partial(
@@ -83,14 +83,8 @@ def _pod(config: PairConfig) -> Any:
         image=config.score.bicleaner_image,
         cmds=[POD_PYTHON, POD_SCRIPT],
         labels={"app.kubernetes.io/name": "bitextflow", "bitextflow/pair": config.pair, "bitextflow/stage": "bicleaner"},
-        node_selector=dict(gpu.node_selector) or None,
-        tolerations=pod_tolerations(gpu) or None,
-        service_account_name=gpu.service_account,
-        kubernetes_conn_id=gpu.kubernetes_conn_id,
-        in_cluster=gpu.in_cluster,
-        config_file=gpu.config_file,
+        **pod_placement(gpu),
         get_logs=True,
         on_finish_action="delete_succeeded_pod",
-        container_security_context={"allowPrivilegeEscalation": False},
         max_active_tis_per_dagrun=4,
     )

@@ -129,14 +129,21 @@ def pod_operator(stage: str, config: PairConfig, *, args: Sequence[str] = (), ta
         labels={"app.kubernetes.io/name": "bitextflow", "bitextflow/pair": config.pair, "bitextflow/stage": stage},
         env_vars=pod_env(gpu),
         container_resources=pod_resources(gpu),
-        node_selector=dict(gpu.node_selector) or None,
-        tolerations=pod_tolerations(gpu) or None,
-        service_account_name=gpu.service_account,
-        kubernetes_conn_id=gpu.kubernetes_conn_id,
-        in_cluster=gpu.in_cluster,
-        config_file=gpu.config_file,
-        container_security_context={"allowPrivilegeEscalation": False},
+        **pod_placement(gpu),
     )
+
+
+def pod_placement(gpu: GpuDispatchConfig) -> dict[str, Any]:
+    """Where and as whom a step's pod runs, and how Airflow reaches the cluster: shared by every pod we build."""
+    return {
+        "node_selector": dict(gpu.node_selector) or None,
+        "tolerations": pod_tolerations(gpu) or None,
+        "service_account_name": gpu.service_account,
+        "kubernetes_conn_id": gpu.kubernetes_conn_id,
+        "in_cluster": gpu.in_cluster,
+        "config_file": gpu.config_file,
+        "container_security_context": {"allowPrivilegeEscalation": False},
+    }
 
 
 def pod_env(gpu: GpuDispatchConfig) -> list:
