@@ -25,6 +25,7 @@ import lxml.html
 from courlan import normalize_url
 
 from bitextflow.align.documents import normalise_language, url_key
+from bitextflow.extract import encoding
 
 # Trust in a language marker by URL component (the order of the smart-crawling seed).
 COMPONENT_TRUST: dict[str, float] = {"parameter": 0.95, "path": 0.9, "public_suffix": 0.75, "subdomain": 0.7}
@@ -126,26 +127,16 @@ def _clean(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
 
 
+_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+
+
 def decode_html(body: bytes, content_type: str = "") -> str:
-    """Text of an HTML body: charset of the Content-Type header, else of a ``<meta>``, else UTF-8,
-    else Windows-1252; a wrong or unknown declared charset falls through to the next guess."""
-    candidates = []
-    match = re.search(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", content_type, re.IGNORECASE)
-    if match:
-        candidates.append(match.group(1))
-    meta = _META_CHARSET.search(body[:4096])
-    if meta:
-        candidates.append(meta.group(1).decode("ascii", "replace"))
-    for charset in [*candidates, "utf-8"]:
-        try:
-            return body.decode(charset)
-        except (LookupError, UnicodeDecodeError):
-            continue
-    return body.decode("cp1252", errors="replace")
+    """Text of an HTML body, decoded as extraction will decode it (:func:`bitextflow.extract.encoding.decode_html`)."""
+    declared = _HEADER_CHARSET.search(content_type)
+    return encoding.decode_html(body, declared.group(1) if declared else None).text
 
 
 def _text(element: lxml.html.HtmlElement) -> str:

@@ -70,6 +70,9 @@ _FTFY = ftfy.TextFixerConfig(uncurl_quotes=False, fix_latin_ligatures=True, norm
 _FTFY_WORK = re.compile("&#?[A-Za-z0-9]{2,8};|[\u0080-\u009f\ufb00-\ufb06\ufffd]")
 
 
+_MIN_DETECTION_BYTES = 64
+
+
 @dataclass(frozen=True, slots=True)
 class Decoded:
     text: str
@@ -125,6 +128,8 @@ def decode_html(body: bytes, http_charset: str | None = None) -> Decoded:
         return Decoded(body.decode("utf-8"), "utf-8", "detected")
     except UnicodeDecodeError:
         pass
+    if len(body) < _MIN_DETECTION_BYTES:  # a guess from a few bytes is noise: the web's default is better
+        return Decoded(body.decode("cp1252", "replace"), "cp1252", "fallback")
     best = from_bytes(body[:200_000]).best()
     if best is not None and best.encoding:
         codec = _codec(best.encoding)
