@@ -52,7 +52,7 @@ from bitextflow.quality import (
 from bitextflow.release import ReleaseExtras, ReleaseInfo, incremental, list_releases, monolingual_corpus, publish_release
 from bitextflow.score import bicleaner, hard_rule_violations, normalise_for_comparison
 from bitextflow.storage import ObjectStore, stage_key
-from bitextflow.storage.tables import read_table, read_tables, write_table
+from bitextflow.storage.tables import read_table, read_tables, stage_outputs, write_table
 
 log = logging.getLogger(__name__)
 
@@ -579,9 +579,9 @@ def release_extras(ctx: RunContext) -> ReleaseExtras:
     """The run's outputs a release is made of besides the gated pairs: document pairs, the monolingual
     corpus (sentences of the documents extraction kept, i.e. in the pair's languages and domain) and the
     crawl log (absent when the run ingested WARCs)."""
-    pair_keys = [k for k in ctx.store.list_keys(ctx.key("align_documents", "docpairs-")) if k.endswith(".parquet")]
+    pair_keys = stage_outputs(ctx.store, ctx.config.pair, ctx.run_id, "align_documents", prefix="docpairs-")
     document_pairs = read_tables(ctx.store, pair_keys, schemas.DOCUMENT_PAIRS)
-    sentence_keys = [k for k in ctx.store.list_keys(ctx.key("extract", "")) if k.endswith(".sentences.parquet")]
+    sentence_keys = stage_outputs(ctx.store, ctx.config.pair, ctx.run_id, "extract", suffix=".sentences.parquet")
     monolingual, counts = monolingual_corpus(
         read_tables(ctx.store, sentence_keys, schemas.SENTENCES), [ctx.config.source, ctx.config.target]
     )

@@ -26,7 +26,7 @@ import pandas as pd
 from bitextflow import schemas
 from bitextflow.release.publish import ReleaseInfo, list_releases
 from bitextflow.storage import ObjectStore, stage_key
-from bitextflow.storage.tables import read_table, read_tables
+from bitextflow.storage.tables import read_table, read_tables, stage_outputs
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +49,7 @@ def previous_release(store: ObjectStore, pair: str, run_id: str) -> PreviousRele
     if not earlier:
         return None
     release = earlier[-1]
-    documents_keys = [
-        k for k in store.list_keys(stage_key(pair, release.run_id, "extract", "")) if k.endswith(".documents.parquet")
-    ]
+    documents_keys = stage_outputs(store, pair, release.run_id, "extract", suffix=".documents.parquet")
     gated_key = stage_key(pair, release.run_id, "gate", "sentence_pairs.parquet")
     if not documents_keys or not store.exists(gated_key):
         log.warning(
@@ -60,9 +58,7 @@ def previous_release(store: ObjectStore, pair: str, run_id: str) -> PreviousRele
         )  # fmt: skip
         return None
     documents = read_tables(store, documents_keys, schemas.DOCUMENTS)
-    pair_keys = [
-        k for k in store.list_keys(stage_key(pair, release.run_id, "align_documents", "docpairs-")) if k.endswith(".parquet")
-    ]
+    pair_keys = stage_outputs(store, pair, release.run_id, "align_documents", prefix="docpairs-")
     document_pairs = read_tables(store, pair_keys, schemas.DOCUMENT_PAIRS)
     return PreviousRelease(
         release,

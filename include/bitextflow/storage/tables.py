@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bitextflow.schemas import OPTIONAL
-from bitextflow.storage import ObjectStore
+from bitextflow.storage import ObjectStore, stage_key
 
 
 def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Schema) -> str:
@@ -38,3 +38,10 @@ def read_tables(store: ObjectStore, keys: list[str], schema: pa.Schema) -> pd.Da
     if not frames:
         return schema.empty_table().to_pandas()
     return pd.concat(frames, ignore_index=True)
+
+
+def stage_outputs(
+    store: ObjectStore, pair: str, run_id: str, stage: str, *, prefix: str = "", suffix: str = ".parquet"
+) -> list[str]:
+    """Keys of a run's stage outputs whose names start with ``prefix`` and end with ``suffix``."""
+    return [key for key in store.list_keys(stage_key(pair, run_id, stage, prefix)) if key.endswith(suffix)]
