@@ -7,10 +7,11 @@ its manifest lists, and checks:
 - ``tmx_valid``: the TMX is well-formed XML and valid against the TMX 1.4 DTD;
 - ``counts_consistent``: sentence pairs in TMX (``<tu>``), TSV (lines), JSONL (lines), ``stats.json``
   and the manifest are equal, the document pairs' yields add up to it, and ``mono.<lang>.txt`` line
-  counts equal the statistics;
+  counts equal the statistics (the release gate's own count, :func:`bitextflow.quality.release.release_file_counts`);
 - ``report_present``: ``report.html`` with at least one embedded plot; ``datasheet_present``:
   ``datasheet.md`` with its licence section;
-- ``gate_passed``: ``gate.json`` says the gate succeeded; ``data_docs_present``: the run's Great
+- ``gate_passed``: ``gate.json`` says the sentence-pair gate succeeded, and the run's release gate
+  reports (``release_files``, ``release_pairs``) say it passed; ``data_docs_present``: the run's Great
   Expectations Data Docs (HTML) are in the store;
 - ``dvc_get``: ``dvc get <registry> releases/<pair>/v<N> --rev <pair>-v<N>`` returns exactly the
   manifest's files (data from the DVC remote on S3).
@@ -38,6 +39,7 @@ from typing import Any
 from bitextflow.cli import load_services_env, project_home
 from bitextflow.config import load_pair_config
 from bitextflow.errors import BitextflowError
+from bitextflow.quality.release import PROBLEM_COLUMN, RELEASE_SUITES, release_file_counts
 from bitextflow.release import MANIFEST_NAME, list_releases, release_prefix, validate_tmx
 from bitextflow.release.registry import registry_for, release_path, release_tag
 from bitextflow.storage import ObjectStore, stage_key
@@ -45,11 +47,6 @@ from bitextflow.storage import ObjectStore, stage_key
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def line_count(path: Path) -> int:
-    with path.open("rb") as handle:
-        return sum(1 for _ in handle)
 
 
 def check_release(pair: str, version: int | None) -> dict[str, Any]:
@@ -91,19 +88,12 @@ def check_release(pair: str, version: int | None) -> dict[str, Any]:
             return True
 
         def counts_consistent() -> bool:
-            stats = json.loads(files["stats.json"].read_text())
-            counts.update(
-                tsv=line_count(files[f"{pair}.tsv"]), jsonl=line_count(files[f"{pair}.jsonl"]), stats=stats["sentence_pairs"]
-            )
-            consistent = len({counts["manifest"], counts["tsv"], counts["jsonl"], counts["stats"], counts.get("tmx")}) == 1
-            if "document_pairs.jsonl" in files:
-                with files["document_pairs.jsonl"].open() as lines:
-                    counts["document_pair_yield"] = sum(json.loads(line)["sentence_pairs"] for line in lines)
-                consistent &= counts["document_pair_yield"] == counts["manifest"]
-            for language, expected in stats.get("monolingual_sentences", {}).items():
-                counts[f"mono_{language}"] = line_count(files[f"mono.{language}.txt"])
-                consistent &= counts[f"mono_{language}"] == expected
-            return consistent
+            table = release_file_counts(folder, pair, manifest["sentence_pairs"])
+            counts.update({row.file: row.records for row in table.itertuples() if row.expected is not None})
+            problems_found = [p for p in table[PROBLEM_COLUMN] if p is not None]
+            if problems_found:
+                raise ValueError("; ".join(problems_found))
+            return True
 
         def report_present() -> bool:
             return "data:image/png;base64," in files["report.html"].read_text(encoding="utf-8")
@@ -112,7 +102,10 @@ def check_release(pair: str, version: int | None) -> dict[str, Any]:
             return "## Licences" in files["datasheet.md"].read_text(encoding="utf-8")
 
         def gate_passed() -> bool:
-            return json.loads(files["gate.json"].read_text()).get("success") is True
+            release_gates = [
+                store.get_json(stage_key(pair, release.run_id, "gate", f"{suite}.report.json")) for suite in RELEASE_SUITES
+            ]
+            return json.loads(files["gate.json"].read_text()).get("success") is True and all(r["success"] for r in release_gates)
 
         def data_docs_present() -> bool:
             run_prefix = stage_key(pair, release.run_id, "", "")

@@ -271,7 +271,8 @@ def test_rerun_renders_the_same_bytes(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_a_shard_with_the_wrong_language_on_one_side_stops_the_release(store, site) -> None:
-    """Issue 7 acceptance: corrupt one classified shard (English on the Spanish side); the gate stops the run."""
+    """Issue 7 acceptance: corrupt one classified shard (English on the Spanish side); the gate stops the run.
+    Then a fault only the release files show (broken domain distributions): the release gate stops it."""
     from bitextflow import pipeline
     from bitextflow.cli import run_stage
     from bitextflow.config import load_pair_config
@@ -291,8 +292,8 @@ def test_a_shard_with_the_wrong_language_on_one_side_stops_the_release(store, si
     for stage in pipeline.STAGES[: pipeline.STAGES.index("gate")]:
         outputs = run_stage(ctx, stage, None if stage == "crawl" else outputs if isinstance(outputs, list) else [outputs])
     shards = sorted(outputs, key=lambda key: len(read_table(store, key)))
-    corrupted = read_table(store, shards[-1])
-    corrupted["text_b"] = corrupted["text_a"]
+    original = read_table(store, shards[-1])
+    corrupted = original.assign(text_b=original["text_a"])
     write_table(store, shards[-1], corrupted, schemas.CLASSIFIED_SENTENCE_PAIRS)
     before = list_releases(store, "en-es")
 
@@ -300,3 +301,86 @@ def test_a_shard_with_the_wrong_language_on_one_side_stops_the_release(store, si
         run_stage(ctx, "gate", shards)
     assert list_releases(store, "en-es") == before
     assert store.get_json(ctx.key("gate", "sentence_pairs.report.json"))["success"] is False
+
+    # Its text restored but three domain distributions broken, the shard passes that gate; the release gate stops it.
+    broken = original.copy()
+    broken.loc[broken.index[:3], "domain_probs_b"] = '{"software": 0.4}'
+    write_table(store, shards[-1], broken, schemas.CLASSIFIED_SENTENCE_PAIRS)
+    gated = run_stage(ctx, "gate", shards)
+    with pytest.raises(GateFailed, match=r"expect_column_values_to_be_null\(domain_probs_b_problem\): 3 unexpected.*adds up to 0.4000"):
+        run_stage(ctx, "release", [gated])
+    assert list_releases(store, "en-es") == before
+    assert store.get_json(ctx.key("gate", "release_files.report.json"))["success"] is True
+    assert store.get_json(ctx.key("gate", "release_pairs.report.json"))["success"] is False
+    assert "en-es.jsonl" in {key.rsplit("/", 1)[-1] for key in store.list_keys(ctx.key("gate", "rejected_release/"))}
+
+
+def release_frame(n: int = 40) -> pd.DataFrame:
+    return clean_pairs(n).assign(domain_probs_a='{"legal": 0.75, "other": 0.25}', domain_probs_b="")
+
+
+def build(directory: Path, df: pd.DataFrame) -> Path:
+    from bitextflow.release import build_release
+
+    build_release(directory, "en-es", 1, df, [], "manual__1", {"success": True})
+    return directory
+
+
+def release_report(directory: Path, rows: int = 40) -> dict[str, GateReport]:
+    from bitextflow.quality import release_checks
+
+    return {report.suite: report for report in validate(release_checks(directory, "en-es", rows), run_name="release")}
+
+
+def test_release_gate_passes_a_built_release(tmp_path: Path) -> None:
+    reports = release_report(build(tmp_path, release_frame()))
+    assert all(report.success for report in reports.values()), {s: r.failures for s, r in reports.items()}
+    assert set(reports) == {"release_files", "release_pairs"}
+
+
+def _drop_tsv_line(directory: Path) -> None:
+    path = directory / "en-es.tsv"
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[1:]))
+
+
+def _break_tmx(directory: Path) -> None:
+    path = directory / "en-es.tmx"
+    path.write_bytes(path.read_bytes().replace(b"</body>", b"<tu></body>"))
+
+
+def _lose_stats(directory: Path) -> None:
+    (directory / "stats.json").unlink()
+
+
+def _repeat_a_pair(directory: Path) -> None:
+    path = directory / "en-es.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:-1], lines[0]]))
+
+
+@pytest.mark.parametrize(
+    ("spoil", "suite", "expected"),
+    [
+        (_drop_tsv_line, "release_files", "en-es.tsv holds 39 records, expected 40"),
+        (_break_tmx, "release_files", "en-es.tmx: not well-formed XML"),
+        (_lose_stats, "release_files", "expect_column_distinct_values_to_contain_set(file)"),
+        (_repeat_a_pair, "release_pairs", "expect_column_values_to_be_unique(pair_hash)"),
+    ],
+    ids=["tsv-line-lost", "tmx-invalid", "stats-missing", "pair-repeated"],
+)
+def test_release_gate_names_what_is_wrong_with_the_files(tmp_path: Path, spoil: Callable[[Path], None], suite: str, expected: str) -> None:
+    directory = build(tmp_path, release_frame())
+    spoil(directory)
+    reports = release_report(directory)
+    assert not reports[suite].success
+    assert expected in " ".join(reports[suite].failures), reports[suite].failures
+
+
+def test_release_gate_checks_each_domain_distribution() -> None:
+    from bitextflow.quality.release import distribution_problem
+
+    assert distribution_problem("") is None and distribution_problem('{"legal": 0.6, "other": 0.4}') is None
+    assert distribution_problem('{"legal": 0.6}') == "adds up to 0.6000"
+    assert distribution_problem('{"legal": 1.5, "other": -0.5}').startswith("probability outside [0, 1]")
+    assert distribution_problem("legal").startswith("not JSON")
+    assert distribution_problem("[0.5, 0.5]").startswith("not a {label: probability} object")

@@ -18,7 +18,7 @@ from lxml import etree
 
 from bitextflow.config import load_pair_config
 from bitextflow.counts import StageCounts
-from bitextflow.errors import StageError, StorageError
+from bitextflow.errors import GateFailed, StageError, StorageError
 from bitextflow.release import (
     MANIFEST_NAME,
     ReleaseExtras,
@@ -204,6 +204,19 @@ def test_a_crashed_publish_leaves_no_release_and_the_retry_takes_its_place(store
     assert info.version == 1
     assert [r.version for r in list_releases(store, PAIR)] == [1]
     assert release_prefix(PAIR, 1) + "stray.bin" not in store.list_keys(release_prefix(PAIR, 1))
+
+
+def test_a_release_its_verifier_rejects_uploads_nothing(store: ObjectStore) -> None:
+    seen: list[tuple[list[str], int]] = []
+
+    def reject(directory: Path, version: int) -> None:
+        seen.append((sorted(p.name for p in directory.iterdir()), version))
+        raise GateFailed("release-files quality gate failed 1 of 2 expectations")
+
+    with pytest.raises(GateFailed):
+        publish_release(store, PAIR, pairs(), counts(), "manual__rejected", GATE_REPORT, verify=reject)
+    assert seen == [([f"{PAIR}.jsonl", f"{PAIR}.tmx", f"{PAIR}.tsv", "gate.json", "stats.json"], 1)]
+    assert store.list_keys(release_prefix(PAIR, 1)) == [] and list_releases(store, PAIR) == []
 
 
 def test_publish_without_gate_report_records_it(store: ObjectStore) -> None:

@@ -33,7 +33,7 @@ from bitextflow.crawl.checkpoint import ObjectStoreCheckpoints
 from bitextflow.crawl.crawler import Crawler, CrawlLogEntry
 from bitextflow.crawl.scoring import PairContext
 from bitextflow.crawl.warc import RotatingWarcWriter
-from bitextflow.errors import StageError
+from bitextflow.errors import GateFailed, StageError
 from bitextflow.extract import extract_shard
 from bitextflow.extract.dedup import deduplicate_run
 from bitextflow.extract.export import export_documents
@@ -45,6 +45,7 @@ from bitextflow.quality import (
     document_pairs_check,
     documents_check,
     enforce,
+    release_checks,
     sentence_pairs_check,
     sentences_check,
     validate,
@@ -603,8 +604,22 @@ def release_inputs(ctx: RunContext, gated_key: str) -> tuple[pd.DataFrame, list[
 
 def run_release(ctx: RunContext, gated_key: str) -> dict[str, Any]:
     """Publish the gated pairs as the next version of the pair's release and record it in the DVC registry
-    (``release.record_in_registry``); returns the release and, when recorded, its registry entry."""
-    info: ReleaseInfo = publish_release(ctx.store, ctx.config.pair, *release_inputs(ctx, gated_key))
+    (``release.record_in_registry``); returns the release and, when recorded, its registry entry.
+
+    The built files pass the release gate (:mod:`bitextflow.quality.release`) before anything is
+    uploaded; files that fail it are kept under the run's ``gate/rejected_release/`` for inspection.
+    """
+    df, counts, run_id, report, extras = release_inputs(ctx, gated_key)
+
+    def release_gate(directory: Path, version: int) -> None:
+        try:
+            judge(ctx, "release", release_checks(directory, ctx.config.pair, len(df)))
+        except GateFailed:
+            ctx.store.put_tree(ctx.key("gate", "rejected_release/"), directory)
+            log.error("release v%d failed its gate; its files are at %s", version, ctx.store.uri(ctx.key("gate", "rejected_release/")))
+            raise
+
+    info: ReleaseInfo = publish_release(ctx.store, ctx.config.pair, df, counts, run_id, report, extras, verify=release_gate)
     log.info("released %s: %d sentence pairs", info.uri, info.sentence_pairs)
     result = info.to_dict()
     if ctx.config.release.record_in_registry:

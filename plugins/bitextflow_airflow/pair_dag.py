@@ -123,7 +123,7 @@ def build_pair_dag(config: PairConfig, config_path: Path) -> DAG:
             _announce(context, assets["sentence_pairs"], context["run_id"], gated)
             return gated
 
-        @task(outlets=[assets["release"]])
+        @gate_task(bucket=config.storage.bucket, pair=config.pair, gate="release", outlets=[assets["release"]])
         def release(gated_key: str, **context: Any) -> dict[str, Any]:
             info = pipeline.run_release(_context(config, context), gated_key)
             _announce(context, assets["release"], context["run_id"], info)

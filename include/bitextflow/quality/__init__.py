@@ -4,6 +4,7 @@ Importing this package is cheap; Great Expectations itself is imported when a ch
 """
 
 from bitextflow.quality.engine import Check, GateReport, enforce, validate
+from bitextflow.quality.release import release_checks
 from bitextflow.quality.sentence_pairs import (
     LENGTH_RATIO_COLUMN,
     OPTIONAL_SCORE_COLUMNS,
@@ -26,6 +27,7 @@ __all__ = [
     "documents_check",
     "enforce",
     "length_ratio",
+    "release_checks",
     "sentence_pairs_check",
     "sentences_check",
     "validate",

@@ -23,7 +23,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -238,11 +238,14 @@ def publish_release(
     run_id: str,
     gate_report: dict[str, Any] | None,
     extras: ReleaseExtras | None = None,
+    verify: Callable[[Path, int], None] | None = None,
 ) -> ReleaseInfo:
     """Publish ``df`` as the next version of ``pair`` (or return the version ``run_id`` already published).
 
     ``gate_report`` is :meth:`bitextflow.quality.GateReport.to_dict` of the gate that let the data
     through; ``None`` (no gate ran) is recorded as such in ``gate.json`` and the manifest.
+    ``verify(directory, version)`` sees the built files before anything is uploaded; when it raises,
+    nothing of this version reaches the store.
     """
     version, published = next_version(store, pair, run_id)
     if published is not None:
@@ -256,7 +259,10 @@ def publish_release(
     files: dict[str, dict[str, Any]] = {}
     # Files can be large: written to local files and uploaded from there (multipart when big).
     with TemporaryDirectory(prefix="bitextflow-release-") as tmp:
-        for path in build_release(Path(tmp), pair, version, df, stage_counts, run_id, gate_report, extras):
+        built = build_release(Path(tmp), pair, version, df, stage_counts, run_id, gate_report, extras)
+        if verify is not None:
+            verify(Path(tmp), version)
+        for path in built:
             store.put_file(prefix + path.name, path, _CONTENT_TYPES.get(path.suffix, "application/octet-stream"))
             files[path.name] = {"size": path.stat().st_size, "sha256": file_sha256(path)}
 

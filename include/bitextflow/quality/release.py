@@ -1,0 +1,161 @@
+"""The release gate: the files of a release version, judged after they are built and before they are published.
+
+The sentence-pair gate judged the data; this one judges what users download, so that a fault in
+serialisation (a lost line, a broken TMX, a distribution that no longer adds up) never reaches a
+published version:
+
+- release files: every file a release must hold is there, and each countable file holds the release's
+  number of sentence pairs: ``<tu>`` in the TMX (also valid against the TMX 1.4 DTD), lines of the TSV
+  and JSONL, ``stats.json``, the document pairs' yields; each ``mono.<lang>.txt`` holds the lines its
+  statistics announce. A mismatch names the file and both numbers;
+- release pairs (the JSONL, every column): the columns of the classified sentence pairs (optional scores aside); URLs, texts,
+  languages and ``pair_hash`` present; texts not blank; each side in its language; ``pair_hash``
+  unique; scores in [0, 1]; each non-empty domain distribution a JSON object of probabilities in
+  [0, 1] adding up to 1.
+
+:func:`release_file_counts` is also what ``bench/release_check.py`` uses on a published release.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bitextflow.errors import StageError
+from bitextflow.quality.engine import Check
+from bitextflow.quality.sentence_pairs import OPTIONAL_SCORE_COLUMNS, SENTENCE_PAIR_COLUMNS
+from bitextflow.release.formats import validate_tmx
+
+RELEASE_FILES_SUITE, RELEASE_PAIRS_SUITE = RELEASE_SUITES = ("release_files", "release_pairs")
+PROBLEM_COLUMN = "problem"
+DOMAIN_PROBLEM_COLUMNS = {"domain_probs_a": "domain_probs_a_problem", "domain_probs_b": "domain_probs_b_problem"}
+# A distribution written with full float precision adds up to 1 within rounding; more is a broken one.
+_PROBABILITY_TOLERANCE = 1e-3
+
+
+def required_release_files(pair: str) -> list[str]:
+    """The files every release holds, whatever extras its run had."""
+    return [f"{pair}.tsv", f"{pair}.tmx", f"{pair}.jsonl", "stats.json", "gate.json"]
+
+
+def _line_count(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(1 for _ in handle)
+
+
+def _document_pair_yield(path: Path) -> int:
+    with path.open(encoding="utf-8") as lines:
+        return sum(int(json.loads(line)["sentence_pairs"]) for line in lines)
+
+
+def release_file_counts(directory: Path, pair: str, sentence_pairs: int) -> pd.DataFrame:
+    """One row per file in ``directory``: ``file``, ``records`` and ``expected`` where the file is
+    countable, and ``problem``: why the file disagrees with the release (None when it agrees)."""
+    stats_path = directory / "stats.json"
+    stats = json.loads(stats_path.read_text(encoding="utf-8")) if stats_path.is_file() else {}
+    mono_expected = stats.get("monolingual_sentences", {})
+    counters: dict[str, tuple[Any, int]] = {
+        f"{pair}.tsv": (_line_count, sentence_pairs),
+        f"{pair}.jsonl": (_line_count, sentence_pairs),
+        f"{pair}.tmx": (validate_tmx, sentence_pairs),
+        "stats.json": (lambda _path: int(stats.get("sentence_pairs", -1)), sentence_pairs),
+        "document_pairs.jsonl": (_document_pair_yield, sentence_pairs),
+        **{f"mono.{language}.txt": (_line_count, int(expected)) for language, expected in mono_expected.items()},
+    }
+    rows = []
+    for path in sorted(p for p in directory.iterdir() if p.is_file()):
+        records = expected = problem = None
+        if path.name in counters:
+            count, expected = counters[path.name]
+            try:
+                records = count(path)
+            except (StageError, ValueError, KeyError) as exc:
+                message = " ".join(str(exc).split())
+                # the build folder is temporary: name the file as the release does
+                problem = message.replace(str(path), path.name) if str(path) in message else f"{path.name}: {message}"
+            else:
+                if records != expected:
+                    problem = f"{path.name} holds {records} records, expected {expected}"
+        rows.append({"file": path.name, "records": records, "expected": expected, PROBLEM_COLUMN: problem})
+    rows += [
+        {
+            "file": f"mono.{language}.txt",
+            "records": None,
+            "expected": int(expected),
+            PROBLEM_COLUMN: f"mono.{language}.txt missing",
+        }
+        for language, expected in mono_expected.items()
+        if not (directory / f"mono.{language}.txt").is_file()
+    ]
+    # object columns keep None as None (a float column would turn it into NaN) for the gate and its readers
+    return pd.DataFrame(rows, columns=["file", "records", "expected", PROBLEM_COLUMN], dtype=object)
+
+
+def distribution_problem(value: object) -> str | None:
+    """Why a cell of ``domain_probs_*`` is not a probability distribution; None for one, or for "" (no classifier)."""
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+        return None
+    try:
+        probabilities = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        return f"not JSON: {str(value)[:40]!r}"
+    if not isinstance(probabilities, dict) or not probabilities:
+        return f"not a {{label: probability}} object: {str(value)[:40]!r}"
+    numbers = list(probabilities.values())
+    if not all(isinstance(p, (int, float)) and 0.0 <= p <= 1.0 for p in numbers):
+        return f"probability outside [0, 1]: {str(value)[:40]!r}"
+    if abs(sum(numbers) - 1.0) > _PROBABILITY_TOLERANCE:
+        return f"adds up to {sum(numbers):.4f}"
+    return None
+
+
+def release_files_check(directory: Path, pair: str, sentence_pairs: int, required: list[str]) -> Check:
+    """The suite over the built files of one release version."""
+    frame = release_file_counts(directory, pair, sentence_pairs)
+
+    def expectations(gxe: Any) -> list[Any]:
+        return [
+            gxe.ExpectColumnDistinctValuesToContainSet(column="file", value_set=required),
+            gxe.ExpectColumnValuesToBeNull(column=PROBLEM_COLUMN),
+        ]
+
+    return Check(RELEASE_FILES_SUITE, frame, expectations)
+
+
+def release_pairs_check(jsonl: Path, lang_a: str, lang_b: str) -> Check:
+    """The suite over the release's JSONL, read back as users read it."""
+    readable = jsonl.is_file() and jsonl.stat().st_size > 0  # a missing file is the files suite's finding
+    frame = pd.read_json(jsonl, lines=True, dtype=False, convert_dates=False) if readable else pd.DataFrame()
+    for column, helper in DOMAIN_PROBLEM_COLUMNS.items():
+        frame[helper] = frame[column].map(distribution_problem) if column in frame.columns else None
+    score_columns = ["alignment_score", "domain_relevance", *(c for c in OPTIONAL_SCORE_COLUMNS if c in frame.columns)]
+
+    def expectations(gxe: Any) -> list[Any]:
+        return [
+            gxe.ExpectTableColumnsToMatchSet(column_set=[*SENTENCE_PAIR_COLUMNS, *DOMAIN_PROBLEM_COLUMNS], exact_match=False),
+            *(
+                gxe.ExpectColumnValuesToNotBeNull(column=column)
+                for column in ("url_a", "url_b", "lang_a", "lang_b", "text_a", "text_b", "pair_hash")
+            ),
+            *(gxe.ExpectColumnValuesToMatchRegex(column=column, regex=r"\S") for column in ("text_a", "text_b")),
+            gxe.ExpectColumnValuesToBeInSet(column="lang_a", value_set=[lang_a]),
+            gxe.ExpectColumnValuesToBeInSet(column="lang_b", value_set=[lang_b]),
+            gxe.ExpectColumnValuesToBeUnique(column="pair_hash"),
+            *(gxe.ExpectColumnValuesToBeBetween(column=column, min_value=0.0, max_value=1.0) for column in score_columns),
+            *(gxe.ExpectColumnValuesToBeNull(column=helper) for helper in DOMAIN_PROBLEM_COLUMNS.values()),
+        ]
+
+    return Check(RELEASE_PAIRS_SUITE, frame, expectations)
+
+
+def release_checks(directory: Path, pair: str, sentence_pairs: int, required: list[str] | None = None) -> list[Check]:
+    """Both release suites over the files built into ``directory``."""
+    lang_a, lang_b = pair.split("-", 1)
+    return [
+        release_files_check(directory, pair, sentence_pairs, required or required_release_files(pair)),
+        release_pairs_check(directory / f"{pair}.jsonl", lang_a, lang_b),
+    ]
