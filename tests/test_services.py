@@ -1,4 +1,5 @@
-"""The demo's local stack: started in its own process groups, loopback only, stopped cleanly."""
+"""The demo's local stack: started in its own process groups, loopback only, a real scheduler backfilling a
+pair, stopped cleanly. The tests share one stack (it takes a minute to start) and run in file order."""
 
 import json
 import os
@@ -6,6 +7,9 @@ import socket
 import stat
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -13,6 +17,8 @@ import pytest
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+BACKFILL_TIMEOUT_S = 15 * 60
 
 
 def free_port() -> int:
@@ -21,9 +27,35 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_services_up_listen_on_loopback_only_and_stop_cleanly(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
+def env_file(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+@dataclass
+class Stack:
+    home: Path
+    env: dict[str, str]
+
+    @property
+    def state(self) -> Path:
+        return self.home / ".local"
+
+    def services(self, action: str, timeout: int = 420) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(BIN / "bitextflow"), "services", action], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def airflow(self, *args: str) -> str:
+        """The `airflow` CLI with the settings the stack runs Airflow with (its .local/airflow.env)."""
+        env = {**self.env, **env_file(self.state / "airflow.env")}
+        result = subprocess.run([str(BIN / "airflow"), *args], env=env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, f"airflow {' '.join(args)}: {result.stderr[-3000:]}"
+        return result.stdout
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    home = tmp_path_factory.mktemp("home")
     for name in ("dags", "plugins", "include"):
         (home / name).symlink_to(ROOT / name)
     env = {
@@ -32,21 +64,71 @@ def test_services_up_listen_on_loopback_only_and_stop_cleanly(tmp_path):
         "BITEXTFLOW_SITE_PORT": str(free_port()),
         "BITEXTFLOW_AIRFLOW_PORT": str(free_port()),
     }
-    command = [str(Path(sys.executable).parent / "bitextflow"), "services"]
-    up = subprocess.run([*command, "up"], env=env, capture_output=True, text=True, timeout=420)
+    started = Stack(home, env)
+    up = started.services("up")
     assert up.returncode == 0, up.stderr + (home / ".local" / "stack.log").read_text(errors="replace")[-3000:]
-    try:
-        state = json.loads((home / ".local" / "stack.json").read_text())
-        supervisor = psutil.Process(state["pid"])
-        processes = [supervisor, *supervisor.children(recursive=True)]
-        assert len({p.pid for p in processes}) >= 6, "supervisor, weed and four Airflow components"
-        listening = [c for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in {p.pid for p in processes}]
-        assert listening
-        assert {c.laddr.ip for c in listening} <= {"127.0.0.1", "::1"}, listening
-        assert stat.S_IMODE((home / ".local" / "services.env").stat().st_mode) == 0o600
-        assert subprocess.run([*command, "up"], env=env, capture_output=True, text=True).stdout.startswith("services already running")
-    finally:
-        down = subprocess.run([*command, "down"], env=env, capture_output=True, text=True, timeout=180)
+    yield started
+    if (started.state / "stack.json").exists():  # a test failed before the last one stopped it
+        started.services("down", timeout=180)
+
+
+def stack_processes(stack: Stack) -> list[psutil.Process]:
+    supervisor = psutil.Process(json.loads((stack.state / "stack.json").read_text())["pid"])
+    return [supervisor, *supervisor.children(recursive=True)]
+
+
+def test_services_listen_on_loopback_only(stack: Stack) -> None:
+    processes = stack_processes(stack)
+    assert len({p.pid for p in processes}) >= 6, "supervisor, weed and four Airflow components"
+    listening = [
+        c for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in {p.pid for p in processes}
+    ]
+    assert listening
+    assert {c.laddr.ip for c in listening} <= {"127.0.0.1", "::1"}, listening
+    assert stat.S_IMODE((stack.state / "services.env").stat().st_mode) == 0o600
+    assert stack.services("up").stdout.startswith("services already running")
+
+
+def json_tail(output: str) -> list | dict:
+    """Airflow's CLI prints log lines before its JSON."""
+    return json.loads(next(line for line in reversed(output.splitlines()) if line.startswith(("[", "{"))))
+
+
+def test_a_new_pair_is_backfilled_by_the_scheduler(stack: Stack) -> None:
+    """README "Adding a language pair": en-fr's YAML and `airflow backfill create`, run by the real scheduler
+    (LocalExecutor), publish a release. The backfilled interval is the one the scheduler would run next, so
+    unpausing the DAG (the scheduler runs no task of a paused DAG) adds no run of its own."""
+    dag_id = "bitextflow__en_fr"
+    site_url = env_file(stack.state / "services.env")["BITEXTFLOW_SITE_URL"]
+    stack.airflow("dags", "reserialize")
+    interval = stack.airflow("dags", "next-execution", dag_id).strip().splitlines()[-1]
+    overrides = {"crawl.seeds": [site_url], "crawl.max_pages": 60, "gate.min_sentence_pairs": 20}
+    stack.airflow(
+        "backfill", "create", "--dag-id", dag_id, "--from-date", interval, "--to-date", interval,
+        "--dag-run-conf", json.dumps({"overrides": overrides}),
+    )  # fmt: skip
+    stack.airflow("dags", "unpause", dag_id)
+    started = time.monotonic()
+    runs: list = []
+    while not runs or any(run["state"] not in ("success", "failed") for run in runs):
+        assert time.monotonic() - started < BACKFILL_TIMEOUT_S, f"backfill still running: {runs}"
+        time.sleep(10)
+        runs = json_tail(stack.airflow("dags", "list-runs", dag_id, "-o", "json"))
+    print(f"backfill finished in {time.monotonic() - started:.0f} s: {runs}")
+    assert [(run["run_id"].split("__")[0], run["state"]) for run in runs] == [("backfill", "success")]  # no scheduled run
+
+    listing = subprocess.run(
+        [str(BIN / "bitextflow"), "releases", "list", "--pair", "en-fr", "--json"],
+        env={**stack.env, **env_file(stack.state / "services.env")}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert listing.returncode == 0, listing.stderr[-2000:]
+    releases = json.loads(listing.stdout)
+    assert [release["run_id"] for release in releases] == [runs[0]["run_id"]] and releases[0]["sentence_pairs"] >= 20
+
+
+def test_services_stop_cleanly(stack: Stack) -> None:
+    processes = stack_processes(stack)
+    down = stack.services("down", timeout=180)
     assert down.returncode == 0 and "services stopped" in down.stdout
     assert not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert not (home / ".local" / "stack.json").exists()
+    assert not (stack.state / "stack.json").exists()

@@ -43,6 +43,11 @@ AIRFLOW_COMPONENTS = {
 }
 
 
+# SQLite lets one writer in at a time: Airflow's four components and its CLI wait up to a minute for
+# the lock rather than fail with "database is locked" after sqlite3's default 5 s.
+SQLITE_CONNECT_ARGS = {"timeout": 60}
+
+
 def state_dir(home: Path) -> Path:
     return home / ".local"
 
@@ -59,6 +64,10 @@ def airflow_env(home: Path) -> dict[str, str]:
         "AIRFLOW__CORE__DAGBAG_IMPORT_ERROR_TRACEBACKS": "False",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(AIRFLOW_PORT),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "bitextflow.services.stack.SQLITE_CONNECT_ARGS",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "bitextflow.services.stack.SQLITE_CONNECT_ARGS",
+        # Tasks report to the API server's execution API; its default URL assumes port 8080.
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{AIRFLOW_PORT}/execution/",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         "GX_ANALYTICS_ENABLED": "false",
         "NO_PROXY": "*",
