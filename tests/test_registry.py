@@ -165,6 +165,12 @@ def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
         bucket_store, stage_key(PAIR, run_id, "classify", "sentpairs-00000.parquet"),
         pd.concat([classified, classified.head(2)], ignore_index=True), schemas.CLASSIFIED_SENTENCE_PAIRS,
     )  # fmt: skip
+    pages = classified[["url_a", "url_b"]].drop_duplicates().reset_index(drop=True)
+    document_pairs = pages.assign(
+        doc_id_a=[f"a{i}" for i in pages.index], doc_id_b=[f"b{i}" for i in pages.index],
+        sentences_key_a="k", sentences_key_b="k", method="url", score=1.0,
+    )  # fmt: skip
+    write_table(bucket_store, stage_key(PAIR, run_id, "align_documents", "docpairs-00000.parquet"), document_pairs, schemas.DOCUMENT_PAIRS)
 
     project = tmp_path / "project"
     project.mkdir()
