@@ -7,18 +7,23 @@ whose two pages have both been downloaded. Printed per strategy: the share of th
 40% and 60% of the downloads, and the area under the curve (share of pairs found against share of
 pages downloaded) relative to ``bfs``.
 
-By default the site is built in all the languages the builder knows (8; about 1,000 URLs, of which
-the en-es pages are a quarter), in its own cache folder, so that a focused crawler has something to
-skip.
+By default the crawled site is the full local site (:func:`bitextflow.localsite.build_site` with
+``full=True``, its own cache folder): three manuals in every language Debian packages them in (21
+languages, about 2,000 HTML pages, of which the en-es pages are about a tenth), language portals listed
+in Debian's order (English 6th, Spanish 7th), so that a focused crawler has much to skip and breadth
+first is not favoured. ``--site default`` crawls the tests' site (``--languages``) instead.
 
 ``smart`` needs URL models. Unless a trained version is given (``--url-models``), they are trained
 here on a part of the site that the measured crawls never see: the Installation Guide's appendices
 (``/install/<lang>/ap*``, every language), crawled first (breadth first) the way the platform does it:
-URL -> CLD2 language from the crawl log, en-es pairs by the URL rule of ``align_documents``. Every
-strategy's measured crawl then excludes those pages (``crawl.exclude_paths``), so all strategies are
-compared on the same rest of the site: the Reference (another URL layout, never seen in training),
-the rest of the Guide, news and downloads. ``--no-split`` crawls the whole site (smart then runs as
-its url-rules fallback unless ``--url-models`` is given).
+URL -> CLD2 language from the crawl log, pairs of the pair by the URL rule of ``align_documents``.
+The URL-pair model also learns from ``--wmt16-pairs`` gold pairs of the WMT16 document-alignment task
+(en-fr, other web sites; ``--wmt16``), since the training part holds only a few dozen pairs. Every
+strategy's measured crawl then excludes the training part (``crawl.exclude_paths``), so all
+strategies are compared on the same rest of the site: the Reference and the New Maintainers' Guide
+(other URL layouts, never seen in training), the rest of the Installation Guide, news and downloads.
+``--no-split`` crawls the whole site (smart then runs as its url-rules fallback unless
+``--url-models`` is given).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import argparse
 import json
 import logging
 import math
+import random
 import re
 import shutil
 import sys
@@ -44,11 +50,11 @@ from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import BitextflowError
 from bitextflow.localsite import Truth, build_site, serve
 from bitextflow.localsite.build import ENDONYMS
-from bitextflow.localsite.paths import default_cache_dir
 from bitextflow.localsite.truth import site_path
 from bitextflow.models import url_models
 
 ROOT = Path(__file__).resolve().parents[1]
+WMT16_GOLD = ROOT.parent / "shared" / "eval" / "wmt16_docalign_test_gold" / "test.pairs"
 STRATEGIES = ("bfs", "terms", "url-rules", "smart")
 MARKS = (20, 40, 60)
 # The part of the site the URL models are trained on, and that the measured crawls exclude.
@@ -80,9 +86,27 @@ def crawl_order(
     return [entry.url for entry in crawler.log if entry.outcome == "fetched"], crawler
 
 
-def train_on_part(base_url: str, pair: PairContext, folder: Path, settings: url_models.TrainingSettings) -> dict:
-    """Crawl the training part (breadth first), derive pages and pairs as the platform does, train."""
-    index_pages = r"^/(install/[^/]+/)?(index\.html)?$"
+def wmt16_pairs(path: Path, count: int) -> list[tuple[str, str]]:
+    """``count`` gold (English URL, French URL) pairs of the WMT16 task, a fixed random sample."""
+    if count <= 0:
+        return []
+    if not path.is_file():
+        raise BitextflowError(f"{path} not found: pass --wmt16 <test.pairs of the WMT16 gold> or --wmt16-pairs 0")
+    pairs = url_models.read_gold_pairs(path)
+    return random.Random(0).sample(pairs, min(count, len(pairs)))
+
+
+def train_on_part(
+    base_url: str,
+    pair: PairContext,
+    folder: Path,
+    settings: url_models.TrainingSettings,
+    extra_pairs: list[tuple[str, str]],
+    models_dir: Path,
+) -> dict:
+    """Crawl the training part (breadth first), derive pages and pairs as the platform does, train the
+    language model on them and the URL-pair model on them plus ``extra_pairs``."""
+    index_pages = r"^/(install/[^/]+/|[a-z]{2}(-[a-z]{2})?/)?(index\.html)?$"  # home, language portals, Guide indexes
     _urls, crawler = crawl_order(base_url, "bfs", pair, None, folder, include=[index_pages, TRAIN_PART])
     in_part = re.compile(TRAIN_PART)
     pages, _counts = url_models.pages_from_crawl_log(log_records(crawler.log))
@@ -90,8 +114,10 @@ def train_on_part(base_url: str, pair: PairContext, folder: Path, settings: url_
     documents = [Document(url, url, lang) for url, lang in pages]
     pairs, _unmatched = align_by_url(documents, pair.source, pair.target)
     metadata = url_models.train_url_models(
-        pages, [(p.url_a, p.url_b) for p in pairs], folder / "models", settings, required_languages=pair.languages
+        pages, [(p.url_a, p.url_b) for p in pairs] + extra_pairs, models_dir, settings, required_languages=pair.languages
     )
+    metadata["training_data"]["site_pairs"] = len(pairs)
+    metadata["training_data"]["wmt16_pairs"] = len(extra_pairs)
     return metadata
 
 
@@ -129,14 +155,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     parser.add_argument("--pair", default="en-es", help="language pair (default en-es; terms come from include/pairs/en-es.yaml)")
-    parser.add_argument("--languages", default=",".join(ENDONYMS), help=f"site languages (default {','.join(ENDONYMS)})")
     parser.add_argument(
-        "--cache-dir", type=Path, default=None, help="site cache (default: a sibling of the tests' cache per language set)"
+        "--site", choices=("full", "default"), default="full", help="full (default): the benchmark's site; default: the tests'"
     )
+    parser.add_argument(
+        "--languages", default=None, help=f"languages of the default site (default {','.join(ENDONYMS)}); the full one has all"
+    )
+    parser.add_argument("--cache-dir", type=Path, default=None, help="site cache (default: the site's own cache folder)")
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help=f"comma-separated (default {','.join(STRATEGIES)})")
     parser.add_argument("--url-models", default=None, help="URL models for smart (default: trained here on the training part)")
+    parser.add_argument(
+        "--keep-models", type=Path, default=None, help="write the models trained here to this folder (reuse: --url-models)"
+    )
     parser.add_argument("--no-split", action="store_true", help="crawl the whole site; train nothing")
-    parser.add_argument("--epochs", type=int, default=5, help="URL-model training epochs (default 5)")
+    parser.add_argument(
+        "--epochs", type=int, default=5, help="URL-model training epochs (default 5; 3 leaves the language model flat)"
+    )
+    parser.add_argument("--wmt16", type=Path, default=WMT16_GOLD, help=f"WMT16 gold URL pairs (default {WMT16_GOLD})")
+    parser.add_argument(
+        "--wmt16-pairs", type=int, default=300, help="WMT16 gold pairs added to the URL-pair model's training (default 300)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the cores are shared)")
     parser.add_argument(
         "--smart-exploration",
@@ -151,13 +189,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
 
     source, _, target = args.pair.partition("-")
-    languages = [lang.strip() for lang in args.languages.split(",") if lang.strip()]
+    languages = [lang.strip() for lang in (args.languages or ",".join(ENDONYMS)).split(",") if lang.strip()]
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     if "bfs" not in strategies:
         strategies.insert(0, "bfs")
-    cache = args.cache_dir or default_cache_dir().with_name("localsite-" + "-".join(languages))
     try:
-        site = build_site(cache, languages)
+        site = build_site(args.cache_dir, None, full=True) if args.site == "full" else build_site(args.cache_dir, languages)
         truth = Truth.load(site.cache_dir)
     except BitextflowError as error:
         print(f"crawl_efficiency: local site unavailable: {' '.join(str(error).split())}", file=sys.stderr)
@@ -171,6 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     terms = load_pair_config(pair_file).domain.terms if pair_file.exists() else {}
     pair = PairContext(source, target, terms)
     truth_pairs = truth.pairs(source, target)
+    try:
+        extra = wmt16_pairs(args.wmt16, args.wmt16_pairs) if not args.no_split and not args.url_models else []
+    except BitextflowError as error:
+        print(f"crawl_efficiency: {error}", file=sys.stderr)
+        return 2
 
     split = not args.no_split
     if split:
@@ -184,8 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         models = args.url_models
         if split and models is None and "smart" in strategies:
             settings = url_models.TrainingSettings(epochs=args.epochs)
-            metadata = train_on_part(server.base_url, pair, Path(tmp), settings)
-            models = str(Path(tmp) / "models")
+            models_dir = args.keep_models or Path(tmp) / "models"
+            metadata = train_on_part(server.base_url, pair, Path(tmp), settings, extra, models_dir)
+            models = str(models_dir)
             training = {"part": TRAIN_PART, **{k: metadata[k] for k in ("training_data", "metrics", "train_seconds", "settings")}}
             print(f"URL models trained on {TRAIN_PART} in {metadata['train_seconds']} s: held-out {metadata['metrics']}")
         for strategy in strategies:
@@ -214,8 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     result = {
         "pair": args.pair,
+        "site": args.site,
         "site_languages": list(site.languages),
         "pages_total": pages_total,
+        "pair_language_pages": len(truth.documents(source) | truth.documents(target)),
         "pairs_total": pairs_total,
         "truth_pairs": len(truth_pairs),
         "excluded_from_crawls": TRAIN_PART if split else None,

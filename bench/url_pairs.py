@@ -33,15 +33,6 @@ from bitextflow.models import url_models
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "wmt16_docalign_test_gold"
 
 
-def read_pairs(path: Path) -> list[tuple[str, str]]:
-    pairs = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        fields = line.rstrip("\n").split("\t")
-        if len(fields) >= 2 and fields[0] and fields[1]:
-            pairs.append((fields[-2], fields[-1]))
-    return pairs
-
-
 def read_labels(path: Path) -> dict[tuple[str, str], tuple[str, str]]:
     """``test.pairs.manually_classified``: (en, fr) -> (URL-visible 1/0, code)."""
     labels = {}
@@ -145,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not gold_file.exists():
         print(f"url_pairs: {gold_file} is absent (the gold data ships in ../shared/eval)", file=sys.stderr)
         return 2
-    gold = read_pairs(gold_file)
+    gold = url_models.read_gold_pairs(gold_file)
     gold_set = set(gold)
     labels = read_labels(args.data / "test.pairs.manually_classified")
     english = [a for a, _ in gold]

@@ -160,14 +160,14 @@ def test_url_rules_prefers_the_pair_and_completes_pairs():
     fr, es, unmarked = scorer.score(index, links)
     assert es > unmarked > fr
     for link in links:
-        scorer.queued(link.url)
+        scorer.queued(link.url, 0.0)
     # fetching /en/a.html makes /es/a.html complete a pair: it is re-ranked to the top
     updated = scorer.fetched(_view("http://h/en/a.html", "en"))
     assert set(updated) == {"http://h/es/a.html", "http://h/fr/a.html"}
     assert updated["http://h/es/a.html"] > es and updated["http://h/fr/a.html"] < es
     state = json.loads(json.dumps(scorer.state()))
     again = UrlRulesScorer(PairContext("en", "es"))
-    again.restore(state, [link.url for link in links])
+    again.restore(state, {link.url: 0.0 for link in links})
     assert again.score(index, links[1:2]) == [updated["http://h/es/a.html"]]
 
 
@@ -201,6 +201,54 @@ def test_smart_falls_back_to_url_rules_without_models_and_uses_registered_models
         assert make_scorer("smart", pair, url_models="/elsewhere").name == "url-rules"
     finally:
         register_url_model_loader(None)  # type: ignore[arg-type]
+
+
+class _FileNameModels:
+    """Stand-in URL models with known answers (the real ones are tested in test_url_models.py): the
+    language is the URL's /xx/ directory, and two URLs are parallel when they name the same file."""
+
+    version = "test"
+
+    def language_probabilities(self, urls, language):
+        return [0.9 if f"/{language}/" in url else 0.1 for url in urls]
+
+    def parallel_probabilities(self, pairs):
+        return [0.9 if a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1] else 0.1 for a, b in pairs]
+
+
+def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
+    pair = PairContext("en", "es")
+    scorer = SmartScorer(pair, _FileNameModels(), exploration=0.1)
+    frontier = Frontier()
+    es_index = _view("http://h/es/index.html", "es", b'<a href="/es/a.html">a</a><a href="/es/b.html">b</a>')
+    en_index = _view("http://h/en/index.html", "en", b'<a href="/es/x.html">x</a>')
+    # the Spanish pages are first found on the Spanish index, the English one on the English index:
+    # no link is its page's translation, so the Spanish x (linked from the English index) leads
+    for view in (es_index, en_index):
+        links = [link for link in view.page.links if link.url not in frontier]
+        for link, priority in zip(links, scorer.score(view, links), strict=True):
+            frontier.push(Entry(link.url, "h", 1, view.url, priority))
+            scorer.queued(link.url, priority)
+    assert frontier.peek("h").url == "http://h/es/x.html"
+    # fetching the English a (its switcher links to the Spanish a) makes its translation the next URL...
+    en_a = _view("http://h/en/a.html", "en", b'<a href="/es/a.html" hreflang="es">es</a>')
+    raised = scorer.fetched(en_a)
+    assert raised["http://h/es/a.html"] == pytest.approx(0.9 * 0.9 + 0.1 * 1.0 * 0.1)
+    for url, priority in raised.items():
+        frontier.reprioritise(url, priority)
+    assert frontier.peek("h").url == "http://h/es/a.html"
+    # ...and without a link: the waiting URLs that share its URL tokens are re-scored too (b here)
+    en_b = _view("http://h/en/b.html", "en", b"<p>no links</p>")
+    assert scorer.fetched(en_b) == {"http://h/es/b.html": pytest.approx(0.82)}
+    # a page in neither language of the pair re-ranks nothing; nor does a priority that would fall
+    assert scorer.fetched(_view("http://h/de/a.html", "de")) == {}
+    assert scorer.fetched(en_a) == {}
+    # a checkpoint restores the waiting URLs with their priorities (from the frontier): same decisions
+    restored = SmartScorer(pair, _FileNameModels(), exploration=0.1)
+    restored.restore(scorer.state(), {entry.url: entry.priority for entry in frontier.entries()})
+    assert restored.fetched(en_a) == {} and restored.fetched(_view("http://h/en/x.html", "en")) == scorer.fetched(
+        _view("http://h/en/x.html", "en")
+    )
 
 
 # -- a hostile server -------------------------------------------------------------------------------------

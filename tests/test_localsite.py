@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import re
 import signal
 import subprocess
@@ -229,3 +230,29 @@ def test_serve_command_runs_until_sigterm(site: Site) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_full_site_lists_languages_in_debians_order_behind_portals(site: Site, tmp_path: Path) -> None:
+    """The crawl benchmark's site (here in three of its languages, to download little): every manual in
+    the languages it is packaged in, portals one level below the home page, in Debian's order."""
+    cache = tmp_path / "localsite-full"
+    cache.mkdir()
+    (cache / "debs").symlink_to(site.cache_dir / "debs")  # reuse the downloads (the maint-guide ones are added)
+    full = build_site(cache, ["es", "en", "ca"], full=True)
+    assert full.languages == ("ca", "en", "es")  # Català, English, Español: Debian's order, not the request's
+    home = (full.docroot / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'<a href="/(\w+)/" hreflang', home) == ["ca", "en", "es"]
+    assert ".html" not in home.split("<h2>News</h2>")[0]  # the manuals are one level deeper
+    portal = (full.docroot / "es" / "index.html").read_text(encoding="utf-8")
+    assert '<html lang="es">' in portal
+    for manual in ("/reference/index.es.html", "/install/es/index.html", "/maint-guide/index.es.html"):
+        assert f'href="{manual}"' in portal and (full.docroot / manual.lstrip("/")).is_file()
+    # Catalan has the Installation and New Maintainers' Guides but no Reference package
+    assert not list((full.docroot / "reference").glob("*.ca.html")) and (full.docroot / "install" / "ca" / "index.html").is_file()
+    truth = Truth.load(full.cache_dir)
+    pairs = truth.pairs("en", "es")
+    assert ("maint-guide/first.en.html", "maint-guide/first.es.html") in pairs
+    assert len(pairs) > 94  # the default site's Reference and Guide pairs, plus the New Maintainers' Guide
+    assert json.loads((cache / "site.stamp.json").read_text())["layout"] == "full"
+    # the default site is untouched by the full one: its own cache, no layout in its stamp
+    assert "layout" not in json.loads((site.cache_dir / "site.stamp.json").read_text())

@@ -73,6 +73,20 @@ def test_parallel_examples_are_the_seed_negatives_around_each_positive():
     assert len({e.group for e in examples}) == len(PAIRS)
 
 
+def test_wmt16_gold_pairs_add_url_pair_examples_from_other_sites():
+    from conftest import eval_dir
+
+    gold = url_models.read_gold_pairs(eval_dir("wmt16_docalign_test_gold") / "test.pairs")
+    assert len(gold) == 2402 and all(a.startswith("http") and b.startswith("http") for a, b in gold[:50])
+    # gold pairs beside a crawl's own: their URLs are in no crawl log, yet each gets the seed's negatives
+    site_pages = [("http://h/en/a.html", "en"), ("http://h/es/a.html", "es"), ("http://h/es/b.html", "es")]
+    examples = url_models.parallel_examples(
+        [("http://h/en/a.html", "http://h/es/a.html"), *gold[:20]], site_pages, random.Random(0)
+    )
+    kinds = {kind: sum(e.kind == kind for e in examples) for kind in ("positive", "random_match", "max_jaccard", "monolingual")}
+    assert kinds["positive"] == 2 * 21 and kinds["random_match"] >= 2 * 20 and kinds["max_jaccard"] >= 2 * 20
+
+
 def test_pages_from_crawl_log_count_what_they_leave_out():
     lines = [
         {"url": "http://a/en", "outcome": "fetched", "status": 200, "detected_language": "en"},

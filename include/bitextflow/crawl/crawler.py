@@ -247,7 +247,7 @@ class Crawler:
             return False
         language, _trust = predicted_language(url)
         self.frontier.push(Entry(url, host, depth, parent, priority, seed, language, list(redirects or [])))
-        self.scorer.queued(url)
+        self.scorer.queued(url, priority)
         self._host(host)
         return True
 
@@ -580,7 +580,7 @@ class Crawler:
             host_state.delay = self.config.delay_seconds
         self.counts = StageCounts.from_dict(state["counts"])
         self._log_parts = state["log_parts"]
-        self.scorer.restore(state["scorer"], [entry.url for entry in self.frontier.entries()])
+        self.scorer.restore(state["scorer"], {entry.url: entry.priority for entry in self.frontier.entries()})
         if self.complete:
             self.keys = list(state["warc"]["uploaded"])
         else:

@@ -19,13 +19,16 @@ frontier whatever the strategy.
   token-removal rule, then the pair's own markers of :mod:`bitextflow.crawl.urlpairs`) equals the
   key of a fetched page in the other pair language completes a pair.
 - ``smart``: priority(v) = P(lang(v) = other language) x P(parallel(u, v)) from two URL models (the
-  smart-crawling seed); see :class:`UrlModels`. Without models it falls back to ``url-rules``.
+  smart-crawling seed); see :class:`UrlModels`. A fetched page re-ranks the waiting URLs it may be the
+  translation of (see :class:`SmartScorer`). Without models it falls back to ``url-rules``.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -90,8 +93,8 @@ class LinkScorer:
         waiting URLs (only those that change)."""
         return {}
 
-    def queued(self, url: str) -> None:
-        """A URL entered the frontier."""
+    def queued(self, url: str, priority: float) -> None:
+        """A URL entered the frontier with ``priority``."""
 
     def dequeued(self, url: str) -> None:
         """A URL left the frontier (fetched or dropped)."""
@@ -99,10 +102,11 @@ class LinkScorer:
     def state(self) -> dict[str, Any]:
         return {}
 
-    def restore(self, state: dict[str, Any], waiting: Sequence[str]) -> None:
-        """Load :meth:`state` from a checkpoint; ``waiting`` are the URLs in the restored frontier."""
-        for url in waiting:
-            self.queued(url)
+    def restore(self, state: dict[str, Any], waiting: Mapping[str, float]) -> None:
+        """Load :meth:`state` from a checkpoint; ``waiting`` are the URLs in the restored frontier, with
+        their priorities."""
+        for url, priority in waiting.items():
+            self.queued(url, priority)
 
 
 class BfsScorer(LinkScorer):
@@ -233,7 +237,7 @@ class UrlRulesScorer(LinkScorer):
     def score(self, page: PageView, links: Sequence[Link]) -> list[float]:
         return [self._priority(link.url, self._info(link.url)) for link in links]
 
-    def queued(self, url: str) -> None:
+    def queued(self, url: str, priority: float) -> None:
         info = self._info(url)
         self._waiting[url] = info
         self._by_key.setdefault(info[0], set()).add(url)
@@ -260,7 +264,7 @@ class UrlRulesScorer(LinkScorer):
     def state(self) -> dict[str, Any]:
         return {"fetched": {key: sorted(langs) for key, langs in self._fetched.items()}}
 
-    def restore(self, state: dict[str, Any], waiting: Sequence[str]) -> None:
+    def restore(self, state: dict[str, Any], waiting: Mapping[str, float]) -> None:
         self._fetched = {key: set(langs) for key, langs in state.get("fetched", {}).items()}
         super().restore(state, waiting)
 
@@ -315,6 +319,9 @@ def load_url_models(location: str | None) -> UrlModels | None:
     return loader(location)
 
 
+_URL_TOKEN = re.compile(r"[^/._\-?=&:;,+~%#]+")
+
+
 class SmartScorer(LinkScorer):
     """priority(v) = P(lang(v) = other language) x P(parallel(u, v)) (García-Romero et al.), plus
     ``exploration`` x P(lang(v) in the pair) x (1 - P(parallel(u, v))).
@@ -324,29 +331,98 @@ class SmartScorer(LinkScorer):
     then noise (on the local site, pure smart finds en-id pairs no earlier than bfs). The second term,
     small by default (``crawl.smart_exploration``; 0 is the seed's formula), ranks pair-language pages
     before third-language ones without ever outranking a likely translation.
+
+    A URL is scored from the page it was first found on, which is seldom its translation (an English
+    page is first reached from the English index). So each fetched page in a pair language re-scores,
+    with itself as u, the waiting URLs it may be the translation of, and raises those whose priority
+    grows: the waiting URLs it links to (a language switcher) and the ``rerank_similar`` waiting URLs
+    sharing the most URL tokens with it (an inverted index of the waiting URLs' tokens; tokens carried by
+    more than ``COMMON_TOKEN`` waiting URLs, such as ``html``, are ignored), keeping only those likely in
+    the other language (``RERANK_MIN_LANGUAGE``, from the cached language model). So the cost per page is
+    bounded by its links and ``rerank_similar``, never a rescan of the frontier. The URL-pair model is
+    not run for links whose P(lang in the pair) is below ``SKIP_PARALLEL_BELOW`` (their priority is
+    below that whatever it says).
     """
 
     name = "smart"
+    RERANK_MIN_LANGUAGE = 0.5
+    SKIP_PARALLEL_BELOW = 0.02
+    COMMON_TOKEN = 64
 
-    def __init__(self, pair: PairContext, models: UrlModels, exploration: float = 0.0):
+    def __init__(self, pair: PairContext, models: UrlModels, exploration: float = 0.0, rerank_similar: int = 8):
         super().__init__(pair)
         self.models = models
         self.exploration = exploration
+        self.rerank_similar = rerank_similar
+        self._waiting: dict[str, float] = {}  # waiting url -> its priority
+        self._by_token: dict[str, set[str]] = {}  # URL token -> waiting urls
 
-    def score(self, page: PageView, links: Sequence[Link]) -> list[float]:
-        if not links:
-            return []
-        urls = [link.url for link in links]
+    def _priorities(self, page_url: str, page_language: str, urls: Sequence[str]) -> list[float]:
         per_language = [self.models.language_probabilities(urls, lang) for lang in self.pair.languages]
         p_pair = [min(1.0, sum(values)) for values in zip(*per_language, strict=True)] or [1.0] * len(urls)
-        other = self.pair.other(page.language)
+        other = self.pair.other(page_language)
         # a page in neither language: any pair language will do
         p_language = self.models.language_probabilities(urls, other) if other is not None else p_pair
-        p_parallel = self.models.parallel_probabilities([(page.url, url) for url in urls])
+        # the priority of a URL unlikely in either pair language is about 0 whatever P(parallel): the
+        # URL-pair model, the costly part, is not run for it (P(parallel) taken as 0)
+        asked = [index for index, p in enumerate(p_pair) if p >= self.SKIP_PARALLEL_BELOW]
+        p_parallel = [0.0] * len(urls)
+        for index, p in zip(asked, self.models.parallel_probabilities([(page_url, urls[i]) for i in asked]), strict=True):
+            p_parallel[index] = p
         return [a * b + self.exploration * c * (1.0 - b) for a, b, c in zip(p_language, p_parallel, p_pair, strict=True)]
+
+    def score(self, page: PageView, links: Sequence[Link]) -> list[float]:
+        return self._priorities(page.url, page.language, [link.url for link in links]) if links else []
 
     def seed_priority(self, url: str) -> float:
         return 1.0
+
+    @staticmethod
+    def _tokens(url: str) -> set[str]:
+        return {token.lower() for token in _URL_TOKEN.findall(url.split("://", 1)[-1])}
+
+    def queued(self, url: str, priority: float) -> None:
+        self._waiting[url] = priority
+        for token in self._tokens(url):
+            self._by_token.setdefault(token, set()).add(url)
+
+    def dequeued(self, url: str) -> None:
+        if self._waiting.pop(url, None) is None:
+            return
+        for token in self._tokens(url):
+            urls = self._by_token.get(token)
+            if urls is not None:
+                urls.discard(url)
+                if not urls:
+                    del self._by_token[token]
+
+    def _similar_waiting(self, url: str) -> list[str]:
+        shared: Counter[str] = Counter()
+        for token in self._tokens(url):
+            urls = self._by_token.get(token, ())
+            if len(urls) <= self.COMMON_TOKEN:
+                shared.update(urls)
+        return [candidate for candidate, _count in shared.most_common(self.rerank_similar)]
+
+    def fetched(self, page: PageView) -> dict[str, float]:
+        other = self.pair.other(page.language)
+        if other is None or not self._waiting:
+            return {}
+        linked = [link.url for link in page.page.links if link.url in self._waiting]
+        candidates = list(dict.fromkeys([*linked, *self._similar_waiting(page.url)]))
+        if not candidates:
+            return {}
+        p_other = self.models.language_probabilities(candidates, other)
+        likely = [url for url, p in zip(candidates, p_other, strict=True) if p >= self.RERANK_MIN_LANGUAGE]
+        if not likely:
+            return {}
+        raised = {
+            url: priority
+            for url, priority in zip(likely, self._priorities(page.url, page.language, likely), strict=True)
+            if priority > self._waiting[url]
+        }
+        self._waiting.update(raised)
+        return raised
 
 
 def make_scorer(strategy: str, pair: PairContext, *, other_language_bonus: float = 10.0,

@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         started = time.monotonic()
-        site = build_site(args.cache, args.languages)
+        site = build_site(args.cache, args.languages, full=args.full)
         if args.command == "build":
             _print_summary(site, time.monotonic() - started)
         else:
@@ -39,21 +39,25 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="download the packages if needed and build the site")
     serve = commands.add_parser("serve", help="build if needed, then serve on 127.0.0.1 until SIGINT/SIGTERM")
-    serve.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 = any free port)"
-    )
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 = any free port)")
     for command in (build, serve):
         command.add_argument(
             "--cache",
             type=Path,
             default=None,
-            help="cache directory (default $BITEXTFLOW_CACHE/localsite or ~/.cache/bitextflow/localsite)",
+            help="cache directory (default $BITEXTFLOW_CACHE/localsite or ~/.cache/bitextflow/localsite; localsite-full with --full)",
         )
         command.add_argument(
             "--languages",
             type=lambda value: [lang.strip() for lang in value.split(",") if lang.strip()],
-            default=list(DEFAULT_LANGUAGES),
-            help=f"comma-separated language codes (default {','.join(DEFAULT_LANGUAGES)})",
+            default=None,
+            help=f"comma-separated language codes (default {','.join(DEFAULT_LANGUAGES)}; with --full, all of its languages)",
+        )
+        command.add_argument(
+            "--full",
+            action="store_true",
+            help="the full site of the crawl benchmark: every language Debian ships the manuals in, language portals "
+            "(default cache folder localsite-full)",
         )
     return parser
 
@@ -62,8 +66,8 @@ def _print_summary(site: Site, seconds: float) -> None:
     truth = Truth.load(site.cache_dir)
     print(f"local site ready in {seconds:.1f} s: {site.docroot}")
     print("pages: " + ", ".join(f"{lang} {count}" for lang, count in site.pages.items()))
-    first, *others = site.languages
-    pair_counts = ", ".join(f"{first}-{other} {len(truth.pairs(first, other))}" for other in others)
+    first = "en" if "en" in site.languages else site.languages[0]
+    pair_counts = ", ".join(f"{first}-{other} {len(truth.pairs(first, other))}" for other in site.languages if other != first)
     print(f"truth: {site.truth_path}" + (f" (translation pairs: {pair_counts})" if pair_counts else ""))
 
 

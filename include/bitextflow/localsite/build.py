@@ -8,6 +8,13 @@ matching meets both styles. Every manual page gets a language switcher, a few pa
 language only, English-only news pages and a robots-protected directory are added, and non-HTML files
 are linked. Because the builder decides all of this, it also knows which pages are translations of
 which: it writes that truth outside the docroot, for measuring what the pipeline finds.
+
+Two layouts. The default site (tests, demo) has both manuals in the languages requested, linked from the
+home page in that order. The full site (`build_site(full=True)`, `python -m bitextflow.localsite build
+--full`, its own cache folder) is the crawl benchmark's: every language Debian packages each manual in
+(the Installation Guide in 19 languages, the Reference and the New Maintainers' Guide in 11, the FAQ in 10), so most pages
+are in neither language of a pair; the home page lists the languages in the order Debian's web site
+does, each linking to a portal page in that language that links to its manuals (one level deeper).
 """
 
 from __future__ import annotations
@@ -21,13 +28,13 @@ import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bitextflow.errors import StageError
 from bitextflow.localsite import generated
 from bitextflow.localsite.packages import FetchedPackage, fetch_packages
-from bitextflow.localsite.paths import DOCROOT_DIRNAME, TRUTH_FILENAME, default_cache_dir
+from bitextflow.localsite.paths import DOCROOT_DIRNAME, FULL_SITE_DIRNAME, TRUTH_FILENAME, default_cache_dir
 from bitextflow.localsite.truth import Truth
 
 # Bump whenever the output changes for the same packages, so that cached sites are rebuilt.
@@ -44,6 +51,31 @@ ENDONYMS: dict[str, str] = {
     "ja": "日本語",
     "id": "Bahasa Indonesia",
 }
+# Every language of the full site with its endonym, in the order Debian's web site lists translations
+# (by transliterated endonym: Català, Čeština, Dansk, Deutsch, Ellinika, English, Español...).
+DEBIAN_LANGUAGE_ORDER: dict[str, str] = {
+    "ca": "Català",
+    "cs": "Čeština",
+    "da": "Dansk",
+    "de": "Deutsch",
+    "el": "Ελληνικά",
+    "en": "English",
+    "es": "Español",
+    "fr": "Français",
+    "ko": "한국어",
+    "id": "Bahasa Indonesia",
+    "it": "Italiano",
+    "nl": "Nederlands",
+    "ja": "日本語",
+    "pt": "Português",
+    "pt-br": "Português do Brasil",
+    "ro": "Română",
+    "ru": "Русский",
+    "sv": "Svenska",
+    "vi": "Tiếng Việt",
+    "zh-cn": "中文(简)",
+    "zh-tw": "中文(繁)",
+}
 
 REFERENCE_COMMON_PACKAGE = "debian-reference-common"
 REFERENCE_COMMON_DIR = "usr/share/debian-reference"
@@ -59,7 +91,11 @@ class Section:
 
     `only_in` names pages whose other translations are dropped, so that the site has pages without a
     translation, as real sites do; a page restricted to a language that is not built keeps them all.
-    `link_rewrites` replaces links to files the package does not ship.
+    `link_rewrites` replaces links to files the package does not ship. `languages` are the ones the
+    manual is packaged in (empty: every language of the site); `codes` maps a site language to the code
+    the package uses for it (in file names and in the site's paths), `packages` and `source_dirs` a
+    language to a package name or folder that does not follow `package` or `source_dir`. `stylesheet`
+    names a file beside the pages that is copied beside them on the site.
     """
 
     title: str
@@ -69,10 +105,32 @@ class Section:
     site_file: str
     only_in: Mapping[str, str]
     link_rewrites: Mapping[str, str]
+    languages: tuple[str, ...] = ()
+    codes: Mapping[str, str] = field(default_factory=dict)
+    packages: Mapping[str, str] = field(default_factory=dict)
+    source_dirs: Mapping[str, str] = field(default_factory=dict)
+    stylesheet: str = ""
+
+    def code(self, lang: str) -> str:
+        """The code of `lang` in this manual's file names."""
+        return self.codes.get(lang, lang)
+
+    def package_name(self, lang: str) -> str:
+        """The Debian package holding this manual in `lang`."""
+        return self.packages.get(lang) or self.package.format(lang=self.code(lang))
+
+    def source_folder(self, lang: str) -> str:
+        """The folder of this manual's pages in `lang` inside its package."""
+        package = self.package_name(lang)
+        return self.source_dirs.get(lang, self.source_dir).format(lang=self.code(lang), package=package)
+
+    def built_in(self, languages: Sequence[str]) -> list[str]:
+        """The languages of `languages` this manual is built in."""
+        return [lang for lang in languages if not self.languages or lang in self.languages]
 
     def site_path(self, key: str, lang: str) -> str:
         """The site-relative path of page `key` in `lang`."""
-        return self.site_file.format(key=key, lang=lang)
+        return self.site_file.format(key=key, lang=self.code(lang))
 
 
 REFERENCE = Section(
@@ -95,6 +153,60 @@ INSTALL = Section(
     link_rewrites={"install.{lang}.html": "index.html"},
 )
 SECTIONS = (REFERENCE, INSTALL)
+MAINT_GUIDE = Section(
+    title="Debian New Maintainers' Guide",
+    package="maint-guide-{lang}",
+    source_dir="usr/share/doc/{package}/html",
+    source_file="{key}.{lang}.html",
+    site_file="maint-guide/{key}.{lang}.html",
+    only_in={},
+    link_rewrites={},
+    languages=("en", "ca", "de", "es", "fr", "it", "ja", "ru", "vi", "zh-cn", "zh-tw"),
+    packages={"en": "maint-guide"},
+    stylesheet="debian.css",
+)
+FAQ = Section(
+    title="The Debian GNU/Linux FAQ",
+    package="debian-faq-{lang}",
+    source_dir="usr/share/doc/debian/FAQ/{lang}",
+    source_file="{key}.{lang}.html",
+    site_file="faq/{key}.{lang}.html",
+    only_in={},
+    link_rewrites={},
+    languages=("en", "de", "fr", "it", "ja", "ko", "nl", "pt", "ru", "zh-cn"),  # no Spanish: one-language pages for en-es
+    packages={"en": "debian-faq"},
+    source_dirs={"en": "usr/share/doc/debian/FAQ"},
+    stylesheet="debian.css",
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which manuals a site has, the languages it can be built in (home-page order, with endonyms), and
+    whether the home page links to a portal page per language instead of to the manuals directly."""
+
+    name: str
+    sections: tuple[Section, ...]
+    endonyms: Mapping[str, str]
+    portals: bool
+
+
+DEFAULT_LAYOUT = Layout("default", SECTIONS, ENDONYMS, portals=False)
+FULL_LAYOUT = Layout(
+    "full",
+    (
+        replace(REFERENCE, languages=("en", "de", "es", "fr", "id", "it", "ja", "pt", "pt-br", "zh-cn", "zh-tw")),
+        replace(
+            INSTALL,
+            languages=tuple(lang for lang in DEBIAN_LANGUAGE_ORDER if lang not in ("pt-br", "zh-tw")),
+            codes={"zh-cn": "zh_CN"},
+        ),  # fmt: skip
+        MAINT_GUIDE,
+        FAQ,
+    ),
+    DEBIAN_LANGUAGE_ORDER,
+    portals=True,
+)
 
 
 @dataclass(frozen=True)
@@ -121,50 +233,60 @@ class Site:
     pages: Mapping[str, int]
 
 
-def build_site(cache_dir: Path | None = None, languages: Sequence[str] = DEFAULT_LANGUAGES) -> Site:
+def build_site(cache_dir: Path | None = None, languages: Sequence[str] | None = None, *, full: bool = False) -> Site:
     """Download the packages if needed and (re)build the docroot `<cache_dir>/site/`.
 
+    `full` builds the full layout (default cache folder `localsite-full`; `languages` default to all
+    of it and are put in Debian's order); otherwise the default layout in `languages` (default
+    `DEFAULT_LANGUAGES`), in the order given.
     The docroot is rebuilt only when it is missing or when the package versions, the languages or the
     builder version changed, so calling this before every crawl is cheap. The same inputs give the same
     bytes. A file lock serialises concurrent builders (parallel tests, several Airflow tasks).
     """
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    langs = _validated_languages(languages)
+    layout = FULL_LAYOUT if full else DEFAULT_LAYOUT
+    default_cache = default_cache_dir().with_name(FULL_SITE_DIRNAME) if full else default_cache_dir()
+    cache = Path(cache_dir) if cache_dir is not None else default_cache
+    langs = _validated_languages(layout, languages)
     cache.mkdir(parents=True, exist_ok=True)
     docroot = cache / DOCROOT_DIRNAME
     truth_path = cache / TRUTH_FILENAME
     stamp_path = cache / STAMP_FILENAME
     with _exclusive_lock(cache / ".lock"):
-        packages = fetch_packages(_package_names(langs), cache)
+        packages = fetch_packages(_package_names(layout, langs), cache)
         stamp = {
             "builder_version": BUILDER_VERSION,
             "languages": list(langs),
             "packages": {name: package.version for name, package in sorted(packages.items())},
         }
+        if full:  # only here, so that caches of the default site stay valid
+            stamp["layout"] = layout.name
         if not (docroot.is_dir() and truth_path.is_file() and _read_stamp(stamp_path) == stamp):
             stamp_path.unlink(missing_ok=True)
-            _assemble(cache, langs, packages)
+            _assemble(cache, layout, langs, packages)
             stamp_path.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
     truth = Truth.load(cache)
     return Site(cache, docroot, truth_path, langs, {lang: len(truth.documents(lang)) for lang in langs})
 
 
-def _validated_languages(languages: Sequence[str]) -> tuple[str, ...]:
-    """The requested languages without duplicates, in order; unknown ones are refused before any download."""
+def _validated_languages(layout: Layout, languages: Sequence[str] | None) -> tuple[str, ...]:
+    """The requested languages without duplicates, in order (Debian's order for the full site); unknown
+    ones are refused before any download."""
+    if languages is None:
+        languages = tuple(layout.endonyms) if layout.portals else DEFAULT_LANGUAGES
     langs = tuple(dict.fromkeys(languages))
-    unknown = [lang for lang in langs if lang not in ENDONYMS]
+    unknown = [lang for lang in langs if lang not in layout.endonyms]
     if not langs or unknown:
         raise StageError(
-            f"the local site cannot be built in {', '.join(unknown) or 'no language'}; "
-            f"choose among {', '.join(ENDONYMS)}"
+            f"the {layout.name} local site cannot be built in {', '.join(unknown) or 'no language'}; "
+            f"choose among {', '.join(layout.endonyms)}"
         )
-    return langs
+    return tuple(lang for lang in layout.endonyms if lang in langs) if layout.portals else langs
 
 
-def _package_names(languages: Sequence[str]) -> list[str]:
-    """Every package the site needs: the Reference per language, its common files, and the guide."""
-    reference = [REFERENCE.package.format(lang=lang) for lang in languages]
-    return [*reference, REFERENCE_COMMON_PACKAGE, INSTALL_PACKAGE]
+def _package_names(layout: Layout, languages: Sequence[str]) -> list[str]:
+    """Every package the site needs: each manual in each of its languages, and the Reference's common files."""
+    names = [section.package_name(lang) for section in layout.sections for lang in section.built_in(languages)]
+    return list(dict.fromkeys([*names, REFERENCE_COMMON_PACKAGE]))
 
 
 def _read_stamp(stamp_path: Path) -> object:
@@ -186,7 +308,7 @@ def _exclusive_lock(lock_path: Path) -> Iterator[None]:
             fcntl.flock(lock_file, fcntl.LOCK_UN)
 
 
-def _assemble(cache: Path, languages: tuple[str, ...], packages: Mapping[str, FetchedPackage]) -> None:
+def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages: Mapping[str, FetchedPackage]) -> None:
     """Write the whole docroot beside the old one and swap it in, then write the truth file.
 
     Building aside means a failed build never leaves a half-written site behind a valid stamp.
@@ -197,22 +319,29 @@ def _assemble(cache: Path, languages: tuple[str, ...], packages: Mapping[str, Fe
 
     groups: list[dict[str, str]] = []
     titles: dict[tuple[str, str], str] = {}
-    for section in SECTIONS:
+    for section in layout.sections:
         documents = _discover(section, languages, packages)
-        for lang in languages:
+        for lang in section.built_in(languages):
             rewrites = _link_rewrites(section, documents, lang)
             for document in documents:
                 if lang not in document.sources:
                     continue
-                page = _render_page(document, lang, languages, rewrites)
+                page = _render_page(document, lang, languages, layout.endonyms, rewrites)
                 _write(staging, document.site_path(lang), page)
                 if document.key == "index":
                     titles[section.title, lang] = _title_of(page, document.sources[lang])
         groups.extend({lang: document.site_path(lang) for lang in document.sources} for document in documents)
 
     _copy_reference_assets(packages[REFERENCE_COMMON_PACKAGE].root, staging)
-    _copy_install_assets(packages[INSTALL_PACKAGE].root, staging, languages)
-    _write_generated_pages(staging, languages, titles)
+    install = next(section for section in layout.sections if section.package == INSTALL_PACKAGE)
+    _copy_install_assets(packages[INSTALL_PACKAGE].root, staging, [install.code(lang) for lang in install.built_in(languages)])
+    for section in layout.sections:
+        if section.stylesheet and section.built_in(languages):
+            lang = section.built_in(languages)[0]
+            site_dir = posixpath.dirname(section.site_path("", lang))
+            source = packages[section.package_name(lang)].root / section.source_folder(lang) / section.stylesheet
+            _copy(source, staging / site_dir / section.stylesheet)
+    _write_generated_pages(staging, layout, languages, titles)
     groups.extend({"en": path} for path in generated.NEWS_ARTICLES)
 
     docroot = cache / DOCROOT_DIRNAME
@@ -230,15 +359,16 @@ def _assemble(cache: Path, languages: tuple[str, ...], packages: Mapping[str, Fe
 def _discover(section: Section, languages: Sequence[str], packages: Mapping[str, FetchedPackage]) -> list[Document]:
     """The pages of `section` found in the packages, with `only_in` pages reduced to their one language."""
     sources: dict[str, dict[str, Path]] = {}
-    for lang in languages:
-        package = section.package.format(lang=lang)
-        directory = packages[package].root / section.source_dir.format(lang=lang)
+    for lang in section.built_in(languages):
+        package = section.package_name(lang)
+        source_dir = section.source_folder(lang)
+        directory = packages[package].root / source_dir
         if not directory.is_dir():
             raise StageError(
-                f"package {package} has no {section.source_dir.format(lang=lang)}: its layout changed, "
+                f"package {package} has no {source_dir}: its layout changed, "
                 f"so the {section.title} entry in bitextflow.localsite.build needs updating"
             )
-        suffix = section.source_file.format(key="", lang=lang)
+        suffix = section.source_file.format(key="", lang=section.code(lang))
         for source in directory.glob("*" + suffix):
             sources.setdefault(source.name[: -len(suffix)], {})[lang] = source
     documents = []
@@ -258,7 +388,7 @@ def _link_rewrites(section: Section, documents: Sequence[Document], lang: str) -
     sites do when they fall back to the original.
     """
     page_dir = posixpath.dirname(section.site_path("", lang))  # one directory per section and language
-    rewrites = {href.format(lang=lang): target for href, target in section.link_rewrites.items()}
+    rewrites = {href.format(lang=section.code(lang)): target for href, target in section.link_rewrites.items()}
     for document in documents:
         if lang not in document.sources:
             fallback = document.site_path(next(iter(document.sources)))
@@ -271,7 +401,9 @@ _BODY_OPEN = re.compile(r"<body\b[^>]*>")
 _TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
 
 
-def _render_page(document: Document, lang: str, languages: Sequence[str], rewrites: Mapping[str, str]) -> str:
+def _render_page(
+    document: Document, lang: str, languages: Sequence[str], endonyms: Mapping[str, str], rewrites: Mapping[str, str]
+) -> str:
     """The page as served: links rewritten and a language switcher at the top of <body>.
 
     The source must be UTF-8 (all these packages are, and their pages declare it); decoding strictly
@@ -291,19 +423,19 @@ def _render_page(document: Document, lang: str, languages: Sequence[str], rewrit
     body = _BODY_OPEN.search(text)
     if body is None:
         raise StageError(f"{source} has no <body> tag; cannot add the language switcher")
-    switcher = _language_switcher(document, lang, languages)
+    switcher = _language_switcher(document, lang, languages, endonyms)
     return f"{text[: body.end()]}\n{switcher}{text[body.end() :]}"
 
 
-def _language_switcher(document: Document, lang: str, languages: Sequence[str]) -> str:
+def _language_switcher(document: Document, lang: str, languages: Sequence[str], endonyms: Mapping[str, str]) -> str:
     """Links with hreflang and endonym to the same page in every other language that has it."""
     items = []
     for other in languages:
         if other == lang:
-            items.append(f'<strong lang="{lang}">{ENDONYMS[lang]}</strong>')
+            items.append(f'<strong lang="{lang}">{endonyms[lang]}</strong>')
         elif other in document.sources:
             href = "/" + document.site_path(other)
-            items.append(f'<a href="{href}" hreflang="{other}" lang="{other}">{ENDONYMS[other]}</a>')
+            items.append(f'<a href="{href}" hreflang="{other}" lang="{other}">{endonyms[other]}</a>')
     return f'<div class="language-switcher">{" ".join(items)}</div>\n'
 
 
@@ -340,14 +472,16 @@ def _copy_install_assets(install_root: Path, docroot: Path, languages: Sequence[
             _copy(image, target_dir / "images" / image.name)
         for extension in ("txt", "pdf"):
             name = f"install.{lang}.{extension}"
+            if not (source_dir / f"{name}.gz").is_file():
+                continue  # not every translation is built as PDF (Greek is not); the home page links what exists
             (target_dir / name).write_bytes(gzip.decompress((source_dir / f"{name}.gz").read_bytes()))
-    (docroot / "install" / "example-preseed.txt").write_bytes(
-        gzip.decompress((doc_dir / "example-preseed.txt.gz").read_bytes())
-    )
+    (docroot / "install" / "example-preseed.txt").write_bytes(gzip.decompress((doc_dir / "example-preseed.txt.gz").read_bytes()))
 
 
-def _write_generated_pages(docroot: Path, languages: Sequence[str], titles: Mapping[tuple[str, str], str]) -> None:
-    """The home page, news, private pages, robots.txt and stylesheet."""
+def _write_generated_pages(
+    docroot: Path, layout: Layout, languages: Sequence[str], titles: Mapping[tuple[str, str], str]
+) -> None:
+    """The home page, the language portals of the full layout, news, private pages, robots.txt and stylesheet."""
     _write(docroot, "robots.txt", generated.robots_txt())
     _write(docroot, generated.STYLESHEET_PATH, generated.stylesheet())
     for path, article in {**generated.NEWS_ARTICLES, **generated.PRIVATE_ARTICLES}.items():
@@ -357,14 +491,24 @@ def _write_generated_pages(docroot: Path, languages: Sequence[str], titles: Mapp
     for lang in languages:
         links = [
             generated.Link("/" + section.site_path("index", lang), titles[section.title, lang], lang)
-            for section in SECTIONS
+            for section in layout.sections
             if (section.title, lang) in titles
         ]
-        links += [
-            generated.Link(f"/install/{lang}/install.{lang}.{extension}", f"install.{lang}.{extension}", lang)
-            for extension in ("pdf", "txt")
-        ]
-        sections.append(generated.IndexSection(ENDONYMS[lang], links, lang))
+        install = next(section for section in layout.sections if section.package == INSTALL_PACKAGE)
+        if lang in install.built_in(languages):
+            code = install.code(lang)
+            links += [
+                generated.Link(f"/install/{code}/install.{code}.{extension}", f"install.{code}.{extension}", lang)
+                for extension in ("pdf", "txt")
+                if (docroot / f"install/{code}/install.{code}.{extension}").is_file()
+            ]
+        if layout.portals:
+            _write(docroot, f"{lang}/index.html", generated.portal_page(layout.endonyms[lang], lang, links))
+        else:
+            sections.append(generated.IndexSection(layout.endonyms[lang], links, lang))
+    if layout.portals:
+        portals = [generated.Link(f"/{lang}/", layout.endonyms[lang], lang) for lang in languages]
+        sections.append(generated.IndexSection("Documentation in your language", portals))
     news = [generated.Link("/" + path, article.title) for path, article in generated.NEWS_ARTICLES.items()]
     downloads = [
         generated.Link("/" + REFERENCE_IMAGES_TARBALL, "Debian Reference images (tar.gz)"),

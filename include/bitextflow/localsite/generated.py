@@ -128,6 +128,13 @@ def index_page(sections: Sequence[IndexSection]) -> str:
     return _page("Debian documentation mirror", "en", "".join(parts))
 
 
+def portal_page(name: str, lang: str, links: Sequence[Link]) -> str:
+    """The full site's page of one language (`/<lang>/`): its manuals and downloads, and the way home."""
+    items = "".join(f'<li><a href="{html.escape(link.href)}">{html.escape(link.text)}</a></li>\n' for link in links)
+    body = f"<h1>{html.escape(name)}</h1>\n<ul>\n{items}</ul>\n" + '<p><a href="/" hreflang="en" lang="en">Debian</a></p>\n'
+    return _page(name, lang, body)
+
+
 def tarball(files: Sequence[tuple[str, Path]]) -> bytes:
     """A .tar.gz of `(archive name, source file)` pairs with fixed metadata, so that it is reproducible."""
     buffer = io.BytesIO()

@@ -92,9 +92,7 @@ def _apt_get_download(names: Sequence[str], debs_dir: Path) -> str | None:
     download never leaves a truncated .deb that later calls would take as cached.
     """
     with tempfile.TemporaryDirectory(dir=debs_dir, prefix=".download-") as scratch:
-        result = subprocess.run(
-            ["apt-get", "download", *names], cwd=scratch, capture_output=True, text=True, check=False
-        )
+        result = subprocess.run(["apt-get", "download", *names], cwd=scratch, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             errors = [line for line in result.stderr.splitlines() if line.startswith("E:")]
             return errors[-1] if errors else f"apt-get exited with status {result.returncode}"

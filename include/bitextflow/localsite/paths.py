@@ -7,6 +7,7 @@ from pathlib import Path
 
 DOCROOT_DIRNAME = "site"
 TRUTH_FILENAME = "truth.json"
+FULL_SITE_DIRNAME = "localsite-full"  # beside the default site's cache folder
 
 
 def default_cache_dir() -> Path:

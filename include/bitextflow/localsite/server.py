@@ -80,9 +80,7 @@ class SiteServer:
     def __enter__(self) -> SiteServer:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None) -> None:
         self.stop()
 
 
@@ -90,9 +88,7 @@ def serve(docroot: Path, port: int = 0) -> SiteServer:
     """Serve `docroot` on 127.0.0.1:`port` (0 picks a free port) from a daemon thread."""
     docroot = Path(docroot)
     if not docroot.is_dir():
-        raise StageError(
-            f"{docroot} is not a directory: build the local site first (python -m bitextflow.localsite build)"
-        )
+        raise StageError(f"{docroot} is not a directory: build the local site first (python -m bitextflow.localsite build)")
     handler = functools.partial(_SiteRequestHandler, directory=str(docroot))
     try:
         httpd = ThreadingHTTPServer((HOST, port), handler)

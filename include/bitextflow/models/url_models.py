@@ -96,6 +96,17 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 # -- training data ------------------------------------------------------------------------------------------
+def read_gold_pairs(path: Path) -> list[tuple[str, str]]:
+    """The (URL, URL) pairs of a WMT16 document-alignment gold file (``test.pairs``: tab-separated, the
+    last two fields are the English and the French URL): training pairs from other web sites."""
+    pairs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) >= 2 and fields[0] and fields[1]:
+            pairs.append((fields[-2], fields[-1]))
+    return pairs
+
+
 def pages_from_crawl_log(lines: Iterable[dict[str, Any]]) -> tuple[list[tuple[str, str]], StageCounts]:
     """(url, CLD2 language) of every page of a crawl log that was downloaded and identified, and the count
     of log lines left out by reason."""
