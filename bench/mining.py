@@ -12,6 +12,10 @@ highest; the error rate is the share that is not its own translation. Both direc
   All-pairs scoring is quadratic: it scores the first ``--bicleaner-sentences`` (100) sentences against
   each other (10,000 pairs), so its rate is over 100 candidates, not 1,000, and is easier. The cosine
   over the same subset is given beside it (``embedding-cosine@subset``) for a fair comparison.
+- ``documentation_separation``: both scorers on ``--separation-pairs`` (300) en-es pairs of the documentation
+  pages held out of the bicleaner model's training (the demo's kind of text) against the same English
+  sentences paired with the next pair's Spanish side: ROC AUC, mean scores, and for bicleaner-ai the share
+  of each kind kept at the default threshold 0.5.
 - ``laser_published``: LASER's error rates on these sets from the paper's Tatoeba table. The table
   could not be read from the sources available here, so the values are null (never estimated).
 
@@ -19,6 +23,7 @@ Usage, from the project root::
 
     .venv/bin/python bench/mining.py [--json] [--data ../shared/eval/tatoeba] [--languages spa,fra,...]
                                      [--bicleaner-sentences 100] [--no-bicleaner] [--batch-size 64]
+                                     [--separation-pairs 300]
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from bitextflow.errors import BitextflowError
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "tatoeba"
 # Tatoeba language code -> the bicleaner pair it needs; languages absent here have no bicleaner model.
 BICLEANER_PAIRS = {"spa": "en-es"}
+THRESHOLD = 0.5  # score.bicleaner_threshold's default: the share of each kind of pair it keeps
 LASER_PUBLISHED: dict[str, float | None] = {}  # filled from the paper's table when a reader has it; null otherwise
 
 
@@ -60,16 +66,39 @@ def error_rates(scores: np.ndarray) -> dict[str, float]:
 
 def bicleaner_scores(foreign: list[str], english: list[str], pair: str) -> np.ndarray:
     """All pairs (English i, foreign j) scored by the bicleaner-ai model of ``pair``, as foreign x English."""
+    return score_pairs([(e, f) for f in foreign for e in english], pair).reshape(len(foreign), len(english))
+
+
+def score_pairs(pairs: list[tuple[str, str]], pair: str) -> np.ndarray:
+    """bicleaner-ai scores of ``pairs`` through score_pairs.py (bifixer and hardrules first), as the pipeline scores."""
     from bitextflow.score import bicleaner
 
     with tempfile.TemporaryDirectory(prefix="bitextflow-mining-") as tmp:
         source, out = Path(tmp) / "pairs.tsv", Path(tmp) / "scored.tsv"
-        source.write_text(bicleaner.pairs_tsv([(e, f) for f in foreign for e in english]), encoding="utf-8")
+        source.write_text(bicleaner.pairs_tsv(pairs), encoding="utf-8")
         lang_a, lang_b = pair.split("-")
         model = bicleaner.require_available(pair)
         bicleaner.run_scoring(bicleaner.score_arguments(model, lang_a, lang_b, str(source), str(out)))
         rows = bicleaner.read_scores(out.read_text(encoding="utf-8"))
-    return np.array([row[3] for row in rows]).reshape(len(foreign), len(english))
+    return np.array([row[3] for row in rows])
+
+
+def documentation_separation(encoder, size: int, threshold: float) -> dict[str, dict[str, float]]:  # noqa: ANN001 - a SentenceEncoder
+    """Both scorers on ``size`` held-out documentation pairs (pages the bicleaner model never saw, the demo's
+    kind of text) against the same English sentences each with the next pair's Spanish side."""
+    from bitextflow.score.bicleaner import separation
+    from bitextflow.score.training_data import held_out_sample
+
+    translations, shuffled = held_out_sample("en", "es", size)
+    english = encoder.encode([a for a, _ in translations])
+    spanish = encoder.encode([b for _, b in translations])
+    cosine_true = (english * spanish).sum(axis=1)
+    cosine_false = (english * np.roll(spanish, -1, axis=0)).sum(axis=1)  # row i against Spanish i+1, as `shuffled`
+    scores = score_pairs(translations + shuffled, "en-es")
+    return {
+        "embedding-cosine": separation(cosine_true, cosine_false),
+        "bicleaner-ai": separation(scores[:size], scores[size:], threshold),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,6 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bicleaner-sentences", type=int, default=100, help="subset size for bicleaner-ai all-pairs scoring")
     parser.add_argument("--no-bicleaner", action="store_true", help="skip the bicleaner-ai scorer")
     parser.add_argument("--batch-size", type=int, default=64, help="encoder batch size")
+    parser.add_argument(
+        "--separation-pairs",
+        type=int,
+        default=300,
+        help="held-out en-es documentation pairs for the separation figures (0: skip)",
+    )
     args = parser.parse_args(argv)
 
     languages = (
@@ -123,6 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds[f"bicleaner-ai/{lang}"] = round(time.perf_counter() - started, 1)
         directions["bicleaner-ai"][lang] = error_rates(scores)
 
+    documentation = {}
+    if args.separation_pairs and not args.no_bicleaner and "spa" in languages:
+        started = time.perf_counter()
+        try:
+            documentation = documentation_separation(encoder, args.separation_pairs, THRESHOLD)
+        except BitextflowError as error:
+            print(f"mining: documentation separation skipped: {error}", file=sys.stderr)
+        seconds["documentation-separation"] = round(time.perf_counter() - started, 1)
+
     result = {
         "scorers": {
             name: {lang: rates["mean"] for lang, rates in by_lang.items()} for name, by_lang in directions.items() if by_lang
@@ -132,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "laser_note": "LASER's rates (Artetxe and Schwenk 2019, Tatoeba table) were not readable here; null, not estimated",
         "sentences_per_language": len(read_language(args.data, languages[0])[0]),
         "bicleaner_subset": subset,
+        "documentation_separation": documentation,
+        "documentation_pairs": args.separation_pairs if documentation else 0,
         "seconds": seconds,
     }
     print(f"{'scorer':<26}" + "".join(f"{lang:>14}" for lang in languages))
@@ -141,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
         print(f"{name:<26}" + "".join(f"{cell:>14}" for cell in cells))
     print("error rate xxx->eng / eng->xxx; bicleaner-ai and embedding-cosine@subset over the first", subset, "sentences")
+    for name, figures in documentation.items():
+        print(f"held-out documentation, {name}: " + ", ".join(f"{key} {value:.3f}" for key, value in figures.items()))
     if args.json:
         print(json.dumps(result))
     return 0

@@ -28,6 +28,7 @@ from bitextflow.classify.model import LATEST, load_model, publish_model, publish
 from bitextflow.config import DomainTrainingConfig
 from bitextflow.errors import StageError
 
+ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["computing", "religion", "legal", OTHER]
 
 
@@ -277,6 +278,16 @@ def test_publish_versions_and_latest(store, svm_folder, tmp_path, monkeypatch):
 
 
 # -- the classify stage -------------------------------------------------------------------------------
+def scored_frame(pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"url_a": "http://a/", "url_b": "http://b/", "lang_a": "en", "lang_b": "es", "text_a": a, "text_b": b,
+             "alignment_score": 0.9, "rule_tags": "", "domain_relevance": 0.0, "domain_terms": "", "pair_hash": str(i)}
+            for i, (a, b) in enumerate(pairs)
+        ]
+    )  # fmt: skip
+
+
 def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, tmp_path):
     from bitextflow import pipeline, schemas
     from bitextflow.storage.tables import read_table, write_table
@@ -295,14 +306,7 @@ def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, 
             "Y Jehová dijo á Moisés: desciende al pueblo de Israel.",
         ),
     ]
-    frame = pd.DataFrame(
-        [
-            {"url_a": "http://a/", "url_b": "http://b/", "lang_a": "en", "lang_b": "es", "text_a": a, "text_b": b,
-             "alignment_score": 0.9, "rule_tags": "", "domain_relevance": 0.0, "domain_terms": "", "pair_hash": str(i)}
-            for i, (a, b) in enumerate(pairs)
-        ]
-    )  # fmt: skip
-    scored = write_table(store, ctx.key("score", "sentpairs-00000.parquet"), frame, schemas.SENTENCE_PAIRS)
+    scored = write_table(store, ctx.key("score", "sentpairs-00000.parquet"), scored_frame(pairs), schemas.SENTENCE_PAIRS)
     out = read_table(store, pipeline.run_classify(ctx, scored))
     assert list(out["text_a"]) == [pairs[0][0]]  # the Bible verse is not computing
     for column in ("domain_probs_a", "domain_probs_b"):
@@ -310,6 +314,44 @@ def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, 
         assert list(distribution) == LABELS and sum(distribution.values()) == pytest.approx(1, abs=1e-3)
     counts = store.get_json(ctx.key("classify", "sentpairs-00000.counts.json"))
     assert counts["dropped"] == {"below_domain_probability": 1} and counts["kept"] == 1
+
+
+@pytest.mark.integration
+def test_with_a_classifier_the_dag_classifies_the_runs_shards_in_one_gpu_step(s3_env, store, pair_config, svm_folder):
+    """Default ``gpu.mode`` (in-process): the step is a worker task running ``bitextflow classify`` over every score
+    shard of the run; ``classified[shard]`` then hands each output key to the gate. A kubernetes pair gets a GPU pod
+    running the same command instead (tests/test_dispatch.py validates its manifest)."""
+    from airflow.sdk.bases.decorator import DecoratedOperator
+
+    from bitextflow import pipeline, schemas
+    from bitextflow.storage.tables import read_table, write_table
+    from bitextflow_airflow.pair_dag import build_pair_dag
+
+    config = pair_config.with_overrides({"domain.classifier": str(svm_folder), "domain.classifier_label": "computing"})
+    dag = build_pair_dag(config, ROOT / "include" / "pairs" / "en-es.yaml")
+    step = dag.get_task("classify")
+    assert isinstance(step, DecoratedOperator) and not step.is_mapped
+    assert step.upstream_task_ids == {"score"} and step.downstream_task_ids == {"classified"}
+    assert dag.get_task("classified").downstream_task_ids == {"gate"}
+
+    ctx = pipeline.RunContext(config, store, "manual__classify-step")
+    computing = (
+        "Install the package and edit the configuration file.",
+        "Instale el paquete y edite el fichero de configuración.",
+    )
+    scored = [
+        write_table(
+            store, ctx.key("score", f"sentpairs-0000{i}.parquet"), scored_frame([computing] * (i + 1)), schemas.SENTENCE_PAIRS
+        )
+        for i in range(2)
+    ]
+    outputs = step.python_callable(run_id=ctx.run_id, params={"overrides": {}})
+    assert outputs == [pipeline.classified_key(ctx, key) for key in scored]
+    assert [len(read_table(store, key)) for key in outputs] == [1, 2]
+    with pytest.raises(
+        StageError, match=r"sentpairs-00009.parquet missing: the classify step did not write shard sentpairs-00009"
+    ):
+        pipeline.classified_key(ctx, ctx.key("score", "sentpairs-00009.parquet"))
 
 
 def test_run_classify_without_classifier_leaves_distributions_empty(store, pair_config):

@@ -72,15 +72,20 @@ def kubernetes_config(tmp_path: Path, **gpu):
 
 def build_manifest(config, stage: str = "score") -> dict:
     from airflow.sdk import DAG
-    from kubernetes.client import ApiClient
 
     from bitextflow_airflow.dispatch import gpu_step
 
     with DAG("dispatch_test", start_date=datetime(2026, 1, 1), schedule=None):
         operator = gpu_step(stage, config)
+    return manifest_of(operator)
+
+
+def manifest_of(operator) -> dict:
+    """The pod a KubernetesPodOperator would submit for run RUN_ID with OVERRIDES, as a manifest."""
+    from kubernetes.client import ApiClient
+
     operator.render_template_fields({"run_id": RUN_ID, "params": {"overrides": OVERRIDES}})
-    pod = operator.build_pod_request_obj()
-    return ApiClient().sanitize_for_serialization(pod)
+    return ApiClient().sanitize_for_serialization(operator.build_pod_request_obj())
 
 
 def validate_strict(manifest: dict, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -142,6 +147,29 @@ def test_cpu_only_pod_has_no_gpu_limit_and_stays_valid(tmp_path):
     assert "nvidia.com/gpu" not in container["resources"]["limits"]
     assert container["args"][0] == "classify"
     assert not manifest["spec"].get("nodeSelector") and not manifest["spec"].get("tolerations")
+
+
+def test_with_a_domain_classifier_on_kubernetes_classify_is_one_valid_gpu_pod(tmp_path):
+    """The pair DAG's classify stage with a classifier: the pod runs ``bitextflow classify`` for the run, between the
+    score shards and ``classified`` (which hands each shard's key to the gate)."""
+    from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+
+    from bitextflow_airflow.pair_dag import build_pair_dag
+
+    config = kubernetes_config(tmp_path).with_overrides({"domain.classifier": "latest"})
+    dag = build_pair_dag(config, ROOT / "include" / "pairs" / "en-es.yaml")
+    pod = dag.get_task("classify")
+    assert isinstance(pod, KubernetesPodOperator)
+    assert pod.upstream_task_ids == {"score"} and pod.downstream_task_ids == {"classified"}
+    assert dag.get_task("classified").downstream_task_ids == {"gate"}
+
+    manifest = manifest_of(pod)
+    result = validate_strict(manifest, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (container,) = manifest["spec"]["containers"]
+    assert container["args"][:5] == ["classify", "--pair", "en-es", "--run-id", RUN_ID]
+    assert container["image"] == IMAGE and container["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert manifest["metadata"]["labels"]["bitextflow/stage"] == "classify"
 
 
 def test_validator_rejects_a_broken_manifest(tmp_path):

@@ -499,9 +499,24 @@ def run_classify(ctx: RunContext, scored_key: str) -> str:
         counts.drop("below_domain_probability", int((~in_domain).sum()))
         kept = kept[in_domain]
     counts.keep(len(kept))
-    key = write_table(ctx.store, ctx.key("classify", f"{shard}.parquet"), kept, schemas.CLASSIFIED_SENTENCE_PAIRS)
+    key = write_table(ctx.store, _classified_key(ctx, scored_key), kept, schemas.CLASSIFIED_SENTENCE_PAIRS)
     ctx.write_counts("classify", shard, counts)
     return key
+
+
+def classified_key(ctx: RunContext, scored_key: str) -> str:
+    """The classify output of the shard ``scored_key``, checked to exist: a classify step that ran elsewhere (a GPU
+    pod, ``gpu.mode: kubernetes``) wrote it, and the gate must not start without it."""
+    key = _classified_key(ctx, scored_key)
+    if not ctx.store.exists(key):
+        raise StageError(
+            f"{ctx.store.uri(key)} missing: the classify step did not write shard {shard_name(scored_key)}; see its log"
+        )
+    return key
+
+
+def _classified_key(ctx: RunContext, scored_key: str) -> str:
+    return ctx.key("classify", f"{shard_name(scored_key)}.parquet")
 
 
 # -- gate and release --------------------------------------------------------------------------------

@@ -84,7 +84,12 @@ def _in_process_task(stage: str, config: PairConfig, args: Sequence[str], task_i
 
 
 def run_in_process(
-    stage: str, config: PairConfig, run_id: str, args: Sequence[str] = (), overrides: dict[str, Any] | None = None, store: Any = None
+    stage: str,
+    config: PairConfig,
+    run_id: str,
+    args: Sequence[str] = (),
+    overrides: dict[str, Any] | None = None,
+    store: Any = None,
 ) -> object:
     """Run the step's command in this process: the CLI parses it, :func:`bitextflow.cli.run_stage` runs it.
 
@@ -104,7 +109,9 @@ def run_in_process(
     return cli.run_stage(pipeline.RunContext(effective, store, parsed.run_id), parsed.stage)
 
 
-def pod_operator(stage: str, config: PairConfig, *, args: Sequence[str] = (), task_id: str | None = None, **operator_kwargs: Any) -> Any:
+def pod_operator(
+    stage: str, config: PairConfig, *, args: Sequence[str] = (), task_id: str | None = None, **operator_kwargs: Any
+) -> Any:
     """A ``KubernetesPodOperator`` running the step's command with ``config.gpu``'s image and placement."""
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 

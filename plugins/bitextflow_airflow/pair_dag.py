@@ -17,6 +17,7 @@ from bitextflow import pipeline
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow_airflow.bicleaner import scored_shards
+from bitextflow_airflow.classify_step import classified_shards, runs_as_gpu_step
 from bitextflow_airflow.gate import gate_task
 from bitextflow_airflow.storage import object_store
 
@@ -144,6 +145,9 @@ def build_pair_dag(config: PairConfig, config_path: Path) -> DAG:
             scored = scored_shards(config, sentence_pairs, _context)
         else:
             scored = score.expand(sentence_pairs_key=sentence_pairs)
-        classified = classify.expand(scored_key=scored)
+        if runs_as_gpu_step(config):  # a domain classifier: one GPU step (worker or pod) for the run's shards
+            classified = classified_shards(config, scored, _context)
+        else:
+            classified = classify.expand(scored_key=scored)
         release(gate(classified))
     return dag

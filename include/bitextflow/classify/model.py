@@ -20,18 +20,23 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from bitextflow.errors import BitextflowError, StageError
 from bitextflow.storage import ObjectStore
 
+if TYPE_CHECKING:
+    from bitextflow.config import PairConfig
+    from bitextflow.release.registry import RegistryEntry
+
 METADATA_FILENAME = "bitextflow-domain.json"
 FORMAT_VERSION = 1
 MODELS_PREFIX = "models"
 LATEST = "latest"
 _VERSION = re.compile(r"/v(\d+)/" + re.escape(METADATA_FILENAME) + "$")
+_PUBLISHED_VERSION = re.compile(r"/v(\d+)/$")
 
 
 def train_command(pair: str) -> str:
@@ -124,6 +129,15 @@ def publish_model(store: ObjectStore, pair: str, folder: Path) -> str:
     for path in [*files, folder / METADATA_FILENAME]:
         store.put_file(prefix + path.relative_to(folder).as_posix(), path)
     return store.uri(prefix)
+
+
+def record_in_registry(config: PairConfig, store: ObjectStore, folder: Path, uri: str) -> RegistryEntry:
+    """Record the model published at ``uri`` in the pair's DVC registry: ``models/domain-<pair>/v<N>``, tag
+    ``model-domain-<pair>-v<N>`` with the same N as in S3 (docs/classify.md)."""
+    from bitextflow.release.registry import registry_for
+
+    version = int(_PUBLISHED_VERSION.search(uri).group(1))  # type: ignore[union-attr] - publish_model's URIs end in /v<N>/
+    return registry_for(config, store.settings).record_model(f"domain-{config.pair}", version, folder)
 
 
 def model_cache_dir() -> Path:

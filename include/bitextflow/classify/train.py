@@ -3,7 +3,7 @@
 Steps: labelled sentences (``domain.training.data`` or the offline Debian set) -> label check ->
 sequential split per site -> down-sampling (Other at half) -> SVM or transformer training (dev fits the
 temperature) -> evaluation on test and, zero-shot, on the other language -> a model folder with its
-reports and metadata -> ``models/<pair>/domain/v<N>/`` in S3.
+reports and metadata -> ``models/<pair>/domain/v<N>/`` in S3 -> the DVC registry (tag ``model-domain-<pair>-v<N>``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bitextflow.classify.data import (
     sequential_split,
 )
 from bitextflow.classify.evaluation import evaluate, write_report
-from bitextflow.classify.model import DomainClassifier, publish_model, save_model
+from bitextflow.classify.model import DomainClassifier, publish_model, record_in_registry, save_model
 from bitextflow.config import DomainTrainingConfig, PairConfig
 from bitextflow.errors import StageError
 from bitextflow.storage import ObjectStore
@@ -40,12 +40,14 @@ class TrainedModel:
     folder: Path
     metadata: dict[str, Any]
     uri: str | None  # where it was published; None when not uploaded
+    dvc_get: str | None = None  # how to fetch it from the DVC registry; None when not recorded there
 
     def summary(self) -> dict[str, Any]:
         """What the CLI prints and the Airflow task returns (XCom): where the model is and how good."""
         metrics = self.metadata["metrics"]
         return {
             "uri": self.uri,
+            "dvc_get": self.dvc_get,
             "folder": str(self.folder),
             "kind": self.metadata["kind"],
             "labels": self.metadata["labels"],
@@ -230,6 +232,10 @@ def train_domain(
     }
     metadata = save_model(classifier, folder, metadata)
     uri = publish_model(store, config.pair, folder) if publish and store is not None else None
+    dvc_get = None
     if uri:
         log.info("train-domain %s: published %s (test macro F1 %.3f)", config.pair, uri, metrics["test"]["macro_f1"])
-    return TrainedModel(folder, metadata, uri)
+        if config.release.record_in_registry:  # models are versioned in the registry as releases are
+            dvc_get = record_in_registry(config, store, folder, uri).get_command  # type: ignore[arg-type] - uri implies a store
+            log.info("train-domain %s: recorded in the DVC registry: %s", config.pair, dvc_get)
+    return TrainedModel(folder, metadata, uri, dvc_get)

@@ -7,6 +7,9 @@ so that anyone with the registry and S3 credentials gets exactly that release wi
 
     dvc get <registry> releases/en-es/v3 --rev en-es-v3
 
+Models are recorded the same way from a local folder (:meth:`DataRegistry.record_model`): ``models/<name>/v<N>``
+tagged ``model-<name>-v<N>``, e.g. ``dvc get <registry> models/bicleaner-en-es/v2 --rev model-bicleaner-en-es-v2``.
+
 The registry is a local path by default (created on first use) or a git URL, which is cloned,
 updated and pushed back with its tags. Recording is idempotent: a release whose tag exists is not
 recorded again, and a recording interrupted before its commit is redone from the start. A file lock
@@ -24,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,6 +53,15 @@ _GIT_IDENTITY = {
 
 def release_tag(pair: str, version: int) -> str:
     return f"{pair}-v{version}"
+
+
+def model_tag(name: str, version: int) -> str:
+    """Tag of a model version, e.g. ``model-bicleaner-en-es-v2``; ``model-`` keeps it apart from release tags."""
+    return f"model-{name}-v{version}"
+
+
+def model_path(name: str, version: int) -> str:
+    return f"models/{name}/v{version}"
 
 
 def release_path(pair: str, version: int) -> str:
@@ -176,17 +188,38 @@ class DataRegistry:
 
     def record(self, store: ObjectStore, release: ReleaseInfo) -> RegistryEntry:
         """Record ``release`` (published in ``store``) and tag it; see the module docstring."""
-        tag, path = release_tag(release.pair, release.version), release_path(release.pair, release.version)
+        return self._record(
+            release_tag(release.pair, release.version),
+            release_path(release.pair, release.version),
+            lambda target: _download_release(store, release, target),
+            f"Release {release.pair} v{release.version} (run {release.run_id})",
+        )
+
+    def record_model(self, name: str, version: int, folder: Path) -> RegistryEntry:
+        """Record the model ``folder`` as ``models/<name>/v<N>``, tagged ``model-<name>-v<N>``; idempotent as releases."""
+        if not folder.is_dir():
+            raise StageError(f"model folder {folder} does not exist; build or train the model before recording it")
+        return self._record(
+            model_tag(name, version),
+            model_path(name, version),
+            lambda target: shutil.copytree(folder, target),
+            f"Model {name} v{version}",
+        )
+
+    def _record(self, tag: str, path: str, fill: Callable[[Path], None], message: str) -> RegistryEntry:
+        """``fill`` the folder ``path`` of the working tree, then ``dvc add``, ``dvc push``, commit and tag it."""
         with self._checkout() as work:
             if tag in self._git(work, "tag", "--list", tag).split():
                 commit = self._git(work, "rev-list", "-n", "1", tag).strip()
                 return RegistryEntry(self.location, path, tag, commit, recorded=False)
             target = work / path
-            _download_release(store, release, target)
+            if target.exists():
+                shutil.rmtree(target)  # left by an attempt that stopped before its commit
+            fill(target)
             self._dvc(work, "add", "--quiet", path)
             self._dvc(work, "push", "--quiet", f"{path}.dvc")
             self._git(work, "add", f"{path}.dvc", str(Path(path).parent / ".gitignore"))
-            self._commit(work, f"Release {release.pair} v{release.version} (run {release.run_id})")
+            self._commit(work, message)
             self._git(work, "tag", tag)
             if is_git_url(self.location):
                 self._git(work, "push", "--quiet", "origin", "HEAD", f"refs/tags/{tag}")
@@ -208,8 +241,6 @@ def _download_release(store: ObjectStore, release: ReleaseInfo, target: Path) ->
     """The release's files into ``target`` (exactly the manifest's files), each checked against its SHA-256."""
     prefix = release_prefix(release.pair, release.version)
     manifest = store.get_json(prefix + MANIFEST_NAME)
-    if target.exists():
-        shutil.rmtree(target)  # left by an attempt that stopped before its commit
     target.mkdir(parents=True)
     for name, entry in manifest["files"].items():
         local = store.download_file(prefix + name, target / name)

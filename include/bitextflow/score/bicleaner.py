@@ -28,19 +28,35 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bitextflow.errors import StageError
 
-MODEL_VERSION = 1
+if TYPE_CHECKING:
+    from bitextflow.config import PairConfig
+    from bitextflow.release.registry import RegistryEntry
+    from bitextflow.storage import StorageSettings
+
+MODEL_VERSION = 2
 MODEL_METADATA = "bitextflow-model.json"
 SCRIPTS_DIR = Path(__file__).resolve().parent / "envscripts"
 SCORE_SCRIPT = SCRIPTS_DIR / "score_pairs.py"
 TRAIN_SCRIPT = SCRIPTS_DIR / "train_model.py"
 _REPO_ROOT = Path(__file__).resolve().parents[3]
-# Training kept to a few minutes on 2 cores; the figures are recorded in the model's metadata.
 _RULE = re.compile(r"[^(,]+(?:\([^)]*\))?")
-TRAINING = {"vocab_size": 8000, "epochs": 3, "steps_per_epoch": 50, "batch_size": 64, "valid_pairs": 1000, "seed": 13}
+# Sized for `make setup` on 2 cores (docs/score.md has the measured minutes and what each setting buys);
+# the model's metadata records them. Classifier settings go to envscripts/train_model.py, noise ratios
+# (negatives per positive: a random partner, words omitted; the neighbour noise adds the previous and next
+# sentence's partners) to bicleaner-ai-train.
+TRAINING = {
+    "vocab_size": 8000, "emb_dim": 100, "maxlen": 64, "n_hidden": 128, "lr": 0.001,
+    "batch_size": 128, "epochs": 4, "steps_per_epoch": 300,
+    "rand_ratio": 1, "womit_ratio": 1, "neighbour_mix": True, "seed": 13,
+    "valid_verses": 400, "valid_documentation": 400, "documentation_repeats": 2, "monolingual_lines": 60_000,
+}  # fmt: skip
+CLASSIFIER_SETTINGS = ("vocab_size", "emb_dim", "maxlen", "n_hidden", "lr", "batch_size", "epochs", "steps_per_epoch")
 
 
 def bicleaner_python() -> Path:
@@ -144,33 +160,29 @@ def tree_sha256(folder: Path) -> str:
 
 def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path:
     """Train the lite model of ``pair`` (``en-es``) into ``out``; a no-op when it is already there."""
-    from bitextflow.score.training_data import bible_verse_pairs
-
+    python = bicleaner_python()
     out = out or default_model_dir(pair)
     if (out / MODEL_METADATA).is_file() and not force:
         return out
-    python = bicleaner_python()
     if not python.exists():
         raise StageError(f"bicleaner environment missing: {python} does not exist; run `make setup`")
     source, target = pair.split("-")
     started = time.monotonic()
-    pairs = sorted(set(bible_verse_pairs(source, target)))
-    random.Random(TRAINING["seed"]).shuffle(pairs)
-    valid, train = pairs[: TRAINING["valid_pairs"]], pairs[TRAINING["valid_pairs"] :]
+    corpus = training_corpus(source, target)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bitextflow-bicleaner-train-") as tmp:
         work = Path(tmp)
-        (work / "train.tsv").write_text(pairs_tsv(train), encoding="utf-8")
-        (work / "valid.tsv").write_text(pairs_tsv(valid), encoding="utf-8")
-        mono = [_one_line(text) for pair_ in train for text in pair_]
-        random.Random(TRAINING["seed"]).shuffle(mono)
-        (work / "mono.txt").write_text("\n".join(mono) + "\n", encoding="utf-8")
-        command = [str(python), str(TRAIN_SCRIPT), str(TRAINING["vocab_size"]), "-m", str(out), "-s", source, "-t", target,
+        (work / "train.tsv").write_text(pairs_tsv(corpus.train), encoding="utf-8")
+        (work / "valid.tsv").write_text(pairs_tsv(corpus.valid), encoding="utf-8")
+        (work / "mono.txt").write_text("\n".join(corpus.monolingual) + "\n", encoding="utf-8")
+        classifier = {name: TRAINING[name] for name in CLASSIFIER_SETTINGS}
+        command = [str(python), str(TRAIN_SCRIPT), json.dumps(classifier), "-m", str(out), "-s", source, "-t", target,
                    "--mono_train", str(work / "mono.txt"), "--parallel_train", str(work / "train.tsv"),
                    "--parallel_valid", str(work / "valid.tsv"), "--classifier_type", "dec_attention",
-                   "--epochs", str(TRAINING["epochs"]), "--steps_per_epoch", str(TRAINING["steps_per_epoch"]),
-                   "--batch_size", str(TRAINING["batch_size"]), "--seed", str(TRAINING["seed"]),
-                   "--freq_ratio", "0", "--model_name", f"bitextflow/bicleaner-ai-lite-{pair}-v{MODEL_VERSION}"]  # fmt: skip
+                   "--seed", str(TRAINING["seed"]), "--rand_ratio", str(TRAINING["rand_ratio"]),
+                   "--womit_ratio", str(TRAINING["womit_ratio"]), "--freq_ratio", "0",
+                   *(["--neighbour_mix", "yes"] if TRAINING["neighbour_mix"] else []),
+                   "--model_name", f"bitextflow/bicleaner-ai-lite-{pair}-v{MODEL_VERSION}", "-q"]  # fmt: skip
         env = {**os.environ, "BICLEANER_AI_THREADS": "2", "TF_NUM_INTEROP_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "2",
                "TF_CPP_MIN_LOG_LEVEL": "3"}  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -181,11 +193,7 @@ def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path
         "version": MODEL_VERSION,
         "classifier": "bicleaner-ai lite (dec_attention)",
         "sha256": tree_sha256(out),
-        "training_data": {
-            "source": "Debian sword-text-web + sword-text-sparv, verse-aligned",
-            "train_pairs": len(train),
-            "valid_pairs": len(valid),
-        },  # fmt: skip
+        "training_data": corpus.counts,
         "settings": TRAINING,
         "dev_scores": _dev_scores(out),
         "training_seconds": round(time.monotonic() - started, 1),
@@ -194,12 +202,75 @@ def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path
     return out
 
 
+@dataclass(frozen=True)
+class TrainingCorpus:
+    train: list[tuple[str, str]]
+    valid: list[tuple[str, str]]
+    monolingual: list[str]  # both languages mixed: SentencePiece and GloVe are trained on it
+    counts: dict[str, int | str]
+
+
+def training_corpus(source: str, target: str) -> TrainingCorpus:
+    """Bible verses, documentation blocks (twice: the domain the pipeline scores) and dictionary lemmas.
+
+    Each source stays in its own order (canonical verse order, page order, alphabetical lemmas) so that
+    bicleaner-ai's neighbour noise pairs a sentence with the next and previous ones of the same text:
+    negatives on the same topic and of similar length, which only lexical evidence tells apart (its
+    trainer shuffles the examples itself). Validation takes verses and documentation pairs at random
+    (dictionary entries are no sentences); the held-out documentation pages
+    (:mod:`bitextflow.score.training_data`) are in neither set.
+    """
+    from bitextflow.score.training_data import bible_verse_pairs, dictionary_pairs, documentation_pairs
+
+    rng = random.Random(TRAINING["seed"])
+    documentation = documentation_pairs(source, target)
+    valid_verses, verses = _split_off(list(dict.fromkeys(bible_verse_pairs(source, target))), TRAINING["valid_verses"], rng)
+    valid_blocks, blocks = _split_off(list(dict.fromkeys(documentation.train)), TRAINING["valid_documentation"], rng)
+    lemmas = sorted({(a, b) for a, b in dictionary_pairs(source, target) if a != b})  # acronyms teach nothing
+    train = verses + blocks * TRAINING["documentation_repeats"] + lemmas
+    monolingual = sorted({_one_line(text) for pair_ in train for text in pair_})
+    rng.shuffle(monolingual)
+    counts = {
+        "bible_verse_pairs": len(verses),
+        "documentation_pairs": len(blocks),
+        "documentation_pages": documentation.pages,
+        "documentation_pages_left_out": documentation.pages_left_out,
+        "documentation_held_out_pairs": len(set(documentation.held_out)),
+        "dictionary_pairs": len(lemmas),
+        "train_pairs": len(train),
+        "valid_pairs": len(valid_verses) + len(valid_blocks),
+        "monolingual_lines": min(len(monolingual), TRAINING["monolingual_lines"]),
+        "source": "Debian sword-text-web + sword-text-sparv (verses), debian-reference + installation-guide (blocks), "
+        "apertium-eng-spa (lemmas)",
+    }
+    return TrainingCorpus(train, valid_verses + valid_blocks, monolingual[: TRAINING["monolingual_lines"]], counts)
+
+
+def _split_off(pairs: list[tuple[str, str]], size: int, rng: random.Random) -> tuple[list, list]:
+    """``size`` pairs picked at random, and the others in their order."""
+    chosen = set(rng.sample(range(len(pairs)), size))
+    return [p for i, p in enumerate(pairs) if i in chosen], [p for i, p in enumerate(pairs) if i not in chosen]
+
+
 def _dev_scores(model: Path) -> dict[str, float]:
     """bicleaner-ai's own figures on the held-out pairs against its synthetic negatives (its metadata.yaml)."""
     import yaml
 
     trained = yaml.safe_load((model / "metadata.yaml").read_text(encoding="utf-8"))
     return {name: trained[name] for name in ("precision_score", "recall_score", "f1_score", "matthews_corr_coef")}
+
+
+def separation(true: Sequence[float], false: Sequence[float], threshold: float | None = None) -> dict[str, float]:
+    """How scores of translations (``true``) stand apart from scores of non-translations: ROC AUC (the chance that
+    a translation outscores a non-translation, ties half), the means and, for a threshold, the share of each kept."""
+    import numpy as np
+
+    good, bad = np.asarray(true, dtype=float), np.asarray(false, dtype=float)
+    auc = (good[:, None] > bad[None, :]).mean() + 0.5 * (good[:, None] == bad[None, :]).mean()
+    figures = {"auc": float(auc), "mean_translations": float(good.mean()), "mean_shuffled": float(bad.mean())}
+    if threshold is not None:
+        figures |= {"kept_translations": float((good >= threshold).mean()), "kept_shuffled": float((bad >= threshold).mean())}
+    return {name: round(value, 4) for name, value in figures.items()}
 
 
 def publish_model(store, pair: str, model: Path) -> str:  # noqa: ANN001 - an ObjectStore, imported lazily by callers
@@ -211,15 +282,32 @@ def publish_model(store, pair: str, model: Path) -> str:  # noqa: ANN001 - an Ob
     return prefix
 
 
+def record_model(config: PairConfig, settings: StorageSettings, model: Path | None = None) -> RegistryEntry:
+    """Record the pair's model in its DVC registry (``release`` section): ``models/bicleaner-<pair>/v<N>``, tagged
+    ``model-bicleaner-<pair>-v<N>``; a no-op when that tag exists."""
+    from bitextflow.release.registry import registry_for
+
+    model = model or require_available(config.pair, config.score.bicleaner_model)
+    version = model_metadata(model)["version"]
+    return registry_for(config, settings).record_model(f"bicleaner-{config.pair}", version, model)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bitextflow.score.bicleaner", description="Build the bicleaner-ai lite model."
+        prog="python -m bitextflow.score.bicleaner",
+        description="Build a pair's bicleaner-ai lite model, or record it in the DVC registry.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="train the model of a pair into the cache (no-op when built)")
     build.add_argument("pairs", nargs="+", help="language pairs, e.g. en-es")
     build.add_argument("--force", action="store_true", help="train again even when the model is there")
+    record = sub.add_parser(
+        "record", help="record a pair's model in the DVC registry of its pair config (tag model-bicleaner-<pair>-v<N>)"
+    )
+    record.add_argument("pairs", nargs="+", help="language pairs, e.g. en-es")
     args = parser.parse_args(argv)
+    if args.command == "record":
+        return _record(args.pairs)
     for pair in args.pairs:
         try:
             model = build_model(pair, force=args.force)
@@ -228,6 +316,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         metadata = model_metadata(model)
         print(f"{pair}: {model} ({metadata['training_data']['train_pairs']} training pairs, sha256 {metadata['sha256'][:12]})")
+    return 0
+
+
+def _record(pairs: Sequence[str]) -> int:
+    from bitextflow import cli
+    from bitextflow.errors import BitextflowError
+    from bitextflow.storage import StorageSettings
+
+    cli.load_services_env()
+    for pair in pairs:
+        try:
+            config = cli.pair_config(argparse.Namespace(pair=pair, pairs_dir=None, overrides=None, set=None))
+            entry = record_model(config, StorageSettings.from_env())
+        except BitextflowError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"{pair}: {'recorded' if entry.recorded else 'already recorded'}; fetch with `{entry.get_command}`")
     return 0
 
 

@@ -1,9 +1,17 @@
-"""Parallel text available offline for training a bicleaner-ai model: Debian's SWORD Bible packages.
+"""Parallel text available offline for training a bicleaner-ai model, all from Debian packages.
 
-Verse numbering is shared across translations, so two Bibles read verse by verse are a verse-aligned
-parallel corpus (31,000 verses for a whole Bible). The packages are fetched with ``apt-get download``
-and unpacked with ``dpkg -x`` into the cache (:func:`bitextflow.localsite.packages.fetch_packages`),
-and read with pysword.
+- Bibles (SWORD packages read with pysword): verse numbering is shared across translations, so two
+  Bibles read verse by verse are a verse-aligned parallel corpus (31,000 verses for a whole Bible).
+- Translated documentation, the text of the local site (the Debian reference and the installation
+  guide): a translated page keeps the original's block structure, so the visible text blocks of the two
+  pages pair up by position when both pages have as many blocks (pages that do not are left out and
+  counted); a block pair splits into sentence pairs when both sides have as many sentences. Every
+  fourth installation-guide page is held out: the model's evaluation set (tests, bench/mining.py).
+- The bilingual dictionary of the sentence aligner (Apertium, :mod:`bitextflow.align.dictionary`):
+  lemma pairs, the general vocabulary that neither corpus covers.
+
+Packages are fetched with ``apt-get download`` and unpacked with ``dpkg -x`` into the cache
+(:func:`bitextflow.localsite.packages.fetch_packages`).
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from bitextflow.classify.offline import BIBLES  # language -> (Debian package, SWORD module)
@@ -18,6 +27,9 @@ from bitextflow.errors import StageError
 from bitextflow.localsite.packages import fetch_packages
 
 MAX_VERSE_CHARACTERS = 2000
+#: A documentation block whose sentences do not pair up is kept whole up to this length.
+MAX_BLOCK_CHARACTERS = 600
+HELD_OUT_EVERY = 4
 _SPACE = re.compile(r"\s+")
 # The WEB module drops the space after a comma where a footnote marker stood ("Christ,the").
 _MISSING_SPACE = re.compile(r"([,;:])(?=[^\W\d_])")
@@ -68,6 +80,94 @@ def _read_verse_pairs(lang_a: str, lang_b: str, cache_dir: Path) -> Iterator[tup
                     a, b = _clean(text_a), _clean(text_b)
                     if a and b and max(len(a), len(b)) <= MAX_VERSE_CHARACTERS:
                         yield a, b
+
+
+@dataclass(frozen=True)
+class DocumentationPairs:
+    train: list[tuple[str, str]]
+    held_out: list[tuple[str, str]]  # pairs of the held-out pages, never trained on
+    pages: int  # page pairs read
+    pages_left_out: int  # page pairs whose block counts differ
+
+
+def documentation_pairs(lang_a: str, lang_b: str) -> DocumentationPairs:
+    """Block (or sentence) pairs of the Debian reference and installation guide pages of both languages.
+
+    The packages are the offline domain set's (:data:`bitextflow.classify.offline.DOCUMENTATION`), in its cache.
+    """
+    from bitextflow.classify.offline import DOCUMENTATION, default_data_dir
+
+    missing = [lang for lang in (lang_a, lang_b) if lang not in DOCUMENTATION]
+    if missing:
+        raise StageError(f"no translated documentation known for {', '.join(missing)}; known: {', '.join(sorted(DOCUMENTATION))}")
+    packages = fetch_packages(sorted({*DOCUMENTATION[lang_a], *DOCUMENTATION[lang_b]}), default_data_dir())
+    reference_a, guide = packages[DOCUMENTATION[lang_a][0]].root, packages[DOCUMENTATION[lang_a][1]].root
+    reference_b = packages[DOCUMENTATION[lang_b][0]].root
+    reference = [
+        (path, reference_b / "usr/share/debian-reference" / path.name.replace(f".{lang_a}.", f".{lang_b}."), False)
+        for path in sorted((reference_a / "usr/share/debian-reference").glob(f"*.{lang_a}.html"))
+    ]
+    guide_dir = guide / "usr/share/doc/installation-guide-amd64"
+    guide_pages = [(path, guide_dir / lang_b / path.name) for path in sorted((guide_dir / lang_a).glob("*.html"))]
+    pages = reference + [(a, b, index % HELD_OUT_EVERY == 0) for index, (a, b) in enumerate(guide_pages)]
+    train: list[tuple[str, str]] = []
+    held_out: list[tuple[str, str]] = []
+    read = left_out = 0
+    for path_a, path_b, is_held_out in pages:
+        if not path_b.is_file():
+            continue
+        read += 1
+        blocks_a, blocks_b = _page_texts(path_a), _page_texts(path_b)
+        if len(blocks_a) != len(blocks_b):
+            left_out += 1
+            continue
+        (held_out if is_held_out else train).extend(_sentence_pairs(blocks_a, blocks_b, lang_a, lang_b))
+    return DocumentationPairs(train, held_out, read, left_out)
+
+
+def held_out_sample(lang_a: str, lang_b: str, size: int, seed: int = 0) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``size`` held-out documentation pairs of four words or more, and the same ``lang_a`` sides each with the next
+    pair's ``lang_b`` side (a derangement: no pair keeps its own translation). The model's evaluation set."""
+    import random
+
+    held_out = sorted({pair for pair in documentation_pairs(lang_a, lang_b).held_out if len(pair[0].split()) >= 4})
+    if len(held_out) < size:
+        raise StageError(f"only {len(held_out)} held-out documentation pairs of {lang_a}-{lang_b}, {size} asked for")
+    translations = random.Random(seed).sample(held_out, size)
+    shuffled = [(a, translations[(i + 1) % size][1]) for i, (a, _) in enumerate(translations)]
+    return translations, shuffled
+
+
+def _page_texts(path: Path) -> list[str]:
+    """The page's visible text blocks in order, code left out (not translated, and often reflowed)."""
+    from bitextflow.extract.structure import page_blocks, parse
+
+    tree = parse(path.read_text(encoding="utf-8", errors="replace"))
+    return [text for kind, text in (page_blocks(tree) if tree is not None else []) if kind != "code"]
+
+
+def _sentence_pairs(blocks_a: list[str], blocks_b: list[str], lang_a: str, lang_b: str) -> Iterator[tuple[str, str]]:
+    """Untranslated blocks (the same text on both sides) are skipped; long blocks whose sentences do not pair up too."""
+    from sentencex import segment
+
+    for block_a, block_b in zip(blocks_a, blocks_b, strict=True):
+        a, b = _clean(block_a), _clean(block_b)
+        if not a or not b or a == b:
+            continue
+        sentences_a = [s for s in map(_clean, segment(lang_a, a)) if s]
+        sentences_b = [s for s in map(_clean, segment(lang_b, b)) if s]
+        if len(sentences_a) == len(sentences_b) > 1:
+            yield from zip(sentences_a, sentences_b, strict=True)
+        elif max(len(a), len(b)) <= MAX_BLOCK_CHARACTERS:
+            yield a, b
+
+
+def dictionary_pairs(lang_a: str, lang_b: str) -> list[tuple[str, str]]:
+    """The lemma pairs of the sentence aligner's dictionary (built on first use); empty when the pair has none."""
+    from bitextflow.align.dictionary import load_dictionary
+
+    dictionary = load_dictionary(lang_a, lang_b)
+    return list(dictionary.pairs) if dictionary is not None else []
 
 
 def _chapters(verses: list[str], lengths: list[int]) -> list[list[str]]:

@@ -1,0 +1,140 @@
+"""Models in the DVC data registry, for real (git + DVC subprocesses, the DVC remote on SeaweedFS), as releases are
+in tests/test_registry.py: each model version is tagged ``model-<name>-v<N>`` and ``dvc get`` returns exactly its
+files after the registry's DVC cache is deleted, so they come from S3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bitextflow.config import load_pair_config
+from bitextflow.errors import StageError
+from bitextflow.release.registry import DataRegistry, model_tag
+from bitextflow.storage import ObjectStore
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tree_hashes(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()
+    }
+
+
+def model_folder(path: Path, version: int) -> Path:
+    """A folder shaped like a bicleaner model: its metadata and a nested file."""
+    (path / "vocab").mkdir(parents=True)
+    (path / "model.h5").write_bytes(bytes(range(256)) * 40)
+    (path / "vocab" / "spm.vocab").write_text("▁the\t-1.0\n▁el\t-1.2\n", encoding="utf-8")
+    (path / "bitextflow-model.json").write_text(json.dumps({"version": version}), encoding="utf-8")
+    return path
+
+
+def registry_settings(store: ObjectStore, registry: Path) -> dict[str, str]:
+    """The ``release`` section pointing at a throwaway registry whose DVC remote is a fresh prefix of the bucket."""
+    return {"release.registry": str(registry), "release.dvc_remote": f"s3://{store.bucket}/dvc-{uuid.uuid4().hex[:8]}"}
+
+
+def test_a_model_version_is_tagged_and_dvc_get_returns_exactly_it(store: ObjectStore, tmp_path: Path) -> None:
+    remote = f"s3://{store.bucket}/dvc-{uuid.uuid4().hex[:8]}"
+    registry = DataRegistry(str(tmp_path / "registry"), store.settings, remote)
+    first, second = model_folder(tmp_path / "m1", 1), model_folder(tmp_path / "m2", 2)
+    (second / "model.h5").write_bytes(b"retrained")
+
+    entries = [registry.record_model("bicleaner-en-es", version, folder) for version, folder in ((1, first), (2, second))]
+    assert [e.tag for e in entries] == ["model-bicleaner-en-es-v1", "model-bicleaner-en-es-v2"]
+    assert all(e.recorded for e in entries)
+    assert entries[1].get_command == f"dvc get {tmp_path / 'registry'} models/bicleaner-en-es/v2 --rev model-bicleaner-en-es-v2"
+    retried = registry.record_model("bicleaner-en-es", 1, first)
+    assert not retried.recorded and retried.commit == entries[0].commit
+    assert registry.tags() == ["model-bicleaner-en-es-v1", "model-bicleaner-en-es-v2"]
+    prefix = remote.removeprefix(f"s3://{store.bucket}/")
+    assert store.list_keys(prefix + "/"), "dvc push stored nothing on the S3 remote"
+
+    shutil.rmtree(tmp_path / "registry" / ".dvc" / "cache")  # what dvc get returns must come from S3
+    for entry, folder in zip(entries, (first, second), strict=True):
+        got = registry.get(entry.path, entry.tag, tmp_path / f"got-{entry.tag}")
+        assert tree_hashes(got) == tree_hashes(folder)
+
+
+def test_a_missing_model_folder_is_one_clear_error(store: ObjectStore, tmp_path: Path) -> None:
+    registry = DataRegistry(str(tmp_path / "registry"), store.settings, f"s3://{store.bucket}/dvc")
+    with pytest.raises(StageError, match=r"model folder .*absent does not exist; build or train the model"):
+        registry.record_model("bicleaner-en-es", 1, tmp_path / "absent")
+
+
+def test_the_bicleaner_model_is_recorded_under_its_pairs_registry_and_version(store: ObjectStore, tmp_path: Path) -> None:
+    from bitextflow.score import bicleaner
+
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
+        registry_settings(store, tmp_path / "registry")
+    )
+    model = model_folder(tmp_path / "bicleaner", 7)
+    entry = bicleaner.record_model(config, store.settings, model)
+    assert (entry.tag, entry.path) == (model_tag("bicleaner-en-es", 7), "models/bicleaner-en-es/v7")
+    got = DataRegistry(str(tmp_path / "registry"), store.settings, config.release.dvc_remote).get(
+        entry.path, entry.tag, tmp_path / "got"
+    )
+    assert tree_hashes(got) == tree_hashes(model)
+
+
+def test_training_a_domain_classifier_records_it_with_its_s3_version(store: ObjectStore, tmp_path: Path) -> None:
+    from bitextflow.classify.data import read_labelled
+    from bitextflow.classify.model import load_model
+    from bitextflow.classify.offline import offline_set
+    from bitextflow.classify.train import train_domain, with_training
+
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
+        registry_settings(store, tmp_path / "registry")
+    )
+    config = with_training(config, kind="svm", max_per_class=100)
+    trained = train_domain(config, store, out_dir=tmp_path / "svm", sentences=read_labelled(offline_set("en")), zero_shot=[])
+    version = int(trained.uri.rstrip("/").rsplit("/v", 1)[1])
+    tag = model_tag("domain-en-es", version)
+    assert trained.summary()["dvc_get"] == f"dvc get {tmp_path / 'registry'} models/domain-en-es/v{version} --rev {tag}"
+
+    got = DataRegistry(str(tmp_path / "registry"), store.settings, config.release.dvc_remote).get(
+        f"models/domain-en-es/v{version}", tag, tmp_path / "got"
+    )
+    classifier, metadata = load_model(got, "en-es")
+    assert metadata["kind"] == "svm" and classifier.predict_proba(["Install the package with apt-get."]).shape == (1, 4)
+
+
+def test_no_registry_recording_when_the_pair_turns_it_off(store: ObjectStore, tmp_path: Path) -> None:
+    from bitextflow.classify.data import read_labelled
+    from bitextflow.classify.offline import offline_set
+    from bitextflow.classify.train import train_domain, with_training
+
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
+        {**registry_settings(store, tmp_path / "registry"), "release.record_in_registry": False}
+    )
+    trained = train_domain(
+        with_training(config, kind="svm", max_per_class=100), store, out_dir=tmp_path / "svm",
+        sentences=read_labelled(offline_set("en")), zero_shot=[],
+    )  # fmt: skip
+    assert trained.uri and trained.summary()["dvc_get"] is None and not (tmp_path / "registry").exists()
+
+
+def test_record_command_records_the_built_model_or_names_what_is_missing(s3_env, tmp_path: Path, monkeypatch, capsys) -> None:
+    from bitextflow.score import bicleaner
+
+    monkeypatch.setenv("BITEXTFLOW_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("BITEXTFLOW_REGISTRY", str(tmp_path / "registry"))
+    assert bicleaner.main(["record", "en-es"]) == 1
+    assert "bicleaner-ai model missing" in capsys.readouterr().err
+
+    model = model_folder(bicleaner.default_model_dir("en-es"), bicleaner.MODEL_VERSION)
+    (model / "metadata.yaml").write_text("classifier_type: dec_attention\n", encoding="utf-8")
+    assert bicleaner.main(["record", "en-es"]) == 0
+    tag = model_tag("bicleaner-en-es", bicleaner.MODEL_VERSION)
+    assert f"en-es: recorded; fetch with `dvc get {tmp_path / 'registry'} models/bicleaner-en-es/v" in capsys.readouterr().out
+    assert DataRegistry(
+        str(tmp_path / "registry"), ObjectStore.from_env("bitextflow").settings, "s3://bitextflow/dvc"
+    ).tags() == [tag]
