@@ -16,6 +16,8 @@ overhead = trafilatura speed / ours - 1. The same from the processes' CPU second
 is steadier on a shared machine, where wall time depends on what else runs. Peak RSS (``ru_maxrss``) of our stage is measured in a fresh
 process on the WARC (1x) and on a WARC of ten copies of it (10x; every copy's paragraphs get a distinct
 letter tag so de-duplication does not skip them), to show memory does not grow with shard size.
+Both read the WARC from a local file; the extract task streams it from S3 instead (a 1 MiB buffer,
+``tests/test_extract_s3.py``). ``load_average`` (1 minute, at the end) tells how shared the machine was.
 
 Usage, from the project root::
 
@@ -210,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ours_pages_per_s_10x": round(ten["pages"] / ten["seconds"], 3),
         "trafilatura_peak_rss_mb": round(best["trafilatura"]["peak_rss_mb"], 1),
         "sentences": best["ours"]["sentences"],
+        "load_average": round(os.getloadavg()[0], 2),
     }
     if args.json:
         print(json.dumps(summary))

@@ -15,6 +15,10 @@ the dictionary adds). Dictionary loading is outside the timing, as in the pipeli
 default multilingual-e5-small encoder, loaded once outside the timing; its time includes encoding the
 overlaps, and the report splits it into encoding and search seconds. Encoding dominates and is slow
 on CPU, so it runs ``--embedding-runs`` times (default 1); ``--skip-embedding`` leaves it out.
+``hybrid`` (:mod:`bitextflow.align.hybrid`) is Vecalign's search over static embeddings distilled
+from that encoder (:mod:`bitextflow.models.static`, loaded once outside the timing; its time includes
+tokenising and embedding every sentence) plus the data set's dictionary and length;
+``hybrid-nodict`` is the same without the dictionary (identical tokens only).
 
 A second language pair, the hunalign English-Hungarian hand alignment ``dtm``, is scored by beads:
 consecutive rungs of ``hand.ladder`` (``hu_index en_index``) delimit one gold bead, and a predicted
@@ -25,6 +29,7 @@ Usage, from the project root::
     .venv/bin/python bench/sentence_alignment.py [--json] [--data DIR] [--include-dev]
                                                  [--hunalign-data DIR] [--runs N]
                                                  [--embedding-runs N] [--skip-embedding]
+                                                 [--static-model DIR]
 
 With ``--json`` the last line of output is one JSON object (see ../shared/BENCH.md).
 """
@@ -45,8 +50,10 @@ import numpy as np
 from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
 from bitextflow.align.embedding import align_sentences_embedding
 from bitextflow.align.evaluation import Link, read_links, score_alignments
+from bitextflow.align.hybrid import TokenEmbeddings, align_sentences_hybrid
 from bitextflow.align.lexical import align_sentences_lexical
 from bitextflow.align.sentences import Bead, align_sentences
+from bitextflow.models.static import StaticEmbeddings
 
 EVAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 DEFAULT_DATA = EVAL_DIR / "bleualign_defr_gold"
@@ -76,14 +83,20 @@ class TimedEncoder:
         return vectors
 
 
-def make_aligners(dictionary: BilingualDictionary | None, encoder: TimedEncoder | None = None) -> dict[str, Aligner]:
-    """Every sentence aligner we have, ``hunalign-dict`` with the data set's dictionary."""
+def make_aligners(
+    dictionary: BilingualDictionary | None, encoder: TimedEncoder | None = None, static: TokenEmbeddings | None = None
+) -> dict[str, Aligner]:
+    """Every sentence aligner we have, ``hunalign-dict`` and ``hybrid`` with the data set's dictionary."""
     aligners: dict[str, Aligner] = {"gale-church": lambda src, tgt: _links(align_sentences(src, tgt))}
     if dictionary is not None:
         aligners["hunalign-dict"] = lambda src, tgt: _links(align_sentences_lexical(src, tgt, dictionary))
     aligners["hunalign-nodict"] = lambda src, tgt: _links(align_sentences_lexical(src, tgt, None))
     if encoder is not None:
         aligners["vecalign-e5"] = lambda src, tgt: _links(align_sentences_embedding(src, tgt, encoder))
+    if static is not None:
+        if dictionary is not None:
+            aligners["hybrid"] = lambda src, tgt: _links(align_sentences_hybrid(src, tgt, static, dictionary))
+        aligners["hybrid-nodict"] = lambda src, tgt: _links(align_sentences_hybrid(src, tgt, static, None))
     return aligners
 
 
@@ -244,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--embedding-runs", type=int, default=1, help="timed passes of vecalign-e5 (encoding is slow on CPU; default 1)"
     )
     parser.add_argument("--skip-embedding", action="store_true", help="leave out vecalign-e5 (no encoder is loaded)")
+    parser.add_argument(
+        "--static-model", type=Path, default=None, help="static embedding folder for hybrid (default: the distilled one)"
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -287,12 +303,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         encoder = TimedEncoder(SentenceEncoder.from_path())
         result["encoder"] = str(encoder.encoder.path)
+    static = StaticEmbeddings.from_path(args.static_model)
+    result["static_model"] = str(static.path)
     hunalign_aligners = {}
     if hunalign is not None:
         hu_en = load_dictionary("hu", "en")
         result["dictionaries"]["hu-en"] = _described(hu_en)
-        hunalign_aligners = make_aligners(hu_en, encoder)
-    for name, aligner in make_aligners(dictionary, encoder).items():
+        hunalign_aligners = make_aligners(hu_en, encoder, static)
+    for name, aligner in make_aligners(dictionary, encoder, static).items():
         runs = args.embedding_runs if name == "vecalign-e5" else args.runs
         if encoder is not None:
             encoder.seconds, encoder.texts = 0.0, 0

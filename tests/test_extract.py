@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import random
 from pathlib import Path
 
 import lxml.etree
@@ -147,6 +148,33 @@ def test_charset_from_header_then_meta_then_detection():
     decoded = decode_html(russian, None)
     assert decoded.source == "detected" and "Пакет" in decoded.text
     assert decode_html("\ufeff<p>hola</p>".encode("utf-16"), None).source == "bom"
+
+
+def test_the_shortened_mojibake_check_answers_as_ftfy_does():
+    """_looks_like_mojibake cuts ASCII runs before ftfy's is_bad; on any text it must answer as is_bad does."""
+    from ftfy.badness import BADNESS_RE, is_bad
+
+    from bitextflow.extract.encoding import _looks_like_mojibake
+
+    rng = random.Random(11)
+    suspicious = sorted({ch for ch in BADNESS_RE.pattern if not ch.isascii()} | {chr(c) for c in range(0x80, 0xA0)})
+    ascii_chars = "abcZ .,!?\t1_-'"
+    for _ in range(20_000):
+        text = "".join(
+            rng.choice(ascii_chars) if rng.random() < 0.75 else rng.choice(suspicious) for _ in range(rng.randint(1, 30))
+        )
+        assert _looks_like_mojibake(text) == is_bad("\n" + text), repr(text)
+    assert _looks_like_mojibake("A long English sentence about the cafÃ© on the corner of the street.")
+    assert not _looks_like_mojibake("A long English sentence about the café on the corner of the street.")
+
+
+def test_letters_key_is_the_same_for_ascii_and_other_text():
+    from bitextflow.extract.structure import _NON_LETTERS, letters_key
+
+    texts = ["".join(map(chr, range(128))), "Straße 12, Köln!", "ÉCOLE_2024", "Ǆemal", "安装软件包 v2", "plain ascii, text_1"]
+    for text in texts:
+        assert letters_key(text) == _NON_LETTERS.sub("", text.casefold()), text
+    assert letters_key("Hello, World 2024!") == "helloworld"
 
 
 def test_mojibake_is_repaired_and_counted():
@@ -434,6 +462,48 @@ def test_moses_punctuation_and_end_punctuation():
     assert normalise_punctuation("El «paquete» se instala ; luego", "es") == 'El "paquete" se instala; luego'
     assert ends_with_punctuation('He said "yes."') and ends_with_punctuation("¿Qué tal?")
     assert not ends_with_punctuation("A heading") and not ends_with_punctuation("Note:")
+
+
+@pytest.mark.parametrize("language", ["en", "es", "de", "fr", "zh"])
+def test_moses_substitutions_skipped_on_ascii_text_change_nothing(language):
+    from bitextflow.extract.sentences import _normaliser
+
+    def every_substitution(text: str) -> str:
+        for pattern, substitution in _normaliser(language):
+            text = pattern.sub(substitution, text)
+        return " ".join(text.split())
+
+    assert len(_normaliser(language, True)) < len(_normaliser(language)) / 2  # the shortcut is in place
+    samples = [
+        *EN,
+        *ES,
+        'He said "yes" ( twice ) , then ; left ...',
+        "50 % of ``it'' is `odd`",
+        "nº\xa012 at 5\xa0%",
+        "l’été « chaud »",
+    ]
+    for text in samples:
+        assert normalise_punctuation(text, language) == every_substitution(text), text
+
+
+def test_overlapping_terms_count_the_longest_from_the_left():
+    matcher = TermMatcher({"package manager": 1.0, "manager": 1.0, "package": 1.0, "boot loader menu": 1.0}, "en")
+    assert matcher.count("the package manager manager of a package boot loader menu") == {
+        "package manager": 1, "manager": 1, "package": 1, "boot loader menu": 1,
+    }  # fmt: skip
+    assert matcher.count("nothing to see") == {}
+
+
+def test_the_stem_cache_starts_again_when_full(monkeypatch):
+    from bitextflow.extract import relevance
+
+    monkeypatch.setattr(relevance, "_MAX_CACHED_STEMS", 3)
+    matcher = TermMatcher({"package": 1.0, "boot loader": 1.0}, "en")
+    texts = ["Packages and boot loaders", "the package of the boot loader, installed", "other words entirely here"] * 3
+    assert [matcher.count(text) for text in texts] == [{"package": 1, "boot loader": 1}] * 2 + [{}] + (
+        [{"package": 1, "boot loader": 1}] * 2 + [{}]
+    ) * 2
+    assert len(matcher._stems) <= 3 + 6
 
 
 def test_builder_never_raises(monkeypatch):

@@ -32,14 +32,34 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class WarcBucket(_Section):
+    """Where a bucket named in ``crawl.warcs`` lives when it is not on the storage endpoint (docs/extract.md)."""
+
+    endpoint_url: str = Field(
+        pattern=r"^https?://", description="S3 endpoint of the bucket, e.g. https://s3.us-east-1.amazonaws.com (Common Crawl)."
+    )
+    region: str = Field("us-east-1", description="Region of the bucket (Common Crawl: us-east-1).")
+    anonymous: bool = Field(
+        False,
+        description="Unsigned requests (botocore UNSIGNED), for public buckets: no credentials are sent. Off: boto3's own "
+        "credential chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, an instance role), never the storage ones.",
+    )
+
+
 class CrawlConfig(_Section):
     """The focused crawler (docs/crawl.md): politeness, limits, frontier ranking, checkpoints."""
 
     warcs: list[str] = Field(
         default_factory=list,
         description="Ingest existing WARC files instead of crawling (nothing is fetched; seeds must be empty): keys in "
-        "storage.bucket or s3://bucket/key on the same endpoint, each an exact key, a prefix ending in / (its .warc and "
+        "storage.bucket or s3://bucket/key (on the storage endpoint unless crawl.warc_buckets says otherwise), each an exact key, a prefix ending in / (its .warc and "
         ".warc.gz files) or a glob (*, ?, [...]). Each file becomes one extract shard. See docs/extract.md.",
+    )
+    warc_buckets: dict[str, WarcBucket] = Field(
+        default_factory=dict,
+        description="Buckets of crawl.warcs on another S3 endpoint, by bucket name: endpoint_url, region, anonymous; e.g. "
+        "{commoncrawl: {endpoint_url: https://s3.us-east-1.amazonaws.com, anonymous: true}}. Other buckets are on the "
+        "storage endpoint.",
     )
     seeds: list[HttpUrl] = Field(
         default_factory=list,
@@ -235,14 +255,19 @@ class ExtractConfig(_Section):
 class AlignConfig(_Section):
     min_alignment_score: float = Field(0.1, ge=0, le=1, description="Sentence pairs scoring lower are dropped.")
     document_pairs_per_shard: int = Field(25, ge=1, description="Document pairs per sentence-alignment task.")
-    sentence_aligner: Literal["gale-church", "hunalign", "vecalign"] = Field(
+    sentence_aligner: Literal["gale-church", "hunalign", "vecalign", "hybrid"] = Field(
         "gale-church",
         description="Sentence aligner: `gale-church` (length only), `hunalign` (bilingual dictionary from "
-        "Debian + length; a pair without a dictionary package aligns by length and identical words) or "
-        "`vecalign` (multilingual sentence embeddings; most accurate, slowest on CPU). See docs/align.md.",
+        "Debian + length; a pair without a dictionary package aligns by length and identical words), "
+        "`vecalign` (multilingual sentence embeddings; most accurate, slowest on CPU) or `hybrid` (static embeddings "
+        "distilled from the encoder + the `hunalign` dictionary + length in Vecalign's search; as accurate, fast on CPU). "
+        "See docs/align.md.",
     )
     encoder_model: str | None = Field(
         None, description="Model folder for `vecalign` (any transformers encoder); default: the converted multilingual-e5-small."
+    )
+    static_model: str | None = Field(
+        None, description="Static embedding folder for `hybrid`; default: the one distilled from multilingual-e5-small at setup."
     )
     document_methods: list[Literal["url_tokens", "tfidf", "embeddings", "structure", "images"]] = Field(
         default_factory=lambda: ["url_tokens", "tfidf", "structure", "images"], min_length=1,

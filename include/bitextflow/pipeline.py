@@ -38,6 +38,7 @@ from bitextflow.extract import extract_shard
 from bitextflow.extract.dedup import deduplicate_run
 from bitextflow.extract.export import export_documents
 from bitextflow.extract.ingest import resolve_warcs, warc_object
+from bitextflow.extract.warc import WARC_READ_BUFFER
 from bitextflow.models import url_models
 from bitextflow.quality import (
     Check,
@@ -150,7 +151,7 @@ def run_crawl(ctx: RunContext) -> list[str]:
 
 def _ingest_warcs(ctx: RunContext) -> list[str]:
     """``crawl.warcs``: existing WARC files are the extract shards; nothing is fetched."""
-    keys = resolve_warcs(ctx.store, ctx.config.crawl.warcs)
+    keys = resolve_warcs(ctx.store, ctx.config.crawl.warcs, ctx.config.crawl.warc_buckets)
     by_shard: dict[str, str] = {}
     for key in keys:
         if (other := by_shard.setdefault(shard_name(key), key)) != key:
@@ -168,15 +169,16 @@ def _ingest_warcs(ctx: RunContext) -> list[str]:
 def run_extract(ctx: RunContext, warc_key: str) -> str:
     """One WARC shard -> documents, rejected documents and sentences Parquet; returns the documents key.
 
-    The WARC is streamed from a local copy (disk, not memory); see :mod:`bitextflow.extract.shard`.
+    The WARC is streamed from S3 through a bounded buffer, never copied whole (see
+    :class:`bitextflow.storage.ObjectReader` and :mod:`bitextflow.extract.shard`).
     """
     shard = shard_name(warc_key)
     sentences_key = ctx.key("extract", f"{shard}.sentences.parquet")
-    with tempfile.TemporaryDirectory(prefix="bitextflow-extract-") as tmp:
-        store, key = warc_object(ctx.store, warc_key)  # an ingested WARC may be in another bucket
-        local = store.download_file(key, Path(tmp) / "shard.warc.gz")
+    # an ingested WARC may be in another bucket, or on another endpoint (crawl.warc_buckets)
+    store, key = warc_object(ctx.store, warc_key, ctx.config.crawl.warc_buckets)
+    with tempfile.TemporaryDirectory(prefix="bitextflow-extract-") as tmp, store.open_read(key, WARC_READ_BUFFER) as warc:
         result = extract_shard(
-            local, Path(tmp) / "out", warc_key=warc_key, sentences_key=sentences_key,
+            warc, Path(tmp) / "out", warc_key=warc_key, sentences_key=sentences_key,
             languages={ctx.config.source, ctx.config.target}, config=ctx.config.extract, domain=ctx.config.domain,
         )  # fmt: skip
         parquet = "application/vnd.apache.parquet"
@@ -322,12 +324,16 @@ def run_align_sentences(ctx: RunContext, document_pairs_key: str) -> str:
     sentences = _document_sentences(ctx, set(doc_pairs["sentences_key_a"]) | set(doc_pairs["sentences_key_b"]))
     counts = StageCounts("align_sentences")
     method = ctx.config.align.sentence_aligner
-    dictionary = load_dictionary(ctx.config.source, ctx.config.target) if method == "hunalign" else None
+    dictionary = load_dictionary(ctx.config.source, ctx.config.target) if method in ("hunalign", "hybrid") else None
     encoder = None
     if method == "vecalign":
         from bitextflow.models import SentenceEncoder  # torch is imported only by the stages that need it
 
         encoder = SentenceEncoder.from_path(ctx.config.align.encoder_model)
+    if method == "hybrid":
+        from bitextflow.models.static import StaticEmbeddings
+
+        encoder = StaticEmbeddings.from_path(ctx.config.align.static_model)
     align = sentence_aligner(method, dictionary, encoder)
     rows = []
     for pair in doc_pairs.itertuples():

@@ -143,13 +143,15 @@ def _full_band(n: int, m: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     return np.zeros(n + 1, dtype=np.int64), np.full(n + 1, m, dtype=np.int64)
 
 
-def _project(bounds: Sequence[Bounds], n: int, m: int, window: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Band at the finer level (``n`` x ``m``, factor 2) around a coarse path, ``window`` either side."""
+def _project(
+    bounds: Sequence[Bounds], n: int, m: int, window: int, factor: int = 2
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Band at the finer level (``n`` x ``m``, ``factor`` times the path's) around a path, ``window`` either side."""
     lo = np.full(n + 1, m, dtype=np.int64)
     hi = np.zeros(n + 1, dtype=np.int64)
     for s0, s1, t0, t1 in bounds:
-        r0, r1 = min(2 * s0, n), min(2 * s1, n)
-        c0, c1 = min(2 * t0, m), min(2 * t1, m)
+        r0, r1 = min(factor * s0, n), min(factor * s1, n)
+        c0, c1 = min(factor * t0, m), min(factor * t1, m)
         lo[r0 : r1 + 1] = np.minimum(lo[r0 : r1 + 1], c0)
         hi[r0 : r1 + 1] = np.maximum(hi[r0 : r1 + 1], c1)
     lo = np.clip(lo - window, 0, m)

@@ -94,16 +94,18 @@ class DocumentBuilder:
     def _repair(metadata: PageMetadata, paragraphs: list[Paragraph], document: Document):
         """ftfy on every text (mojibake, leftover entities), then spaces and controls normalised.
 
-        All texts of the page go through ftfy at once, one per line (ftfy works line by line).
+        All texts of the page go through ftfy at once, one per line (ftfy works line by line). They come
+        normalised and on one line (:func:`encoding.clean_line`), so when ftfy changes nothing they stay.
         """
         texts = [metadata.title, metadata.description, metadata.keywords, metadata.sitename, *(p.text for p in paragraphs)]
         fixed, changed = encoding.repair("\n".join(texts))
+        if not changed:
+            return metadata, paragraphs
         lines = fixed.split("\n")
         if len(lines) != len(texts):  # ftfy changed the line structure: repair one by one
             lines = [encoding.repair(text)[0] for text in texts]
         lines = [" ".join(line.split()) for line in lines]
-        if changed:
-            document.repairs.append("mojibake_repaired")
+        document.repairs.append("mojibake_repaired")
         metadata = PageMetadata(title=lines[0], description=lines[1], keywords=lines[2], date=metadata.date, sitename=lines[3])
         kept = []
         for paragraph, text in zip(paragraphs, lines[4:], strict=True):
@@ -126,7 +128,7 @@ class DocumentBuilder:
                 if len(paragraph.text) < MIN_BOILERPLATE_LID_CHARS:
                     paragraph.language = lang
                     continue
-                detected, reliable, _shares = language.cld2(paragraph.text)
+                detected, reliable = language.cld2_top(paragraph.text)
                 paragraph.language = detected if reliable else lang
                 paragraph.out_of_language = paragraph.language != lang
                 continue

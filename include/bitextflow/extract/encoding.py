@@ -68,6 +68,7 @@ _FTFY = ftfy.TextFixerConfig(uncurl_quotes=False, fix_latin_ligatures=True, norm
 # Besides mojibake (ftfy.badness.is_bad), ftfy has work to do on HTML entities left in text,
 # Latin ligatures, C1 controls and replacement characters.
 _FTFY_WORK = re.compile("&#?[A-Za-z0-9]{2,8};|[\u0080-\u009f\ufb00-\ufb06\ufffd]")
+_ASCII_RUN = re.compile(r"([\x00-\x7f]{2})[\x00-\x7f]+([\x00-\x7f]{2})")  # see _looks_like_mojibake
 
 
 _MIN_DETECTION_BYTES = 64
@@ -146,10 +147,18 @@ def normalise(text: str) -> str:
 
 
 def _looks_like_mojibake(text: str) -> bool:
-    """ftfy's heuristic (``is_bad``) on the lines with non-ASCII characters only: every mojibake pattern
-    has some, and on a mostly ASCII page skipping the rest halves the cost of the check."""
+    """ftfy's heuristic (``is_bad``) on the lines with non-ASCII characters only, ASCII runs shortened.
+
+    Every pattern of ftfy's ``BADNESS_RE`` needs a non-ASCII character and reaches at most two ASCII
+    characters to either side of the non-ASCII ones (``[a-z]\\s?Ã``, ``Â [ ...``, ``ВЂВ.[A-Za-z ]``), and
+    none is made of ASCII alone. So ASCII-only lines cannot match, and an ASCII run of five or more
+    characters can be cut to its first two and last two without creating or losing a match: the check
+    then reads the accented letters and symbols of a page instead of all its text (4x faster on the
+    benchmark pages; equal to ``is_bad`` on random strings, tests/test_extract.py).
+    """
     suspect = [line for line in text.split("\n") if not line.isascii()]
-    return bool(suspect) and is_bad("\n" + "\n".join(suspect))  # the leading newline keeps line-start patterns
+    # the leading newline keeps line-start patterns
+    return bool(suspect) and is_bad(_ASCII_RUN.sub(r"\1\2", "\n" + "\n".join(suspect)))
 
 
 def repair(text: str) -> tuple[str, bool]:

@@ -32,21 +32,29 @@ def _printable(text: str) -> str:
     return "".join(ch for ch in text if ch.isprintable() or ch.isspace())
 
 
-def cld2(text: str, plain_text: bool = False, best_effort: bool = False) -> tuple[str, bool, list[tuple[str, float]]]:
-    """CLD2's top language, whether it is reliable, and the languages with their share of the text.
-
-    The one CLD2 call of the project (the crawler's page LID uses it too); ``plain_text`` and
-    ``best_effort`` are CLD2's own ``isPlainText`` and ``bestEffort``.
-    """
-    options = {"isPlainText": plain_text, "bestEffort": best_effort}
+def _detect(text: str, plain_text: bool, best_effort: bool):
+    """The one CLD2 call of the project: ``pycld2.detect``'s (reliable, bytes, details), or None."""
     try:
-        reliable, _bytes, details = pycld2.detect(text, **options)
+        return pycld2.detect(text, isPlainText=plain_text, bestEffort=best_effort)
     except pycld2.error:
         # CLD2 rejects some code points (lone surrogates, some controls): drop them, not the text.
         try:
-            reliable, _bytes, details = pycld2.detect(_printable(text).encode("utf-8", "ignore").decode("utf-8"), **options)
+            cleaned = _printable(text).encode("utf-8", "ignore").decode("utf-8")
+            return pycld2.detect(cleaned, isPlainText=plain_text, bestEffort=best_effort)
         except pycld2.error:
-            return UNKNOWN, False, []
+            return None
+
+
+def cld2(text: str, plain_text: bool = False, best_effort: bool = False) -> tuple[str, bool, list[tuple[str, float]]]:
+    """CLD2's top language, whether it is reliable, and the languages with their share of the text.
+
+    The crawler's page LID uses it too; ``plain_text`` and ``best_effort`` are CLD2's own ``isPlainText``
+    and ``bestEffort``.
+    """
+    found = _detect(text, plain_text, best_effort)
+    if found is None:
+        return UNKNOWN, False, []
+    reliable, _bytes, details = found
     shares: dict[str, float] = {}
     for _name, code, percent, _score in details:
         code = _code(code)
@@ -54,6 +62,16 @@ def cld2(text: str, plain_text: bool = False, best_effort: bool = False) -> tupl
             shares[code] = shares.get(code, 0.0) + percent / 100
     top = _code(details[0][1]) if details else UNKNOWN
     return top, bool(reliable) and top != UNKNOWN, sorted(shares.items(), key=lambda item: -item[1])
+
+
+def cld2_top(text: str) -> tuple[str, bool]:
+    """:func:`cld2`'s top language and reliability without the shares: paragraphs and sentences need no more."""
+    found = _detect(text, False, False)
+    if found is None:
+        return UNKNOWN, False
+    reliable, _bytes, details = found
+    top = _code(details[0][1]) if details else UNKNOWN
+    return top, bool(reliable) and top != UNKNOWN
 
 
 @functools.cache
@@ -98,7 +116,7 @@ def identify(text: str, candidates: frozenset[str]) -> tuple[str, bool]:
     ``un`` when nobody is sure. Short texts of close languages (es/gl/pt) are where CLD2 alone errs.
     Returns the language and whether CLD2 was sure of it.
     """
-    language, reliable, _shares = cld2(text)
+    language, reliable = cld2_top(text)
     if reliable and language in candidates:
         return language, True
     second = second_opinion(text, candidates)

@@ -27,6 +27,7 @@ SNOWBALL = {
     "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
 }  # fmt: skip
 DEFAULT_LOCATION_WEIGHTS = {"title": 10.0, "metadata": 4.0, "keywords": 2.0, "text": 1.0}
+_MAX_CACHED_STEMS = 200_000  # a shard's vocabulary; the cache starts again past it, so memory stays bounded
 
 
 @functools.cache
@@ -48,15 +49,24 @@ class TermMatcher:
         self.language = language
         self.weights = dict(terms)
         self._stemmer = _stemmer(language) if stem else None
+        self._stems: dict[str, str] = {}  # word -> stem: a dict lookup is a tenth of a Snowball call
         self._by_tokens: dict[tuple[str, ...], str] = {}
         for term in terms:
             tokens = tuple(self._normalise(_WORD.findall(term.casefold())))
             if tokens:
                 self._by_tokens.setdefault(tokens, term)
         self._lengths = sorted({len(tokens) for tokens in self._by_tokens}, reverse=True)
+        self._first_tokens = frozenset(tokens[0] for tokens in self._by_tokens)
 
     def _normalise(self, words: list[str]) -> list[str]:
-        return self._stemmer.stemWords(words) if self._stemmer is not None else words
+        if self._stemmer is None:
+            return words
+        stems = self._stems
+        if len(stems) > _MAX_CACHED_STEMS:
+            stems.clear()
+        if missing := [word for word in set(words) if word not in stems]:
+            stems.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
+        return [stems[word] for word in words]
 
     def count(self, text: str) -> Counter[str]:
         """Occurrences of each term in ``text``; longer terms win where they overlap shorter ones."""
@@ -64,16 +74,18 @@ class TermMatcher:
         if not self._by_tokens or not text:
             return found
         tokens = self._normalise(_WORD.findall(text.casefold()))
-        position = 0
-        while position < len(tokens):
+        first_tokens = self._first_tokens
+        free = 0  # tokens before this are part of a term already counted
+        # only where a term can start: most words of a page start none
+        for start in [index for index, token in enumerate(tokens) if token in first_tokens]:
+            if start < free:
+                continue
             for length in self._lengths:
-                term = self._by_tokens.get(tuple(tokens[position : position + length]))
+                term = self._by_tokens.get(tuple(tokens[start : start + length]))
                 if term is not None:
                     found[term] += 1
-                    position += length
+                    free = start + length
                     break
-            else:
-                position += 1
         return found
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import re._parser  # the pattern parser of ``re``: which substitutions need a non-ASCII character
 import unicodedata
 from dataclasses import dataclass
 
@@ -37,17 +38,35 @@ class Sentence:
     language: str
 
 
+def _needs_non_ascii(pattern: str) -> bool:
+    """Whether every match of ``pattern`` contains a non-ASCII character: one is a literal of its top-level
+    sequence (``„``, ``\\xa0%``), which no quantifier or alternative can leave out."""
+    try:
+        items = re._parser.parse(pattern)
+    except re.error:
+        return False
+    return any(op is re._parser.LITERAL and value > 0x7F for op, value in items)
+
+
 @functools.cache
-def _normaliser(language: str) -> list[tuple[re.Pattern[str], str]]:
+def _normaliser(language: str, ascii_text: bool = False) -> list[tuple[re.Pattern[str], str]]:
     """sacremoses' substitutions for ``language``, compiled once: ``MosesPunctNormalizer.normalize`` passes
-    each pattern as a string to ``re.sub``, whose cache lookup cost as much as the matching."""
+    each pattern as a string to ``re.sub``, whose cache lookup cost as much as the matching.
+
+    ``ascii_text``: only those that can match ASCII text. When these turn ASCII into ASCII (they do for
+    every language sacremoses knows), the others never match an ASCII sentence, whatever ran before.
+    """
     moses = MosesPunctNormalizer(lang=language, pre_replace_unicode_punct=False, post_remove_control_chars=False)
-    return [(re.compile(pattern), substitution) for pattern, substitution in moses.substitutions]
+    substitutions = moses.substitutions
+    ascii_only = [(pattern, substitution) for pattern, substitution in substitutions if not _needs_non_ascii(pattern)]
+    if ascii_text and all(substitution.isascii() for _pattern, substitution in ascii_only):
+        substitutions = ascii_only
+    return [(re.compile(pattern), substitution) for pattern, substitution in substitutions]
 
 
 def normalise_punctuation(text: str, language: str) -> str:
     """Moses punctuation normalisation (quotes, dashes, spaces around punctuation) for ``language``."""
-    for pattern, substitution in _normaliser(language):
+    for pattern, substitution in _normaliser(language, text.isascii()):
         text = pattern.sub(substitution, text)
     return " ".join(text.split())
 

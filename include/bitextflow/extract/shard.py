@@ -7,7 +7,8 @@ Two passes, with memory that does not grow with the shard's text:
    keeping only hashes (for near-duplicates and sentence de-duplication) in memory;
 2. decide the near-duplicates, then stream the spills into the final files: kept documents with
    their sentence counts, rejected documents with the reason (and what they duplicate), sentences
-   of kept documents with repeats in the same language flagged (or dropped).
+   of kept documents with repeats in the same language flagged (or dropped). Pass 2 works on Arrow
+   batches column by column: only the ids, languages and sentence texts become Python objects.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bitextflow import schemas
@@ -64,15 +66,25 @@ class _BatchWriter:
             self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
             self._rows.clear()
 
+    def add_table(self, table: pa.Table) -> None:
+        """Rows already in Arrow form, after the pending ones (file order is the order of calls)."""
+        if table.num_rows:
+            self.flush()
+            self._writer.write_table(table)
+
     def close(self) -> Path:
         self.flush()
         self._writer.close()
         return self.path
 
 
-def _read_batches(path: Path, batch_size: int):
+def _read_tables(path: Path, batch_size: int):
     for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
-        yield from batch.to_pylist()
+        yield pa.Table.from_batches([batch])
+
+
+def _with_column(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(name), name, values)
 
 
 def document_row(document: Document, warc_key: str, sentences_key: str) -> dict[str, Any]:
@@ -94,8 +106,14 @@ def document_row(document: Document, warc_key: str, sentences_key: str) -> dict[
         "keywords": document.metadata.keywords,
         "date": document.metadata.date,
         "paragraphs": [
-            {"type": p.type, "text": p.text, "language": p.language, "boilerplate": p.boilerplate,
-             "out_of_language": p.out_of_language, "terms": list(p.terms)}
+            {
+                "type": p.type,
+                "text": p.text,
+                "language": p.language,
+                "boilerplate": p.boilerplate,
+                "out_of_language": p.out_of_language,
+                "terms": list(p.terms),
+            }
             for p in document.paragraphs
         ],  # fmt: skip
         "sentences": 0,
@@ -179,26 +197,35 @@ def extract_shard(
     per_document: Counter[str] = Counter()
     seen = SentenceDeduplicator()
     drop_repeats = config.duplicate_sentences == "drop"
-    for row in _read_batches(spill_sents.path, SENTENCE_BATCH):
-        if row["doc_id"] in near:
-            sent_counts.drop("document_near_duplicate")
-            continue
-        row["duplicate"] = seen.seen_before(row["language"], row["text"])
-        if row["duplicate"] and drop_repeats:
-            sent_counts.drop("duplicate_sentence")
-            continue
-        per_document[row["doc_id"]] += 1
-        sent_counts.keep()
-        sentences.add(row)
+    for table in _read_tables(spill_sents.path, SENTENCE_BATCH):
+        keep, duplicate = [], []
+        for doc_id, lang, text in zip(*(table[name].to_pylist() for name in ("doc_id", "language", "text")), strict=True):
+            repeat = False
+            if doc_id in near:
+                sent_counts.drop("document_near_duplicate")
+            elif (repeat := seen.seen_before(lang, text)) and drop_repeats:
+                sent_counts.drop("duplicate_sentence")
+            else:
+                per_document[doc_id] += 1
+                sent_counts.keep()
+                keep.append(len(duplicate))
+            duplicate.append(repeat)
+        sentences.add_table(_with_column(table, "duplicate", pa.array(duplicate, pa.bool_())).take(keep))
     documents = _BatchWriter(workdir / "documents.parquet", schemas.DOCUMENTS, DOCUMENT_BATCH)
-    for row in _read_batches(spill_docs.path, DOCUMENT_BATCH):
-        if row["doc_id"] in near:
-            doc_counts.drop("near_duplicate")
-            rejected.add(row | {"drop_reason": "near_duplicate", "duplicate_of": near[row["doc_id"]]})
-            continue
-        row["sentences"] = per_document[row["doc_id"]]
-        doc_counts.keep()
-        documents.add(row)
+    for table in _read_tables(spill_docs.path, DOCUMENT_BATCH):
+        doc_ids = table["doc_id"].to_pylist()
+        is_near = pa.array([doc_id in near for doc_id in doc_ids], pa.bool_())
+        losers = table.filter(is_near)
+        doc_counts.drop("near_duplicate", losers.num_rows)
+        losers = _with_column(losers, "drop_reason", pa.array(["near_duplicate"] * losers.num_rows, pa.string()))
+        rejected.add_table(
+            _with_column(losers, "duplicate_of", pa.array([near[d] for d in losers["doc_id"].to_pylist()], pa.string()))
+        )
+        kept = table.filter(pc.invert(is_near))
+        doc_counts.keep(kept.num_rows)
+        documents.add_table(
+            _with_column(kept, "sentences", pa.array([per_document[d] for d in kept["doc_id"].to_pylist()], pa.int32()))
+        )
     spill_docs.path.unlink()
     spill_sents.path.unlink()
     return ShardResult(documents.close(), rejected.close(), sentences.close(), doc_counts, sent_counts)

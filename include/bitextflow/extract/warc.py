@@ -4,6 +4,11 @@ Records are streamed one at a time (memory does not grow with the file). A damag
 member, garbage between records, a cut-off file) is skipped: the reader looks for the next record
 start (the next gzip member of a ``.warc.gz``, the next ``WARC/1.`` line of a plain WARC) and goes on,
 so one bad byte never loses the rest of the shard. Every skip is counted under a named reason.
+
+The source is a path or a binary stream. The extract task reads straight from S3 with
+:meth:`bitextflow.storage.ObjectStore.open_read` (ranged GETs through a ``WARC_READ_BUFFER`` buffer,
+no local copy); that stream is seekable, so skipping a damaged region is a seek forward (a new GET).
+A stream that cannot seek is read too, but reading stops at its first damaged region.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ log = logging.getLogger(__name__)
 GZIP_MAGIC = b"\x1f\x8b\x08"
 WARC_MAGIC = b"WARC/1."
 _SCAN_CHUNK = 1 << 20
+# Read buffer of a WARC streamed from S3: large enough that a ranged GET is not re-opened per record,
+# small enough that a shard's reading memory does not depend on its size.
+WARC_READ_BUFFER = 1 << 20
 
 
 def _find(stream: IO[bytes], needle: bytes, start: int) -> int | None:

@@ -12,6 +12,7 @@ that writes several objects hands their keys downstream only after all are writt
 
 from __future__ import annotations
 
+import io
 import json
 import mimetypes
 import os
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
@@ -37,6 +39,7 @@ class StorageSettings:
     access_key_id: str | None
     secret_access_key: str | None = field(repr=False)
     region: str = "us-east-1"
+    anonymous: bool = False  # unsigned requests (public buckets such as Common Crawl's): no credentials are sent
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StorageSettings:
@@ -77,10 +80,11 @@ class ObjectStore:
         self._client = boto3.client(
             "s3",
             endpoint_url=settings.endpoint_url,
-            aws_access_key_id=settings.access_key_id,
-            aws_secret_access_key=settings.secret_access_key,
+            aws_access_key_id=None if settings.anonymous else settings.access_key_id,
+            aws_secret_access_key=None if settings.anonymous else settings.secret_access_key,
             region_name=settings.region,
             config=Config(
+                signature_version=UNSIGNED if settings.anonymous else None,
                 connect_timeout=5,
                 read_timeout=60,
                 retries={"max_attempts": 5, "mode": "standard"},
@@ -109,6 +113,11 @@ class ObjectStore:
             )
         if isinstance(exc, ClientError):
             code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in _CREDENTIAL_ERRORS and self.settings.anonymous:
+                return StorageError(
+                    f"S3 endpoint {self._where()} refused an anonymous (unsigned) request to {action} {target}: the bucket "
+                    "is not public; read it with credentials instead of anonymous access"
+                )
             if code in _CREDENTIAL_ERRORS:
                 return StorageError(
                     f"S3 endpoint {self._where()} rejected the credentials (access key id "
@@ -194,6 +203,11 @@ class ObjectStore:
             raise self._fail(exc, "read", key) from None
         return Path(path)
 
+    def open_read(self, key: str, buffer_bytes: int = 1 << 20) -> io.BufferedReader:
+        """``key`` as a seekable binary file read straight from S3, holding at most ``buffer_bytes`` (plus the
+        caller's own reads) in memory; nothing is written to disk. See :class:`ObjectReader`."""
+        return io.BufferedReader(ObjectReader(self, key), buffer_size=buffer_bytes)
+
     def put_tree(self, prefix: str, directory: Path) -> list[str]:
         """Upload every file under ``directory`` to ``prefix`` + its relative path, typed by extension."""
         keys = []
@@ -216,7 +230,7 @@ class ObjectStore:
         except ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code")) in ("404", "NoSuchKey", "NotFound"):
                 return False
-            raise self._fail(exc, "check") from None
+            raise self._fail(exc, "check", key) from None
         except BotoCoreError as exc:
             raise self._fail(exc, "check", key) from None
 
@@ -248,6 +262,75 @@ class ObjectStore:
             except (BotoCoreError, ClientError) as exc:
                 raise self._fail(exc, "delete", prefix) from None
         return len(keys)
+
+
+class ObjectReader(io.RawIOBase):
+    """One S3 object as a raw, seekable, read-only file: a ranged GET from the current offset, streamed.
+
+    Reads take what the caller asks for from the open response; a seek elsewhere closes it and the next
+    read opens a GET from the new offset (one request per seek, which is how a WARC reader skips a
+    damaged region). A connection dropped mid-object is resumed from the current offset.
+    """
+
+    _ATTEMPTS = 3
+
+    def __init__(self, store: ObjectStore, key: str):
+        super().__init__()
+        self.store, self.key = store, key
+        try:
+            self.size = int(store._client.head_object(Bucket=store.bucket, Key=key)["ContentLength"])
+        except (BotoCoreError, ClientError) as exc:
+            raise store._fail(exc, "read", key) from None
+        self._position = 0
+        self._body = None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        position = offset + {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self.size}[whence]
+        if position < 0:
+            raise ValueError(f"negative seek position {position} in {self.store.uri(self.key)}")
+        if position != self._position:
+            self._close_body()
+            self._position = position
+        return position
+
+    def readinto(self, buffer) -> int:
+        if self._position >= self.size or not len(buffer):
+            return 0
+        for attempt in range(self._ATTEMPTS):
+            try:
+                if self._body is None:
+                    ranged = {"Bucket": self.store.bucket, "Key": self.key, "Range": f"bytes={self._position}-"}
+                    self._body = self.store._client.get_object(**ranged)["Body"]
+                data = self._body.read(len(buffer))
+                break
+            except (BotoCoreError, ClientError) as exc:
+                self._close_body()
+                if attempt + 1 == self._ATTEMPTS:
+                    raise self.store._fail(exc, "read", self.key) from None
+        if not data:  # the object is shorter than its HEAD said (replaced while read): end here
+            self.size = self._position
+            return 0
+        buffer[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+    def _close_body(self) -> None:
+        if self._body is not None:
+            self._body.close()
+            self._body = None
+
+    def close(self) -> None:
+        self._close_body()
+        super().close()
 
 
 def stage_key(pair: str, run_id: str, stage: str, name: str) -> str:
