@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from alignment_fakes import covers, spread_deletions, word_vector
 from bitextflow.align.embedding import align_sentences_embedding
 from bitextflow.align.evaluation import read_links, score_alignments
 
@@ -45,8 +45,7 @@ class BagEncoder:
 
     def _word(self, word: str) -> np.ndarray:
         if word not in self._words:
-            seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
-            self._words[word] = np.random.default_rng(seed).standard_normal(self.dim)
+            self._words[word] = word_vector(word, self.dim)
         return self._words[word]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -68,12 +67,6 @@ def _target(k: int) -> str:
     return _sentence(k).upper()
 
 
-def _covers(beads, n: int, m: int) -> bool:
-    src = [i for bead in beads for i in bead.src]
-    tgt = [j for bead in beads for j in bead.tgt]
-    return src == list(range(n)) and tgt == list(range(m))
-
-
 def test_one_to_one_two_to_one_and_deletion_recovered() -> None:
     src = [_sentence(k) for k in range(8)]
     src[5] = "unrelated deleted words here"
@@ -82,7 +75,7 @@ def test_one_to_one_two_to_one_and_deletion_recovered() -> None:
     beads = align_sentences_embedding(src, tgt, BagEncoder(), deletion_cost=FAKE_DELETION_COST)
     links = [(bead.src, bead.tgt) for bead in beads]
     assert links == [((0,), (0,)), ((1,), (1,)), ((2,), (2,)), ((3, 4), (3,)), ((5,), ()), ((6,), (4,)), ((7,), (5,))]
-    assert _covers(beads, len(src), len(tgt))
+    assert covers(beads, len(src), len(tgt))
     for bead in beads:
         assert 0.0 <= bead.score <= 1.0
         if bead.src and bead.tgt:
@@ -111,7 +104,7 @@ def test_empty_sides() -> None:
     beads = align_sentences_embedding(["a b"], ["a b"], encoder)
     assert [(b.src, b.tgt) for b in beads] == [((0,), (0,))]
     beads = align_sentences_embedding(["", "x"], ["", "x"], encoder)  # sentences without words
-    assert _covers(beads, 2, 2)
+    assert covers(beads, 2, 2)
 
 
 def test_identical_overlaps_encoded_once() -> None:
@@ -122,15 +115,12 @@ def test_identical_overlaps_encoded_once() -> None:
 
 
 def test_ten_thousand_sentences_fast_and_coarse_to_fine() -> None:
-    n = 10_000
-    src = [_sentence(k) for k in range(n)]
-    tgt = [_target(k) for k in range(n) if k % 97 != 5]  # about 100 deletions spread out
+    src, tgt, expected = spread_deletions(10_000, _sentence, _target)
     started = time.perf_counter()
     beads = align_sentences_embedding(src, tgt, BagEncoder(dim=32), deletion_cost=FAKE_DELETION_COST)
     elapsed = time.perf_counter() - started
-    assert _covers(beads, len(src), len(tgt))
-    deleted = {bead.src[0] for bead in beads if not bead.tgt}
-    assert deleted == {k for k in range(n) if k % 97 == 5}
+    assert covers(beads, len(src), len(tgt))
+    assert {bead.src[0] for bead in beads if not bead.tgt} == expected
     assert elapsed < 60, f"10,000 x 10,000 took {elapsed:.1f} s"
 
 

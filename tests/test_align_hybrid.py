@@ -3,7 +3,6 @@ and of the static embeddings it reads (bitextflow.align.hybrid, bitextflow.model
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 
+from alignment_fakes import covers, spread_deletions, word_vector
 from bitextflow.align.dictionary import BilingualDictionary
 from bitextflow.align.evaluation import read_links, score_alignments
 from bitextflow.align.hybrid import align_sentences_hybrid, overlap_vectors
@@ -40,8 +40,7 @@ class BagEmbeddings:
 
     def _word(self, word: str) -> np.ndarray:
         if word not in self._words:
-            seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
-            self._words[word] = np.random.default_rng(seed).standard_normal(self.dim)
+            self._words[word] = word_vector(word, self.dim)
         return self._words[word]
 
     def token_sums(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -66,10 +65,6 @@ def _links(beads) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     return [(bead.src, bead.tgt) for bead in beads]
 
 
-def _covers(beads, n: int, m: int) -> bool:
-    return [i for b in beads for i in b.src] == list(range(n)) and [j for b in beads for j in b.tgt] == list(range(m))
-
-
 def test_recovers_merges_splits_deletions_and_insertions() -> None:
     src = [_sentence(k) for k in range(12)]
     src[5] = "unrelated deleted words only here"
@@ -83,7 +78,7 @@ def test_recovers_merges_splits_deletions_and_insertions() -> None:
     assert ((), (9,)) in links
     assert ((8,), (6, 7)) in links
     assert ((0,), (0,)) in links and ((11,), (11,)) in links
-    assert _covers(beads, len(src), len(tgt))
+    assert covers(beads, len(src), len(tgt))
     for bead in beads:
         assert 0.0 <= bead.score <= 1.0
         assert (bead.score > 0.5) if (bead.src and bead.tgt) else (bead.score == 0.0)
@@ -113,7 +108,7 @@ def test_empty_and_wordless_sides() -> None:
     ]
     assert _links(align_sentences_hybrid([], ["a"], embeddings)) == [((), (0,))]
     assert _links(align_sentences_hybrid(["a b"], ["A B"], embeddings)) == [((0,), (0,))]
-    assert _covers(align_sentences_hybrid(["", "..."], ["", "!"], embeddings), 2, 2)
+    assert covers(align_sentences_hybrid(["", "..."], ["", "!"], embeddings), 2, 2)
 
 
 def test_wildly_different_lengths_are_covered_quickly() -> None:
@@ -122,18 +117,16 @@ def test_wildly_different_lengths_are_covered_quickly() -> None:
         started = time.perf_counter()
         beads = align_sentences_hybrid(src, tgt, BagEmbeddings(dim=32))
         assert time.perf_counter() - started < 20
-        assert _covers(beads, len(src), len(tgt))
+        assert covers(beads, len(src), len(tgt))
 
 
 def test_ten_thousand_sentences_align_in_linear_time() -> None:
-    n = 10_000
-    src = [_sentence(k) for k in range(n)]
-    tgt = [_target(k) for k in range(n) if k % 97 != 5]  # about 100 deletions spread out
+    src, tgt, expected = spread_deletions(10_000, _sentence, _target)
     started = time.perf_counter()
     beads = align_sentences_hybrid(src, tgt, BagEmbeddings(dim=32), deletion_cost=FAKE_DELETION_COST)
     elapsed = time.perf_counter() - started
-    assert _covers(beads, len(src), len(tgt))
-    deleted, expected = {b.src[0] for b in beads if not b.tgt}, {k for k in range(n) if k % 97 == 5}
+    assert covers(beads, len(src), len(tgt))
+    deleted = {b.src[0] for b in beads if not b.tgt}
     assert len(deleted & expected) >= 0.95 * len(expected) and len(deleted - expected) <= 0.05 * len(expected)
     assert elapsed < 60, f"10,000 x 10,000 took {elapsed:.1f} s"
 
