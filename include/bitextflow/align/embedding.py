@@ -75,7 +75,7 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def _bead_shapes(max_overlap: int) -> tuple[tuple[int, int], ...]:
+def bead_shapes(max_overlap: int) -> tuple[tuple[int, int], ...]:
     """Shapes taken from earlier rows (``di >= 1``), 1-1 first; 0-1 is implicit in the search."""
     shapes = [(1, 1), (1, 0)]
     shapes += [
@@ -87,13 +87,14 @@ def _bead_shapes(max_overlap: int) -> tuple[tuple[int, int], ...]:
     return tuple(shapes)
 
 
-def _normalise(vectors: NDArray[np.float64]) -> NDArray[np.float64]:
+def unit_rows(vectors: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each row scaled to length 1 (a zero row stays zero)."""
     lengths = np.linalg.norm(vectors, axis=1, keepdims=True)
     result: NDArray[np.float64] = vectors / np.maximum(lengths, 1e-12)
     return result
 
 
-def _norms(vectors: NDArray[np.float64], other: NDArray[np.float64]) -> NDArray[np.float64]:
+def vecalign_normalisers(vectors: NDArray[np.float64], other: NDArray[np.float64]) -> NDArray[np.float64]:
     """Mean cosine distance of each row of ``vectors`` to the rows of ``other`` (the normaliser)."""
     result: NDArray[np.float64] = np.maximum(1.0 - vectors @ other.mean(axis=0), MIN_NORM)
     return result
@@ -104,8 +105,8 @@ class _Costs:
 
     def __init__(self, src: list[NDArray[np.float64]], tgt: list[NDArray[np.float64]], deletion: float, penalty: float) -> None:
         self.src, self.tgt = src, tgt
-        self.src_norm = [_norms(v, tgt[0]) for v in src]
-        self.tgt_norm = [_norms(v, src[0]) for v in tgt]
+        self.src_norm = [vecalign_normalisers(v, tgt[0]) for v in src]
+        self.tgt_norm = [vecalign_normalisers(v, src[0]) for v in tgt]
         self.deletion, self.penalty = deletion, penalty
         self.insert_cost = np.full(len(tgt[0]) + 1, deletion)
 
@@ -136,14 +137,14 @@ def _downsample(vectors: NDArray[np.float64]) -> NDArray[np.float64]:
     pairs = vectors[: n - n % 2].reshape(n // 2, 2, -1).sum(axis=1)
     if n % 2:
         pairs = np.vstack([pairs, vectors[-1:]])
-    return _normalise(pairs)
+    return unit_rows(pairs)
 
 
 def _full_band(n: int, m: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     return np.zeros(n + 1, dtype=np.int64), np.full(n + 1, m, dtype=np.int64)
 
 
-def _project(
+def project_band(
     bounds: Sequence[Bounds], n: int, m: int, window: int, factor: int = 2
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Band at the finer level (``n`` x ``m``, ``factor`` times the path's) around a path, ``window`` either side."""
@@ -161,7 +162,7 @@ def _project(
     return lo, hi
 
 
-def _band(
+def search_band(
     src: NDArray[np.float64], tgt: NDArray[np.float64], max_cells: int, window: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Search band for sentence vectors ``src`` x ``tgt``: the full table, or around a coarse path."""
@@ -169,10 +170,10 @@ def _band(
     if (n + 1) * (m + 1) <= max_cells or min(n, m) < 2:
         return _full_band(n, m)
     coarse_src, coarse_tgt = _downsample(src), _downsample(tgt)
-    lo, hi = _band(coarse_src, coarse_tgt, max_cells, window)
+    lo, hi = search_band(coarse_src, coarse_tgt, max_cells, window)
     costs = _Costs([coarse_src], [coarse_tgt], COARSE_DELETION_COST, 0.0)
     bounds = banded_search(lo, hi, costs.bead_cost, costs.insert_cost, shapes=((1, 1), (1, 0)))
-    return _project(bounds, n, m, window)
+    return project_band(bounds, n, m, window)
 
 
 def _overlap_texts(sentences: Sequence[str], max_overlap: int) -> list[list[str]]:
@@ -189,7 +190,7 @@ def _embed(groups: list[list[str]], encoder: Encoder) -> list[NDArray[np.float64
         for text in group:
             index.setdefault(text, len(index))
     vectors = np.asarray(encoder.encode(list(index)), dtype=np.float64).reshape(len(index), -1)
-    vectors = _normalise(vectors)
+    vectors = unit_rows(vectors)
     return [vectors[[index[text] for text in group]] if group else np.zeros((0, vectors.shape[1])) for group in groups]
 
 
@@ -218,8 +219,8 @@ def align_sentences_embedding(
     src_vecs = [v for v in embedded[:overlap] if len(v)]
     tgt_vecs = [v for v in embedded[overlap:] if len(v)]
     costs = _Costs(src_vecs, tgt_vecs, deletion_cost, multi_penalty)
-    lo, hi = _band(src_vecs[0], tgt_vecs[0], max_cells, window)
-    bounds = banded_search(lo, hi, costs.bead_cost, costs.insert_cost, shapes=_bead_shapes(overlap))
+    lo, hi = search_band(src_vecs[0], tgt_vecs[0], max_cells, window)
+    bounds = banded_search(lo, hi, costs.bead_cost, costs.insert_cost, shapes=bead_shapes(overlap))
     scores = [
         0.0 if s0 == s1 or t0 == t1 else min(1.0, max(0.0, 1.0 - costs.distance(s0, s1 - s0, t0, t1 - t0)))
         for s0, s1, t0, t1 in bounds

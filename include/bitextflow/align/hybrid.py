@@ -54,14 +54,14 @@ from bitextflow.align.embedding import (
     DEFAULT_MAX_CELLS,
     DEFAULT_MAX_OVERLAP,
     WINDOW,
-    _band,
-    _bead_shapes,
-    _normalise,
-    _norms,
-    _project,
+    bead_shapes,
+    project_band,
+    search_band,
+    unit_rows,
+    vecalign_normalisers,
 )
 from bitextflow.align.lexical import LexicalMatches, word_translations, words
-from bitextflow.align.sentences import Bead, Bounds, _neg_log_match_probability, beads_from_bounds, char_length
+from bitextflow.align.sentences import Bead, Bounds, beads_from_bounds, char_length, neg_log_match_probability
 
 EMBEDDING_WEIGHT = 1.0
 DICTIONARY_WEIGHT = 1.0
@@ -96,7 +96,7 @@ def overlap_vectors(sums: NDArray[np.float32], counts: NDArray[np.int64], max_ov
             runs.append(np.zeros((0, sums.shape[1])))
             continue
         means = (cum_sums[k:] - cum_sums[:-k]) / np.maximum(cum_counts[k:] - cum_counts[:-k], 1.0)[:, None]
-        runs.append(_normalise(means - centre).astype(np.float32))
+        runs.append(unit_rows(means - centre).astype(np.float32))
     return runs
 
 
@@ -117,8 +117,8 @@ class _StripCosts:
         self.n, self.m = len(src), len(tgt)
         self.deletion_cost = deletion_cost
         self.src_vecs, self.tgt_vecs = src_vecs, tgt_vecs
-        self.src_norm = [_norms(v, tgt_vecs[0]) if len(v) else v[:, 0] for v in src_vecs]
-        self.tgt_norm = [_norms(v, src_vecs[0]) if len(v) else v[:, 0] for v in tgt_vecs]
+        self.src_norm = [vecalign_normalisers(v, tgt_vecs[0]) if len(v) else v[:, 0] for v in src_vecs]
+        self.tgt_norm = [vecalign_normalisers(v, src_vecs[0]) if len(v) else v[:, 0] for v in tgt_vecs]
         translations = word_translations(dictionary)
         max_src, max_tgt = max(di for di, _ in shapes), max(dj for _, dj in shapes)
         self.lexical = LexicalMatches(
@@ -156,7 +156,7 @@ class _StripCosts:
             if dj == 0:
                 out[code][valid] = self.deletion_cost
                 continue
-            length = _neg_log_match_probability(self.src_cum[s + di] - self.src_cum[s], self.tgt_cum[t + dj] - self.tgt_cum[t])
+            length = neg_log_match_probability(self.src_cum[s + di] - self.src_cum[s], self.tgt_cum[t + dj] - self.tgt_cum[t])
             if 4 * len(s) >= (s1 - s0) * (t1 - t0):  # a wide band (the first pass): one dense product
                 dots = (self.src_vecs[di - 1][s0:s1] @ self.tgt_vecs[dj - 1][t0:t1].T)[s - s0, t - t0]
             else:  # a narrow one: row-wise products of its cells (a BLAS call per shape cost more than it saved)
@@ -274,12 +274,12 @@ def align_sentences_hybrid(
     src_vecs = overlap_vectors(*embeddings.token_sums(src), overlap)
     tgt_vecs = overlap_vectors(*embeddings.token_sums(tgt), overlap)
     n, m = len(src), len(tgt)
-    shapes = _bead_shapes(overlap)
+    shapes = bead_shapes(overlap)
     costs = _StripCosts(src, tgt, src_vecs, tgt_vecs, dictionary, shapes, weights, deletion_cost)
     # First pass: 1-1 and null beads at full cost over the whole table (coarse to fine beyond
     # max_cells, on sentence vectors alone), then the fine pass within window of that path.
-    lo, hi = _band(src_vecs[0], tgt_vecs[0], max_cells, window)
+    lo, hi = search_band(src_vecs[0], tgt_vecs[0], max_cells, window)
     path = strip_search(lo, hi, costs, ((1, 1), (1, 0)), deletion_cost)
-    lo, hi = _project(path, n, m, window, factor=1)
+    lo, hi = project_band(path, n, m, window, factor=1)
     bounds = strip_search(lo, hi, costs, shapes, deletion_cost)
     return beads_from_bounds(bounds, costs.scores(bounds))

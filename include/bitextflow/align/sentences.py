@@ -85,7 +85,7 @@ def char_length(sentence: str) -> int:
     return len("".join(sentence.split()))
 
 
-def _neg_log_match_probability(len_src: float | NDArray[np.float64], len_tgt: float | NDArray[np.float64]) -> NDArray[np.float64]:
+def neg_log_match_probability(len_src: float | NDArray[np.float64], len_tgt: float | NDArray[np.float64]) -> NDArray[np.float64]:
     """``-ln P(delta | match)`` for summed source and target lengths (arrays or scalars)."""
     mean = (len_src + np.asarray(len_tgt) / MEAN_RATIO) / 2.0
     # Both lengths 0 gives 0 / tiny = 0: two empty sides match perfectly.
@@ -141,8 +141,8 @@ def shifted_row(
 
 def unaligned_beads(src_len: Sequence[int], tgt_len: Sequence[int]) -> list[Bead]:
     """All 1-0 then all 0-1 beads: the only alignment when one side is empty."""
-    src_scores = np.exp(-_neg_log_match_probability(np.asarray(src_len, dtype=np.float64), 0.0))
-    tgt_scores = np.exp(-_neg_log_match_probability(0.0, np.asarray(tgt_len, dtype=np.float64)))
+    src_scores = np.exp(-neg_log_match_probability(np.asarray(src_len, dtype=np.float64), 0.0))
+    tgt_scores = np.exp(-neg_log_match_probability(0.0, np.asarray(tgt_len, dtype=np.float64)))
     beads = [Bead((i,), (), float(score)) for i, score in enumerate(src_scores)]
     beads += [Bead((), (j,), float(score)) for j, score in enumerate(tgt_scores)]
     return beads
@@ -171,11 +171,11 @@ class LengthModel:
         columns = np.arange(self.m + 1)
         self.tgt_sums = [self.tgt_cum - self.tgt_cum[np.maximum(columns - dj, 0)] for dj in range(3)]
         #: Cost of the 0-1 bead that ends at target prefix j, the same in every row.
-        self.insert_cost = _neg_log_match_probability(0.0, self.tgt_sums[1]) + _PRIOR_COST[(0, 1)]
+        self.insert_cost = neg_log_match_probability(0.0, self.tgt_sums[1]) + _PRIOR_COST[(0, 1)]
 
     def bead_cost(self, i: int, di: int, dj: int, lo: int, hi: int) -> NDArray[np.float64]:
         """``-ln P(delta | match) - ln P(shape)`` of the beads ending at row ``i``, targets ``lo..hi``."""
-        length = _neg_log_match_probability(self.src_cum[i] - self.src_cum[i - di], self.tgt_sums[dj][lo : hi + 1])
+        length = neg_log_match_probability(self.src_cum[i] - self.src_cum[i - di], self.tgt_sums[dj][lo : hi + 1])
         return length + _PRIOR_COST[(di, dj)]
 
     def band(self, max_cells: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -191,7 +191,7 @@ class LengthModel:
         edges = np.array(bounds, dtype=np.int64).reshape(-1, 4)
         len_s = self.src_cum[edges[:, 1]] - self.src_cum[edges[:, 0]]
         len_t = self.tgt_cum[edges[:, 3]] - self.tgt_cum[edges[:, 2]]
-        result: NDArray[np.float64] = np.exp(-_neg_log_match_probability(len_s, len_t))
+        result: NDArray[np.float64] = np.exp(-neg_log_match_probability(len_s, len_t))
         return result
 
 
