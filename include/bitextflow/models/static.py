@@ -26,7 +26,6 @@ import argparse
 import itertools
 import json
 import os
-import secrets
 import shutil
 import sys
 import time
@@ -40,6 +39,7 @@ from scipy import sparse
 from tokenizers import Tokenizer
 
 from bitextflow.errors import BitextflowError, StageError
+from bitextflow.models.folders import built_in_place
 
 MODEL_DIRNAME = "multilingual-e5-small-static"
 BUILD_COMMAND = "python -m bitextflow.models.static"
@@ -137,10 +137,7 @@ def distill(out_dir: Path | None = None, teacher: Path | None = None, force: boo
     started = time.perf_counter()
     vectors = principal_components(_teacher_token_vectors(teacher, threads), PCA_DIMS)
     vectors *= zipf_sif_weights(len(vectors))[:, None]
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = out_dir.parent / f".{out_dir.name}.{os.getpid()}.{secrets.token_hex(4)}"
-    staging.mkdir()
-    try:
+    with built_in_place(out_dir, lambda folder: _is_current(folder, teacher_sha256), replace_current=force) as staging:
         save_file({"embeddings": vectors.astype(np.float16)}, staging / "model.safetensors")
         (staging / "model.safetensors").chmod(0o644)  # safetensors writes 0600; tasks may run as another user
         shutil.copyfile(teacher / "tokenizer.json", staging / "tokenizer.json")
@@ -159,11 +156,6 @@ def distill(out_dir: Path | None = None, teacher: Path | None = None, force: boo
             "seconds": round(time.perf_counter() - started, 1),
         }
         (staging / STAMP_FILENAME).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.rename(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return out_dir
 
 
@@ -180,7 +172,7 @@ class StaticEmbeddings:
         """Load a static model folder; None means the default one (distilled on first use, see :func:`distill`).
 
         A default folder that is already built is used as it is, without comparing it with the
-        teacher (which would import torch); ``make setup`` and :func:`distill` rebuild outdated ones.
+        teacher (which would import torch); :func:`distill` (``python -m bitextflow.models.static``) rebuilds outdated ones.
         """
         folder = Path(path) if path is not None else default_static_dir()
         if path is None and read_stamp_file(folder) is None:
