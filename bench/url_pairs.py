@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bitextflow.crawl.urlpairs import PASSES, match_url_pairs, site_of
+from bitextflow.crawl.urls import url_tokens
 from bitextflow.models import url_models
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "wmt16_docalign_test_gold"
@@ -59,10 +60,10 @@ def model_matches(
         by_site[site_of(url)][1].append(url)
     scored: list[tuple[float, str, str]] = []
     for side_a, side_b in by_site.values():
-        tokens_b = {url: set(url_models.url_text(url).lower().split()) for url in side_b}
+        tokens_b = {url: url_tokens(url) for url in side_b}
         pairs = []
         for url in side_a:
-            tokens_a = set(url_models.url_text(url).lower().split())
+            tokens_a = url_tokens(url)
             nearest = sorted(side_b, key=lambda b: -len(tokens_a & tokens_b[b]) / max(1, len(tokens_a | tokens_b[b])))
             pairs += [(url, b) for b in nearest[:candidates]]
         scored += [(p, a, b) for p, (a, b) in zip(model.probabilities(pairs, max_length), pairs, strict=True)]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 from bitextflow.align.documents import url_key
 from bitextflow.classify import term_matches
 from bitextflow.crawl.urlpairs import key_pair_markers
-from bitextflow.crawl.urls import Link, ParsedPage, language_of_anchor, predicted_language
+from bitextflow.crawl.urls import Link, ParsedPage, language_of_anchor, predicted_language, url_tokens
 
 log = logging.getLogger(__name__)
 
@@ -319,9 +318,6 @@ def load_url_models(location: str | None) -> UrlModels | None:
     return loader(location)
 
 
-_URL_TOKEN = re.compile(r"[^/._\-?=&:;,+~%#]+")
-
-
 class SmartScorer(LinkScorer):
     """priority(v) = P(lang(v) = other language) x P(parallel(u, v)) (García-Romero et al.), plus
     ``exploration`` x P(lang(v) in the pair) x (1 - P(parallel(u, v))).
@@ -377,19 +373,15 @@ class SmartScorer(LinkScorer):
     def seed_priority(self, url: str) -> float:
         return 1.0
 
-    @staticmethod
-    def _tokens(url: str) -> set[str]:
-        return {token.lower() for token in _URL_TOKEN.findall(url.split("://", 1)[-1])}
-
     def queued(self, url: str, priority: float) -> None:
         self._waiting[url] = priority
-        for token in self._tokens(url):
+        for token in url_tokens(url):
             self._by_token.setdefault(token, set()).add(url)
 
     def dequeued(self, url: str) -> None:
         if self._waiting.pop(url, None) is None:
             return
-        for token in self._tokens(url):
+        for token in url_tokens(url):
             urls = self._by_token.get(token)
             if urls is not None:
                 urls.discard(url)
@@ -398,7 +390,7 @@ class SmartScorer(LinkScorer):
 
     def _similar_waiting(self, url: str) -> list[str]:
         shared: Counter[str] = Counter()
-        for token in self._tokens(url):
+        for token in url_tokens(url):
             urls = self._by_token.get(token, ())
             if len(urls) <= self.COMMON_TOKEN:
                 shared.update(urls)

@@ -266,3 +266,18 @@ def language_of_anchor(link: Link) -> str:
         if len(code) == 2 and (code != anchor.lower() or len(anchor) == 2) and code.isalpha():
             return code
     return ""
+
+
+_URL_SEPARATORS = re.compile(r"[/._\-?=&:;,+~%#]+")
+
+
+def url_text(url: str) -> str:
+    """A URL as the URL models read it: host (no port), path and query, separators turned into spaces."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return " ".join(_URL_SEPARATORS.sub(" ", f"{host} {parts.path} {parts.query}").split())
+
+
+def url_tokens(url: str) -> frozenset[str]:
+    """The lower-cased words of :func:`url_text`: what URL similarity (Jaccard, shared tokens) compares."""
+    return frozenset(url_text(url).lower().split())

@@ -45,10 +45,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from bitextflow.config import CrawlConfig
 from bitextflow.counts import StageCounts
+from bitextflow.crawl.urls import url_text, url_tokens
 from bitextflow.errors import StageError
 from bitextflow.storage import ObjectStore
 
@@ -59,7 +59,6 @@ TRAINED_FILENAME = "trained.safetensors"
 FORMAT_VERSION = 1
 LANGUAGE_MODEL, PARALLEL_MODEL = "language", "parallel"
 TRAIN_COMMAND = "bitextflow train-url-models --pair <pair> --run-id <run id>"
-_SEPARATORS = re.compile(r"[/._\-?=&:;,+~%#]+")
 _VERSION_DIR = re.compile(r"/v(\d+)/$")
 
 
@@ -77,18 +76,6 @@ class TrainingSettings:
     max_steps: int | None = None  # cap on optimiser steps per model (tests)
     held_out_share: float = 0.2
     seed: int = 13
-
-
-def url_text(url: str) -> str:
-    """A URL as the classifiers read it: host (no port), path and query, separators turned into spaces."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    text = f"{host} {parts.path} {parts.query}"
-    return " ".join(_SEPARATORS.sub(" ", text).split())
-
-
-def _tokens(url: str) -> frozenset[str]:
-    return frozenset(url_text(url).lower().split())
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -157,7 +144,7 @@ def parallel_examples(
             if url not in language:
                 language[url] = side
                 by_language[side].append(url)
-    tokens = {url: _tokens(url) for urls in by_language.values() for url in urls}
+    tokens = {url: url_tokens(url) for urls in by_language.values() for url in urls}
 
     def nearest(url: str, pool: Sequence[str], excluded: set[str]) -> str | None:
         best, best_score = None, -1.0
