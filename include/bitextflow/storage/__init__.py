@@ -270,6 +270,10 @@ class ObjectReader(io.RawIOBase):
     Reads take what the caller asks for from the open response; a seek elsewhere closes it and the next
     read opens a GET from the new offset (one request per seek, which is how a WARC reader skips a
     damaged region). A connection dropped mid-object is resumed from the current offset.
+
+    Why not ``s3fs.S3File``, which does the same: it would be a second S3 client beside the store's boto3
+    one, configured separately (endpoint, credentials, anonymous access of ``crawl.warc_buckets``) and
+    failing with its own errors, where this class reuses the store's client and its error messages.
     """
 
     _ATTEMPTS = 3
