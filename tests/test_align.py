@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -36,6 +37,7 @@ from bitextflow.align.dictionary import (
 from bitextflow.align.dictionary import default_cache_dir as default_dictionary_dir
 from bitextflow.align.evaluation import parse_links, read_links, score_alignments
 from bitextflow.align.lexical import align_sentences_lexical, sentence_aligner
+from bitextflow.align.sentences import banded_search
 from bitextflow.config import AlignConfig
 
 EVAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
@@ -256,6 +258,37 @@ def test_band_gives_the_exact_result_on_a_realistic_document() -> None:
     exact = align_sentences(src, tgt)  # 600 x ~590 fits the default budget: no band
     banded = align_sentences(src, tgt, max_cells=1)  # forces the narrowest band
     assert banded == exact
+
+
+def _exhaustive_search(n: int, m: int, cost, shapes) -> float:
+    """Least path cost by the textbook cell-by-cell recursion, for checking the vectorised search."""
+    table = np.full((n + 1, m + 1), np.inf)
+    table[0, 0] = 0.0
+    for i in range(n + 1):
+        for j in range(m + 1):
+            for di, dj in (*shapes, (0, 1)):
+                if (di, dj) != (0, 0) and i >= di and j >= dj:
+                    step = cost(di, dj, np.array([i - di]), np.array([j - dj]))[0]
+                    table[i, j] = min(table[i, j], table[i - di, j - dj] + step)
+    return float(table[n, m])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_banded_search_finds_the_least_cost_path_of_every_shape(seed: int) -> None:
+    """The one search of every aligner, against the cell-by-cell recursion on random bead costs."""
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(3, 12)), int(rng.integers(3, 12))
+    shapes = ((1, 1), (1, 0), (2, 1), (1, 2), (2, 2), (3, 1), (1, 3))
+    costs = {shape: rng.uniform(0.0, 3.0, size=(n + 1, m + 1)) for shape in (*shapes, (0, 1))}
+
+    def cost(di: int, dj: int, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return costs[(di, dj)][s, t] if di else costs[(0, 1)][0, t]  # 0-1 beads: the target only
+
+    bounds = banded_search(np.zeros(n + 1, dtype=np.int64), np.full(n + 1, m, dtype=np.int64), cost, shapes)
+    assert all(a[1] == b[0] and a[3] == b[2] for a, b in zip(bounds, bounds[1:], strict=False))  # contiguous beads
+    assert (bounds[0][0], bounds[0][2], bounds[-1][1], bounds[-1][3]) == (0, 0, n, m)
+    total = sum(cost(s1 - s0, t1 - t0, np.array([s0]), np.array([t0]))[0] for s0, s1, t0, t1 in bounds)
+    assert total == pytest.approx(_exhaustive_search(n, m, cost, shapes))
 
 
 def test_ten_thousand_sentences_align_in_linear_time() -> None:

@@ -100,35 +100,48 @@ def vecalign_normalisers(vectors: NDArray[np.float64], other: NDArray[np.float64
     return result
 
 
-class _Costs:
-    """Bead costs over overlap embeddings: ``src[k - 1][s]`` embeds source sentences ``s..s+k-1``."""
+class EmbeddingCosts:
+    """Vecalign's bead costs over overlap embeddings: ``src[k - 1][s]`` embeds source sentences ``s..s+k-1``.
+
+    Groups of overlaps longer than the document are empty arrays; the search never asks for them.
+    """
 
     def __init__(self, src: list[NDArray[np.float64]], tgt: list[NDArray[np.float64]], deletion: float, penalty: float) -> None:
         self.src, self.tgt = src, tgt
-        self.src_norm = [vecalign_normalisers(v, tgt[0]) for v in src]
-        self.tgt_norm = [vecalign_normalisers(v, src[0]) for v in tgt]
+        self.src_norm = [vecalign_normalisers(v, tgt[0]) if len(v) else v[:, 0] for v in src]
+        self.tgt_norm = [vecalign_normalisers(v, src[0]) if len(v) else v[:, 0] for v in tgt]
         self.deletion, self.penalty = deletion, penalty
-        self.insert_cost = np.full(len(tgt[0]) + 1, deletion)
 
-    def distance(self, s0: int, di: int, t0: int, dj: int) -> float:
-        """Normalised cosine distance of one bead (both sides non-empty), without the shape penalty."""
-        x, y = self.src[di - 1][s0], self.tgt[dj - 1][t0]
-        norm = (self.src_norm[di - 1][s0] + self.tgt_norm[dj - 1][t0]) / 2.0
-        return float((1.0 - x @ y) / norm)
-
-    def bead_cost(self, i: int, di: int, dj: int, lo: int, hi: int) -> NDArray[np.float64]:
-        if dj == 0:
-            return np.full(hi - lo + 1, self.deletion)
-        out = np.full(hi - lo + 1, np.inf)
-        start = max(lo, dj)
-        if start > hi or dj > len(self.tgt) or di > len(self.src):
-            return out
-        x, nx = self.src[di - 1][i - di], self.src_norm[di - 1][i - di]
-        ys = self.tgt[dj - 1][start - dj : hi - dj + 1]
-        ny = self.tgt_norm[dj - 1][start - dj : hi - dj + 1]
+    def cosine_cost(self, di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``(1 - cos) / mean norm * di * dj`` (x ``1 + penalty`` beyond 1-1) of beads with both sides non-empty."""
+        x, y = self.src[di - 1], self.tgt[dj - 1]
+        s0, s1, t0, t1 = int(s.min()), int(s.max()) + 1, int(t.min()), int(t.max()) + 1
+        if 4 * len(s) >= (s1 - s0) * (t1 - t0):  # a wide band (a full table, a first pass): one dense product
+            dots = (x[s0:s1] @ y[t0:t1].T)[s - s0, t - t0]
+        else:  # a narrow one: row-wise products of its cells (a BLAS call per shape cost more than it saved)
+            dots = np.einsum("ij,ij->i", x[s], y[t])
         factor = 2.0 * di * dj * (1.0 + self.penalty) if di + dj > 2 else 2.0
-        out[start - lo :] = (1.0 - ys @ x) * factor / (nx + ny)
-        return out
+        result: NDArray[np.float64] = (1.0 - dots) * factor / (self.src_norm[di - 1][s] + self.tgt_norm[dj - 1][t])
+        return result
+
+    def bead_cost(self, di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
+        """The search's :data:`.sentences.BeadCost`: :meth:`cosine_cost`, or the deletion cost for null beads."""
+        if di == 0 or dj == 0:
+            return np.full(len(s), self.deletion)
+        return self.cosine_cost(di, dj, s, t)
+
+    def scores(self, bounds: Sequence[Bounds]) -> NDArray[np.float64]:
+        """``clip(1 - (1 - cos) / mean norm, 0, 1)`` of each bead (0 for null beads), one product per bead shape."""
+        edges = np.array(bounds, dtype=np.int64).reshape(-1, 4)
+        di, dj = edges[:, 1] - edges[:, 0], edges[:, 3] - edges[:, 2]
+        result = np.zeros(len(edges))
+        for a, b in {(int(x), int(y)) for x, y in zip(di, dj, strict=True) if x and y}:
+            rows = np.flatnonzero((di == a) & (dj == b))
+            s, t = edges[rows, 0], edges[rows, 2]
+            cosine = np.einsum("ij,ij->i", self.src[a - 1][s], self.tgt[b - 1][t])
+            norm = (self.src_norm[a - 1][s] + self.tgt_norm[b - 1][t]) / 2.0
+            result[rows] = np.clip(1.0 - (1.0 - cosine) / norm, 0.0, 1.0)
+        return result
 
 
 def _downsample(vectors: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -171,8 +184,8 @@ def search_band(
         return _full_band(n, m)
     coarse_src, coarse_tgt = _downsample(src), _downsample(tgt)
     lo, hi = search_band(coarse_src, coarse_tgt, max_cells, window)
-    costs = _Costs([coarse_src], [coarse_tgt], COARSE_DELETION_COST, 0.0)
-    bounds = banded_search(lo, hi, costs.bead_cost, costs.insert_cost, shapes=((1, 1), (1, 0)))
+    costs = EmbeddingCosts([coarse_src], [coarse_tgt], COARSE_DELETION_COST, 0.0)
+    bounds = banded_search(lo, hi, costs.bead_cost, shapes=((1, 1), (1, 0)))
     return project_band(bounds, n, m, window)
 
 
@@ -216,13 +229,7 @@ def align_sentences_embedding(
     overlap = max(1, min(max_overlap, max(len(src), len(tgt))))
     src_groups, tgt_groups = _overlap_texts(src, overlap), _overlap_texts(tgt, overlap)
     embedded = _embed(src_groups + tgt_groups, encoder)
-    src_vecs = [v for v in embedded[:overlap] if len(v)]
-    tgt_vecs = [v for v in embedded[overlap:] if len(v)]
-    costs = _Costs(src_vecs, tgt_vecs, deletion_cost, multi_penalty)
-    lo, hi = search_band(src_vecs[0], tgt_vecs[0], max_cells, window)
-    bounds = banded_search(lo, hi, costs.bead_cost, costs.insert_cost, shapes=bead_shapes(overlap))
-    scores = [
-        0.0 if s0 == s1 or t0 == t1 else min(1.0, max(0.0, 1.0 - costs.distance(s0, s1 - s0, t0, t1 - t0)))
-        for s0, s1, t0, t1 in bounds
-    ]
-    return beads_from_bounds(bounds, scores)
+    costs = EmbeddingCosts(embedded[:overlap], embedded[overlap:], deletion_cost, multi_penalty)
+    lo, hi = search_band(costs.src[0], costs.tgt[0], max_cells, window)
+    bounds = banded_search(lo, hi, costs.bead_cost, shapes=bead_shapes(overlap))
+    return beads_from_bounds(bounds, costs.scores(bounds))

@@ -26,8 +26,8 @@ falls as its size grows). On the Bleualign dev file this one change lifted stric
 0.77 (10% of its gold beads are null).
 
 The search is the same banded dynamic programme as Gale-Church (:func:`.sentences.banded_search`),
-so it stays linear in document length; the overlaps it needs are computed only inside the band, in
-blocks, with sparse matrix products.
+so it stays linear in document length; the overlaps it needs are computed only inside the band, a
+block of rows at a time, with sparse matrix products.
 
 Words are lower-cased, stripped of accents (so ``o``/``ó``/``ő``/``ô`` meet: FreeDict en-hu spells
 ő as ô) and cut to their first :data:`STEM_CHARS` characters, a crude stemmer that lets the lemmas of
@@ -64,7 +64,6 @@ from bitextflow.align.sentences import (
     banded_search,
     beads_from_bounds,
     char_length,
-    shifted_row,
     unaligned_beads,
 )
 
@@ -78,12 +77,8 @@ NULL_PRIOR = 0.03
 STEM_CHARS = 5
 #: Identical tokens at least this long count as translations of each other (names, cognates).
 MIN_IDENTICAL_CHARS = 4
-#: Source rows whose band overlaps are computed in one sparse product.
-BLOCK_ROWS = 256
 
 SENTENCE_ALIGNERS = ("gale-church", "hunalign", "vecalign", "hybrid")
-#: Bead shapes of Hunalign (and Gale-Church) that pair sentences, 1-1 first.
-HUNALIGN_SHAPES = ((1, 1), (2, 1), (1, 2), (2, 2))
 
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
@@ -226,50 +221,24 @@ class LexicalMatches:
         result: NDArray[np.float64] = np.minimum(self.shared(di, dj, s0, s1, t0, t1) / np.maximum(types, 1.0), 1.0)
         return result
 
+    def bead_similarity(self, bounds: Sequence[Bounds]) -> NDArray[np.float64]:
+        """``sim`` of each bead of a path (0 for null beads), one sparse product per bead shape."""
+        edges = np.array(bounds, dtype=np.int64).reshape(-1, 4)
+        di, dj = edges[:, 1] - edges[:, 0], edges[:, 3] - edges[:, 2]
+        result = np.zeros(len(edges))
+        for shape in {(int(a), int(b)) for a, b in zip(di, dj, strict=True) if a and b}:
+            rows = np.flatnonzero((di == shape[0]) & (dj == shape[1]))
+            result[rows] = self.pair_similarity(*shape, edges[rows, 0], edges[rows, 2])
+        return result
 
-class BandOverlap:
-    """Lexical similarity (:class:`LexicalMatches`) of Hunalign's beads inside the search band.
+    def band_similarity(self, di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``sim`` of the beads starting at ``(s[k], t[k])``, cells of a search band (see :data:`.sentences.BeadCost`).
 
-    ``shared[(di, dj)][s]`` holds the shared-type counts of the beads whose source side starts at
-    sentence ``s``, for each target start ``t`` of ``s``'s window. Sentence ``s`` starts beads of DP
-    rows ``s + 1`` and ``s + 2``, which reach back at most two target sentences, so its window is
-    those rows' band less two.
-    """
-
-    def __init__(
-        self,
-        src_types: Sequence[set[str]],
-        tgt_types: Sequence[set[str]],
-        translations: WordTranslations,
-        band_lo: NDArray[np.int64],
-        band_hi: NDArray[np.int64],
-    ) -> None:
-        n, m = len(src_types), len(tgt_types)
-        matches = LexicalMatches(src_types, tgt_types, translations)
-        self.src_count, self.tgt_count = matches.src_count, matches.tgt_count
-        rows = np.arange(n)
-        last = np.minimum(rows + 2, n)
-        self.window_lo = np.maximum(np.minimum(band_lo[rows + 1], band_lo[last]) - 2, 0)
-        window_hi = np.minimum(np.maximum(band_hi[rows + 1], band_hi[last]) - 1, m - 1)
-        self.shared: dict[tuple[int, int], list[NDArray[np.float64]]] = {}
-        for di, dj in HUNALIGN_SHAPES:
-            windows: list[NDArray[np.float64]] = []
-            for start in range(0, n, BLOCK_ROWS):
-                stop = min(start + BLOCK_ROWS, n)
-                c0, c1 = int(self.window_lo[start:stop].min()), int(window_hi[start:stop].max()) + 1
-                block = matches.shared(di, dj, start, stop, c0, c1)
-                windows.extend(block[s - start, self.window_lo[s] - c0 : window_hi[s] - c0 + 1] for s in range(start, stop))
-            self.shared[(di, dj)] = windows
-
-    def similarity(self, i: int, di: int, dj: int, lo: int, hi: int) -> NDArray[np.float64]:
-        """``sim`` of the beads of shape ``(di, dj)`` ending at row ``i``, target prefixes ``lo..hi``."""
-        if di == 0 or dj == 0:
-            return np.zeros(hi - lo + 1)
-        s = i - di
-        shared = shifted_row(self.shared[(di, dj)][s], int(self.window_lo[s]), lo, hi, dj, fill=0.0)
-        tgt_types = shifted_row(self.tgt_count[dj], 0, lo, hi, dj, fill=0.0)
-        types = self.src_count[di][s] + tgt_types
-        result: NDArray[np.float64] = np.where(types > 0, np.minimum(shared / np.maximum(types, 1.0), 1.0), 0.0)
+        One sparse product over the rectangle the cells span, then a gather: 30x faster here than
+        gathering each cell's rows, and the search asks for a block of rows of a narrow band at a time.
+        """
+        s0, t0 = int(s.min()), int(t.min())
+        result: NDArray[np.float64] = self.similarity(di, dj, s0, int(s.max()) + 1, t0, int(t.max()) + 1)[s - s0, t - t0]
         return result
 
 
@@ -294,30 +263,22 @@ def align_sentences_lexical(
     translations = word_translations(dictionary)
     length = LengthModel(src_len, tgt_len)
     null_cost = -math.log(null_prior)
-    band_lo, band_hi = length.band(max_cells)
-    overlap = BandOverlap(
-        [set(words(s, translations.stem_chars)) for s in src],
-        [set(words(t, translations.stem_chars)) for t in tgt],
-        translations,
-        band_lo,
-        band_hi,
+    matches = LexicalMatches(
+        [set(words(s, translations.stem_chars)) for s in src], [set(words(t, translations.stem_chars)) for t in tgt], translations
     )
 
-    def bead_cost(i: int, di: int, dj: int, lo: int, hi: int) -> NDArray[np.float64]:
-        if dj == 0:
-            return np.full(hi - lo + 1, null_cost)
-        reward = weight * (di + dj) / 2.0 * overlap.similarity(i, di, dj, lo, hi)
-        return length.bead_cost(i, di, dj, lo, hi) - reward
+    def bead_cost(di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
+        if di == 0 or dj == 0:
+            return np.full(len(s), null_cost)
+        return length.bead_cost(di, dj, s, t) - weight * (di + dj) / 2.0 * matches.band_similarity(di, dj, s, t)
 
-    bounds = banded_search(band_lo, band_hi, bead_cost, np.full(len(tgt) + 1, null_cost))
-    return beads_from_bounds(bounds, _bead_scores(bounds, length, overlap))
+    bounds = banded_search(*length.band(max_cells), bead_cost)
+    return beads_from_bounds(bounds, _bead_scores(bounds, length, matches))
 
 
-def _bead_scores(bounds: Sequence[Bounds], length: LengthModel, overlap: BandOverlap) -> NDArray[np.float64]:
-    """Noisy-or of the length probability and the lexical similarity of each bead."""
-    fit = length.probabilities(bounds)
-    sim = np.array([overlap.similarity(s1, s1 - s0, t1 - t0, t1, t1)[0] for s0, s1, t0, t1 in bounds])
-    result: NDArray[np.float64] = 1.0 - (1.0 - fit) * (1.0 - sim)
+def _bead_scores(bounds: Sequence[Bounds], length: LengthModel, matches: LexicalMatches) -> NDArray[np.float64]:
+    """Noisy-or of the length probability and the lexical similarity of each bead (the length probability for null beads)."""
+    result: NDArray[np.float64] = 1.0 - (1.0 - length.probabilities(bounds)) * (1.0 - matches.bead_similarity(bounds))
     return result
 
 

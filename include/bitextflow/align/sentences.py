@@ -124,21 +124,6 @@ def _band(
     return lo, hi
 
 
-def shifted_row(
-    values: NDArray[np.float64], values_lo: int, lo: int, hi: int, shift: int, fill: float = np.inf
-) -> NDArray[np.float64]:
-    """``values[j - shift]`` for j in ``lo..hi`` where ``values`` holds a row starting at ``values_lo``.
-
-    Positions outside the row get ``fill``: an impossible cell (``inf``) for costs, 0 for counts.
-    """
-    out = np.full(hi - lo + 1, fill)
-    start = max(lo, values_lo + shift)
-    stop = min(hi, values_lo + len(values) - 1 + shift)
-    if start <= stop:
-        out[start - lo : stop - lo + 1] = values[start - shift - values_lo : stop - shift - values_lo + 1]
-    return out
-
-
 def unaligned_beads(src_len: Sequence[int], tgt_len: Sequence[int]) -> list[Bead]:
     """All 1-0 then all 0-1 beads: the only alignment when one side is empty."""
     src_scores = np.exp(-neg_log_match_probability(np.asarray(src_len, dtype=np.float64), 0.0))
@@ -148,35 +133,39 @@ def unaligned_beads(src_len: Sequence[int], tgt_len: Sequence[int]) -> list[Bead
     return beads
 
 
-#: Cost of every bead of shape ``(di, dj)`` that ends at DP row ``i`` (source prefix) and target
-#: prefix ``j`` for ``j`` in ``lo..hi``: ``bead_cost(i, di, dj, lo, hi)`` -> array of ``hi - lo + 1``.
-BeadCost = Callable[[int, int, int, int, int], NDArray[np.float64]]
+#: Cost of beads of one shape: ``bead_cost(di, dj, s, t)`` -> one cost per bead whose source side starts
+#: at sentence ``s[k]`` and its target side at ``t[k]`` (``di`` and ``dj`` sentences; index arrays of
+#: equal length). The search asks only for beads inside its band, and for the 0-1 beads once per target
+#: sentence with ``s`` all 0: their cost may depend on the target sentence only.
+BeadCost = Callable[[int, int, NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]]
 #: Bead bounds ``(first source, end source, first target, end target)``, ends exclusive.
 Bounds = tuple[int, int, int, int]
+#: Cells per shape priced in one ``bead_cost`` call at most (fewer, larger calls are faster: with twelve
+#: shapes, one call per shape and row was most of the hybrid aligner's time); bounds a block's memory.
+BLOCK_CELLS = 1 << 18
+#: DP rows priced in one ``bead_cost`` call at most.
+BLOCK_ROWS = 512
 
 
 class LengthModel:
     """The Gale-Church cost and probability of beads over one document pair's sentence lengths.
 
-    Shared by every aligner that runs on the banded search: the Gale-Church aligner uses it alone,
-    the dictionary aligner (:mod:`.lexical`) adds a lexical term to it.
+    Shared by every aligner that adds a length term: the Gale-Church aligner uses it alone, the
+    dictionary aligner (:mod:`.lexical`) adds a lexical term to it, the hybrid one (:mod:`.hybrid`) more.
     """
 
     def __init__(self, src_len: Sequence[int], tgt_len: Sequence[int]) -> None:
         self.n, self.m = len(src_len), len(tgt_len)
         self.src_cum = np.concatenate(([0.0], np.cumsum(src_len, dtype=np.float64)))
         self.tgt_cum = np.concatenate(([0.0], np.cumsum(tgt_len, dtype=np.float64)))
-        # tgt_sums[dj][j]: characters in target sentences j-dj .. j-1 (clipped at the document start,
-        # where the bead is impossible anyway and its candidate cost is already infinite).
-        columns = np.arange(self.m + 1)
-        self.tgt_sums = [self.tgt_cum - self.tgt_cum[np.maximum(columns - dj, 0)] for dj in range(3)]
-        #: Cost of the 0-1 bead that ends at target prefix j, the same in every row.
-        self.insert_cost = neg_log_match_probability(0.0, self.tgt_sums[1]) + _PRIOR_COST[(0, 1)]
 
-    def bead_cost(self, i: int, di: int, dj: int, lo: int, hi: int) -> NDArray[np.float64]:
-        """``-ln P(delta | match) - ln P(shape)`` of the beads ending at row ``i``, targets ``lo..hi``."""
-        length = neg_log_match_probability(self.src_cum[i] - self.src_cum[i - di], self.tgt_sums[dj][lo : hi + 1])
-        return length + _PRIOR_COST[(di, dj)]
+    def mismatch(self, di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``-ln P(delta | match)`` of the beads starting at ``(s[k], t[k])`` (see :data:`BeadCost`)."""
+        return neg_log_match_probability(self.src_cum[s + di] - self.src_cum[s], self.tgt_cum[t + dj] - self.tgt_cum[t])
+
+    def bead_cost(self, di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``-ln P(delta | match) - ln P(shape)``: the Gale-Church cost, a :data:`BeadCost`."""
+        return self.mismatch(di, dj, s, t) + _PRIOR_COST[(di, dj)]
 
     def band(self, max_cells: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """The search band for a cell budget; see :func:`align_sentences` for the width."""
@@ -195,64 +184,94 @@ class LengthModel:
         return result
 
 
-def banded_search(
-    band_lo: NDArray[np.int64],
-    band_hi: NDArray[np.int64],
+def _block_costs(
     bead_cost: BeadCost,
-    insert_cost: NDArray[np.float64],
+    rows: NDArray[np.int64],
+    lo: NDArray[np.int64],
+    hi: NDArray[np.int64],
+    width: int,
+    shapes: Sequence[tuple[int, int]],
+) -> NDArray[np.float64]:
+    """Costs ``(shapes, len(rows), width)`` of the beads ending at row ``i`` and target ``lo[i] + c``; inf where impossible."""
+    out = np.full((len(shapes), len(rows), width), np.inf)
+    columns = lo[rows][:, None] + np.arange(width)[None, :]
+    in_band = columns <= hi[rows][:, None]
+    for code, (di, dj) in enumerate(shapes):
+        starts_src = rows[:, None] - di
+        starts_tgt = columns - dj
+        valid = in_band & (starts_src >= 0) & (starts_tgt >= 0)
+        if valid.any():
+            out[code][valid] = bead_cost(di, dj, np.broadcast_to(starts_src, valid.shape)[valid], starts_tgt[valid])
+    return out
+
+
+def banded_search(
+    lo: NDArray[np.int64],
+    hi: NDArray[np.int64],
+    bead_cost: BeadCost,
     shapes: Sequence[tuple[int, int]] = _FROM_ABOVE,
 ) -> list[Bounds]:
-    """Least-cost monotone path of beads 1-1, 1-0, 2-1, 1-2, 2-2, 0-1 inside a band; its bead bounds.
+    """Least-cost monotone path of beads of ``shapes`` plus 0-1 beads inside a band; its bead bounds.
 
-    Rows are source prefixes ``0..n``; row ``i`` covers target prefixes ``band_lo[i]..band_hi[i]``.
-    ``bead_cost`` prices the five shapes that come from earlier rows, ``insert_cost[j]`` the 0-1
-    bead ending at target prefix ``j``; any aligner that can price beads this way gets the band, the
-    vectorised rows and the back-trace for free. Each row is vectorised with numpy: the five shapes
-    from earlier rows are elementwise minima, and the in-row 0-1 recursion
-    ``D[j] = min(A[j], D[j-1] + c[j])`` is a prefix minimum of ``A - cumsum(c)``, so no Python loop
-    runs per cell. Time and memory are O(cells in the band).
-
-    ``shapes`` replaces the five shapes from earlier rows (each with ``di >= 1``; the 0-1 bead is
-    always searched), for aligners with other beads such as 1-3 and 3-1 (:mod:`.embedding`).
+    The one dynamic programme of every sentence aligner here: an aligner only prices beads
+    (:data:`BeadCost`). Rows are source prefixes ``0..n``; row ``i`` covers target prefixes
+    ``lo[i]..hi[i]``, held in a strip of fixed width (the widest row) where cell ``c`` is target
+    ``lo[i] + c``. ``shapes`` are the beads taken from earlier rows (each ``di >= 1``; default the
+    five Gale-Church shapes 1-1, 1-0, 2-1, 1-2, 2-2); the 0-1 bead is always searched. Bead costs
+    are asked for a block of rows at a time, every shape of a row is read from the earlier rows with
+    one fancy index, and the in-row 0-1 recursion ``D[c] = min(A[c], D[c-1] + insert[c])`` is a prefix
+    minimum of ``A - cumsum(insert)``, so Python runs a handful of numpy calls per row, none per cell
+    or per shape. Time and memory are O(cells in the strip): linear in the document length for a
+    band of fixed width.
     """
-    n, m = len(band_lo) - 1, int(band_hi[-1])
-    from_above = tuple(shapes)
-    all_shapes = (*from_above, (0, 1))
-    left = len(from_above)
-    keep = max(di for di, _ in from_above)
-    recent: list[NDArray[np.float64]] = []  # costs of the last `keep` rows, the only ones read again
-    pointers: list[NDArray[np.int8]] = []
+    n, m = len(lo) - 1, int(hi[-1])
+    width = int((hi - lo).max()) + 1
+    di = np.array([d for d, _ in shapes], dtype=np.int64)
+    dj = np.array([d for _, d in shapes], dtype=np.int64)
+    keep = int(di.max()) + 1
+    rows, cells, left = np.arange(n + 1), np.arange(width), len(shapes)
+    # insert[j]: the 0-1 bead ending at target prefix j; 0 past the document, where cells are inf anyway.
+    insert = np.concatenate(([0.0], bead_cost(0, 1, np.zeros(m, dtype=np.int64), np.arange(m)), [0.0]))
+    # Row r of the DP lives in ring slot r % keep, between `width` cells of inf padding either side,
+    # so a bead from a row whose band does not reach reads inf instead of needing a mask.
+    ring = np.full((keep, 3 * width), np.inf)
+    slots = (rows[:, None] - di[None, :]) % keep
+    offsets = width + lo[:, None] - dj[None, :] - lo[np.maximum(rows[:, None] - di[None, :], 0)]
+    block_rows = max(1, min(BLOCK_ROWS, BLOCK_CELLS // width))
+    pointers = np.full((n + 1, width), -1, dtype=np.int8)
+    block: NDArray[np.float64] = np.empty((len(shapes), 0, width))
+    block_start = 0
     for i in range(n + 1):
-        lo, hi = int(band_lo[i]), int(band_hi[i])
-        best = np.full(hi - lo + 1, np.inf)
-        pointer = np.full(hi - lo + 1, -1, dtype=np.int8)
         if i == 0:
-            best[0] = 0.0  # band_lo[0] == 0: the empty prefix pair costs nothing
+            best = np.full(width, np.inf)
+            best[0] = 0.0  # lo[0] == 0: the empty prefix pair costs nothing
+            pointer = np.full(width, -1, dtype=np.int64)
         else:
-            for code, (di, dj) in enumerate(from_above):
-                if di > i:
-                    continue
-                candidate = shifted_row(recent[-di], int(band_lo[i - di]), lo, hi, dj)
-                candidate += bead_cost(i, di, dj, lo, hi)
-                better = candidate < best
-                best[better] = candidate[better]
-                pointer[better] = code
-        # 0-1 beads: D[j] = min(best[j], D[j-1] + step[j]), a prefix minimum after removing cumsum(step).
-        step = insert_cost[lo : hi + 1].copy()
+            if i - block_start >= block.shape[1]:
+                block_start = i
+                block = _block_costs(bead_cost, np.arange(i, min(i + block_rows, n + 1)), lo, hi, width, shapes)
+            columns = np.clip(cells[None, :] + offsets[i][:, None], 0, 3 * width - 1)
+            # Rows before the document (i < di) read some other slot, but their bead costs are inf.
+            candidates = ring[slots[i][:, None], columns] + block[:, i - block_start, :]
+            pointer = np.argmin(candidates, axis=0)
+            best = candidates[pointer, cells]
+        # No 0-1 bead enters the row's first cell; cells past the band are set to inf below.
+        step = insert[np.minimum(lo[i] + cells, m + 1)]
         step[0] = 0.0
-        offset = np.cumsum(step)
-        running = np.minimum.accumulate(best - offset)
-        from_left = running < best - offset
-        pointer[from_left] = left
-        recent = [*recent, running + offset][-keep:]
-        pointers.append(pointer)
+        ramp = np.cumsum(step)
+        shifted = best - ramp
+        running = np.minimum.accumulate(shifted)
+        pointer[running < shifted] = left
+        ring[i % keep, width : 2 * width] = np.where(lo[i] + cells > hi[i], np.inf, running + ramp)
+        pointers[i] = pointer
 
     bounds: list[Bounds] = []
     i, j = n, m
     while i > 0 or j > 0:
-        di, dj = all_shapes[int(pointers[i][j - int(band_lo[i])])]
-        bounds.append((i - di, i, j - dj, j))
-        i, j = i - di, j - dj
+        code = int(pointers[i][j - int(lo[i])])
+        step_i, step_j = (0, 1) if code == left else shapes[code]
+        bounds.append((i - step_i, i, j - step_j, j))
+        i, j = i - step_i, j - step_j
     bounds.reverse()
     return bounds
 
@@ -289,7 +308,7 @@ def align_sentences(src: Sequence[str], tgt: Sequence[str], max_cells: int = DEF
     if not src_len or not tgt_len:
         return unaligned_beads(src_len, tgt_len)
     model = LengthModel(src_len, tgt_len)
-    bounds = banded_search(*model.band(max_cells), model.bead_cost, model.insert_cost)
+    bounds = banded_search(*model.band(max_cells), model.bead_cost)
     return beads_from_bounds(bounds, model.probabilities(bounds))
 
 
