@@ -8,10 +8,12 @@ whose two pages have both been downloaded. Printed per strategy: the share of th
 pages downloaded) relative to ``bfs``.
 
 By default the crawled site is the full local site (:func:`bitextflow.localsite.build_site` with
-``full=True``, its own cache folder): three manuals in every language Debian packages them in (21
-languages, about 2,000 HTML pages, of which the en-es pages are about a tenth), language portals listed
-in Debian's order (English 6th, Spanish 7th), so that a focused crawler has much to skip and breadth
-first is not favoured. ``--site default`` crawls the tests' site (``--languages``) instead.
+``full=True``, its own cache folder; ``python -m bitextflow.localsite stats --full`` describes it):
+four manuals in every language Debian packages them in (21 languages, behind language portals listed
+in Debian's order, English 6th, Spanish 7th), the Linux man pages in English with the minority that
+manpages-l10n translates, and paged changelog archives: about 4,000 pages, three documents in four
+in one language only, so that a focused crawler has much to skip. ``--site default`` crawls the tests'
+site (``--languages``) instead.
 
 ``smart`` needs URL models. Unless a trained version is given (``--url-models``), they are trained
 here on a part of the site that the measured crawls never see: the Installation Guide's appendices
@@ -20,8 +22,9 @@ URL -> CLD2 language from the crawl log, pairs of the pair by the URL rule of ``
 The URL-pair model also learns from ``--wmt16-pairs`` gold pairs of the WMT16 document-alignment task
 (en-fr, other web sites; ``--wmt16``), since the training part holds only a few dozen pairs. Every
 strategy's measured crawl then excludes the training part (``crawl.exclude_paths``), so all
-strategies are compared on the same rest of the site: the Reference and the New Maintainers' Guide
-(other URL layouts, never seen in training), the rest of the Installation Guide, news and downloads.
+strategies are compared on the same rest of the site: the Reference, the New Maintainers' Guide, the
+FAQ and the man pages (other URL layouts, never seen in training), the rest of the Installation Guide,
+changelogs, news and downloads.
 ``--no-split`` crawls the whole site (smart then runs as its url-rules fallback unless
 ``--url-models`` is given).
 """
@@ -50,6 +53,7 @@ from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import BitextflowError
 from bitextflow.localsite import Truth, build_site, serve
 from bitextflow.localsite.build import ENDONYMS
+from bitextflow.localsite.composition import best_order_auc, pairs_auc
 from bitextflow.localsite.truth import site_path
 from bitextflow.models import url_models
 
@@ -143,14 +147,6 @@ def share_at(curve: Sequence[int], total: int, percent: int) -> float:
     return curve[k - 1] / total if total else 0.0
 
 
-def area(curve: Sequence[int], total: int) -> float:
-    """Area under (share of downloads, share of pairs found), trapezoids from (0, 0)."""
-    if not curve or not total:
-        return 0.0
-    points = [0, *curve]
-    return sum((a + b) / 2 for a, b in zip(points, points[1:], strict=False)) / (len(curve) * total)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -242,12 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             pages_total = max(pages_total, len(urls))
             results[strategy] = {"pages": len(urls), "seconds": round(seconds, 1), "ranked_by": crawler.strategy_used}
     pairs_total = max(curve[-1] for curve in curves.values())
-    bfs_area = area(curves["bfs"], pairs_total)
+    bfs_area = pairs_auc(curves["bfs"], pairs_total)
     for strategy, curve in curves.items():
         row = results[strategy]
         row["found_at"] = {str(p): round(share_at(curve, pairs_total, p), 4) for p in MARKS}
-        row["auc"] = round(area(curve, pairs_total), 4)
-        row["auc_vs_bfs"] = round(area(curve, pairs_total) / bfs_area, 4) if bfs_area else 0.0
+        row["auc"] = round(pairs_auc(curve, pairs_total), 4)
+        row["auc_vs_bfs"] = round(pairs_auc(curve, pairs_total) / bfs_area, 4) if bfs_area else 0.0
         row["downloads_for_80pct"] = next((k + 1 for k, n in enumerate(curve) if n >= 0.8 * pairs_total), None)
         row["curve_by_decile"] = [round(share_at(curve, pairs_total, p), 4) for p in range(10, 101, 10)]
         if strategy == "smart":
@@ -262,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "pages_total": pages_total,
         "pair_language_pages": len(truth.documents(source) | truth.documents(target)),
         "pairs_total": pairs_total,
+        "best_order_auc_vs_bfs": round(best_order_auc(pairs_total, pages_total) / bfs_area, 4) if bfs_area else None,
         "truth_pairs": len(truth_pairs),
         "excluded_from_crawls": TRAIN_PART if split else None,
         "url_model_training": training,
@@ -269,7 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "strategies": results,
     }
     print(f"Local site ({', '.join(site.languages)}): {pages_total} URLs downloaded by a full crawl; "
-          f"{pairs_total} of {len(truth_pairs)} true {args.pair} page pairs reachable")  # fmt: skip
+          f"{pairs_total} of {len(truth_pairs)} true {args.pair} page pairs reachable; "
+          f"the best possible order has {result['best_order_auc_vs_bfs']}x the bfs AUC")  # fmt: skip
     header = (
         f"{'strategy':<10} {'ranked by':<10} {'@20%':>6} {'@40%':>6} {'@60%':>6} {'AUC':>6} {'vs bfs':>7} {'80% at':>7} {'s':>6}"
     )

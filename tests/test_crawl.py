@@ -35,6 +35,7 @@ from bitextflow.crawl.scoring import (
     PageView,
     PairContext,
     SmartScorer,
+    SmartSettings,
     TermsScorer,
     UrlRulesScorer,
     make_scorer,
@@ -195,7 +196,7 @@ def test_smart_falls_back_to_url_rules_without_models_and_uses_registered_models
         )
         assert scores == pytest.approx([0.45, 0.05])
         # exploration: a page of the pair's own language outranks a third-language one, never a translation
-        explorer = make_scorer("smart", pair, url_models="/models", smart_exploration=0.1)
+        explorer = make_scorer("smart", pair, url_models="/models", smart=SmartSettings(exploration=0.1))
         links = [Link("http://h/es/a.html", "", ""), Link("http://h/en/b.html", "", ""), Link("http://h/de/b.html", "", "")]
         assert explorer.score(_view("http://h/en/a.html", "en"), links) == pytest.approx([0.5, 0.1, 0.06])
         assert make_scorer("smart", pair, url_models="/elsewhere").name == "url-rules"
@@ -218,7 +219,7 @@ class _FileNameModels:
 
 def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
     pair = PairContext("en", "es")
-    scorer = SmartScorer(pair, _FileNameModels(), exploration=0.1)
+    scorer = SmartScorer(pair, _FileNameModels(), SmartSettings(exploration=0.1))
     frontier = Frontier()
     es_index = _view("http://h/es/index.html", "es", b'<a href="/es/a.html">a</a><a href="/es/b.html">b</a>')
     en_index = _view("http://h/en/index.html", "en", b'<a href="/es/x.html">x</a>')
@@ -233,7 +234,8 @@ def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
     # fetching the English a (its switcher links to the Spanish a) makes its translation the next URL...
     en_a = _view("http://h/en/a.html", "en", b'<a href="/es/a.html" hreflang="es">es</a>')
     raised = scorer.fetched(en_a)
-    assert raised["http://h/es/a.html"] == pytest.approx(0.9 * 0.9 + 0.1 * 1.0 * 0.1)
+    # P(es) = 1: the switcher's hreflang declares it; P(parallel) 0.9 from the model
+    assert raised["http://h/es/a.html"] == pytest.approx(1.0 * 0.9 + 0.1 * 1.0 * 0.1)
     for url, priority in raised.items():
         frontier.reprioritise(url, priority)
     assert frontier.peek("h").url == "http://h/es/a.html"
@@ -244,11 +246,28 @@ def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
     assert scorer.fetched(_view("http://h/de/a.html", "de")) == {}
     assert scorer.fetched(en_a) == {}
     # a checkpoint restores the waiting URLs with their priorities (from the frontier): same decisions
-    restored = SmartScorer(pair, _FileNameModels(), exploration=0.1)
+    restored = SmartScorer(pair, _FileNameModels(), SmartSettings(exploration=0.1))
     restored.restore(scorer.state(), {entry.url: entry.priority for entry in frontier.entries()})
     assert restored.fetched(en_a) == {} and restored.fetched(_view("http://h/en/x.html", "en")) == scorer.fetched(
         _view("http://h/en/x.html", "en")
     )
+
+
+def test_smart_takes_the_language_a_link_declares_over_the_url_models_guess():
+    scorer = SmartScorer(PairContext("en", "es"), _FileNameModels(), SmartSettings(exploration=0.1))
+    page = _view(
+        "http://h/en/a.html",
+        "en",
+        b'<a href="/es/a.html" hreflang="de">Deutsch</a><a href="/x/a.html" hreflang="es">es</a><a href="/es/b.html">b</a>',
+    )
+    links = page.page.links
+    # /es/a.html is declared German (no pair language: 0), /x/a.html Spanish (1 x 0.9), /es/b.html is the model's
+    assert scorer.score(page, links) == pytest.approx([0.0, 0.9 + 0.1 * 0.1, 0.9 * 0.1 + 0.1 * 1.0 * 0.9])
+    for link in links:
+        scorer.queued(link.url, 0.0)
+    assert scorer.state() == {"declared": {"http://h/es/a.html": "de", "http://h/x/a.html": "es"}}
+    scorer.dequeued("http://h/x/a.html")  # fetched: its own language is known from then on
+    assert scorer.state() == {"declared": {"http://h/es/a.html": "de"}}
 
 
 # -- a hostile server -------------------------------------------------------------------------------------

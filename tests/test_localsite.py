@@ -28,6 +28,8 @@ import pytest
 
 from bitextflow.errors import StageError
 from bitextflow.localsite import Site, SiteServer, Truth, build_site, serve
+from bitextflow.localsite.__main__ import main
+from bitextflow.localsite.composition import found_auc, measure
 
 pytestmark = pytest.mark.integration
 
@@ -256,3 +258,49 @@ def test_full_site_lists_languages_in_debians_order_behind_portals(site: Site, t
     assert json.loads((cache / "site.stamp.json").read_text())["layout"] == "full"
     # the default site is untouched by the full one: its own cache, no layout in its stamp
     assert "layout" not in json.loads((site.cache_dir / "site.stamp.json").read_text())
+
+    # man pages: English, a minority translated; cited pages linked in the page's language, else English
+    assert ("man/man7/ascii.7.en.html", "man/man7/ascii.7.es.html") in pairs
+    spanish = (full.docroot / "man/man7/armscii-8.7.es.html").read_text(encoding="utf-8")
+    assert '<html lang="es">' in spanish and "<h2>NOMBRE</h2>" in spanish
+    assert 'href="/man/man7/armscii-8.7.en.html" hreflang="en"' in spanish
+    assert '<a href="/man/man7/ascii.7.es.html">ascii(7)</a>' in spanish
+    english = (full.docroot / "man/man2/open.2.en.html").read_text(encoding="utf-8")
+    assert '<a href="/man/man2/close.2.en.html">close(2)</a>' in english and "<h2>SYNOPSIS</h2>" in english
+    assert not (full.docroot / "man/man2/creat.2.en.html").exists()  # an alias of open(2), not a page
+    assert 'href="/man/index.es.html"' in (full.docroot / "man/index.html").read_text(encoding="utf-8")
+    # changelogs: one English page per entry, archives paged newest first
+    archive = (full.docroot / "changes/maint-guide/index.html").read_text(encoding="utf-8")
+    assert archive.count("<li>") == 10 and 'href="/changes/maint-guide/page2.html">Older entries' in archive
+    assert {"en": "changes/maint-guide/1.2.53.html"} in truth.groups
+    home = (full.docroot / "index.html").read_text(encoding="utf-8")
+    assert home.index("<h2>News</h2>") < home.index('href="/man/"') < home.index('href="/changes/"') < home.index("Downloads")
+
+    composition = measure(full.docroot, truth, ("en", "es"))
+    assert composition.one_language_documents > len(truth.groups) / 2  # most documents have no translation
+    assert max(composition.depths.values()) >= 7  # the paged changelog archives
+    assert composition.documents == len(truth.groups) and len(composition.pair_found_at) == len(pairs)
+
+
+def test_composition_walks_the_site_breadth_first_and_locates_the_pairs(site: Site, truth: Truth, capsys) -> None:
+    composition = measure(site.docroot, truth, ("en", "es"))
+    order = composition.bfs_order
+    assert order[0] == "index.html" and composition.depths["index.html"] == 0
+    assert [composition.depths[path] for path in order] == sorted(composition.depths[path] for path in order)
+    assert not set(order) & truth.disallowed and "install/en/install.en.pdf" not in order
+    assert "install/en/install.en.txt" in order  # text files are fetched, downloads are not
+    assert set(truth.documents("en")) <= set(order)
+    position = {path: index + 1 for index, path in enumerate(order)}
+    assert list(composition.pair_found_at) == sorted(max(position[a], position[b]) for a, b in truth.pairs("en", "es"))
+    assert composition.ideal_auc > composition.bfs_auc > 0
+    figures = composition.as_dict()
+    assert figures["one_language_documents"] == sum(len(group) == 1 for group in truth.groups)
+    assert figures["max_auc_vs_bfs"] == pytest.approx(composition.ideal_auc / composition.bfs_auc, abs=1e-3)
+    assert main(["stats", "--pair", "en-fr"]) == 0
+    assert json.loads(capsys.readouterr().out)["pair"] == "en-fr"
+
+
+def test_found_auc_matches_the_benchmarks_trapezoids() -> None:
+    # two pairs in four downloads, complete at downloads 2 and 4: curve 0, 1, 1, 2 of 2
+    assert found_auc([2, 4], 4) == pytest.approx((0 + 0.5 + 1 + 1.5) / (4 * 2))
+    assert found_auc([], 4) == 0.0

@@ -83,6 +83,32 @@ class CrawlConfig(_Section):
         description="smart strategy: weight of P(link in a pair language) x (1 - P(parallel)) added to the seed's "
         "P(other language) x P(parallel), so the crawl walks pair-language pages before others (0: the seed's formula).",
     )
+    smart_rerank_similar: int = Field(
+        8,
+        ge=0,
+        description="smart strategy: a fetched page in a pair language re-scores, besides the waiting URLs it links to, "
+        "this many waiting URLs sharing the most URL tokens with it (its possible translations; 0: links only).",
+    )
+    smart_rerank_min_language: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="smart strategy: a waiting URL is re-scored only when the URL language model gives it at least "
+        "this P(other language of the pair); lower re-scores more URLs with the costly URL-pair model.",
+    )
+    smart_skip_parallel_below: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        description="smart strategy: links with P(in a pair language) below this are not given to the URL-pair model "
+        "(their priority stays below it whatever the model says); 0 asks the model for every link.",
+    )
+    smart_common_token: int = Field(
+        64,
+        ge=1,
+        description="smart strategy: URL tokens carried by more waiting URLs than this (html, www) are not used to find "
+        "the waiting URLs similar to a fetched page.",
+    )
     train_url_models: bool = Field(
         False,
         description="After align_documents, train the smart strategy's URL models on this run's crawl log and "
@@ -116,8 +142,10 @@ class CrawlConfig(_Section):
         default_factory=dict, description="Per host ('*': all): URLs whose path?query matches a regex are not followed."
     )
     skip_extensions: list[str] = Field(
-        default_factory=lambda: "png jpg jpeg gif svg webp ico bmp tif tiff css js mjs json woff woff2 ttf otf eot mp3 mp4 "
-        "m4a ogg oga ogv webm avi mov wav flac zip gz tgz bz2 xz 7z rar tar deb rpm iso img exe msi dmg apk bin pdf".split(),
+        default_factory=lambda: (
+            "png jpg jpeg gif svg webp ico bmp tif tiff css js mjs json woff woff2 ttf otf eot mp3 mp4 "
+            "m4a ogg oga ogv webm avi mov wav flac zip gz tgz bz2 xz 7z rar tar deb rpm iso img exe msi dmg apk bin pdf".split()
+        ),
         description="Links to files with these extensions are not fetched (keep it consistent with content_types).",
     )
     content_types: list[str] = Field(
@@ -142,11 +170,14 @@ class CrawlConfig(_Section):
     max_redirects: int = Field(5, ge=0, description="Longest redirect chain followed; loops are detected and dropped.")
     max_body_bytes: int = Field(10_000_000, ge=1024, description="Larger responses are truncated (WARC-Truncated: length).")
     scout_pages: int = Field(
-        50, ge=0, description="Language scouting: a host with no page in the target language after this many "
+        50,
+        ge=0,
+        description="Language scouting: a host with no page in the target language after this many "
         "HTML pages is dropped (0: never).",
     )
     user_agent: str = Field(
-        "bitextflow/0.1 (+https://github.com/bitextflow/bitextflow)", min_length=1,
+        "bitextflow/0.1 (+https://github.com/bitextflow/bitextflow)",
+        min_length=1,
         description="Sent with every request and matched against robots.txt groups.",
     )
     warc_max_bytes: int = Field(20_000_000, ge=100_000, description="A WARC shard is closed past this size.")
@@ -337,17 +368,29 @@ class DomainTrainingConfig(_Section):
         None, description="Labelled sentences in another language to evaluate zero-shot; empty with `data` empty: the "
         "offline set in the target language (when one exists).",
     )  # fmt: skip
-    base_model: str | None = Field(None, description="Transformers folder to fine-tune; empty: the converted multilingual-e5-small.")
-    max_per_class: int = Field(2000, ge=10, description="Training sentences per label after down-sampling (Other: half); dev and test in proportion.")
+    base_model: str | None = Field(
+        None, description="Transformers folder to fine-tune; empty: the converted multilingual-e5-small."
+    )
+    max_per_class: int = Field(
+        2000, ge=10, description="Training sentences per label after down-sampling (Other: half); dev and test in proportion."
+    )
     dev_share: float = Field(0.1, gt=0, lt=0.5, description="Share of each label's sentences (whole sites) for dev, after train.")
-    test_share: float = Field(0.1, gt=0, lt=0.5, description="Share of each label's sentences (whole sites) for test, at the end.")
+    test_share: float = Field(
+        0.1, gt=0, lt=0.5, description="Share of each label's sentences (whole sites) for test, at the end."
+    )
     min_count: int = Field(5, ge=1, description="svm: n-grams in fewer training sentences are ignored.")
     svm_c: float = Field(1.0, gt=0, description="svm: regularisation constant C of the linear SVM.")
     max_length: int = Field(64, ge=8, le=512, description="transformer: tokens per sentence (longer ones are truncated).")
     epochs: float = Field(1.0, gt=0, description="transformer: passes over the training sentences.")
-    max_steps: int | None = Field(200, ge=1, description="transformer: stop after this many batches (keeps CPU training to minutes); empty: no cap.")
+    max_steps: int | None = Field(
+        200, ge=1, description="transformer: stop after this many batches (keeps CPU training to minutes); empty: no cap."
+    )
     batch_size: int = Field(16, ge=1, description="transformer: sentences per batch.")
-    learning_rate: float = Field(1e-4, gt=0, description="transformer: AdamW peak learning rate (linear warm-up and decay); high because CPU runs take few steps.")
+    learning_rate: float = Field(
+        1e-4,
+        gt=0,
+        description="transformer: AdamW peak learning rate (linear warm-up and decay); high because CPU runs take few steps.",
+    )
     trainable_layers: int | None = Field(
         None, ge=0, description="transformer: fine-tune only the top N encoder layers (and the head); empty: all. "
         "Word embeddings are always frozen (zero-shot languages keep their vectors). 2-4 makes CPU training several times cheaper.",
@@ -357,9 +400,7 @@ class DomainTrainingConfig(_Section):
 
 class DomainConfig(_Section):
     name: str = Field(min_length=1, description="Name of the domain the corpus is about.")
-    terms: dict[str, dict[str, float]] = Field(
-        default_factory=dict, description="Per language code: term -> weight (positive)."
-    )
+    terms: dict[str, dict[str, float]] = Field(default_factory=dict, description="Per language code: term -> weight (positive).")
     min_relevance: float = Field(0.0, ge=0, le=1, description="Pairs below this relevance are dropped.")
     min_document_relevance: float = Field(
         0.0, ge=0, description="Documents whose ILSP-FC relevance p (sum of term weight x location weight x count) is "
@@ -381,10 +422,14 @@ class DomainConfig(_Section):
         None, description="Label whose probability is thresholded; empty: domain.name (must then be one of the model's labels)."
     )
     classifier_threshold: float = Field(
-        0.5, ge=0, le=1, description="Pairs where neither side's probability of classifier_label reaches this are dropped (0: keep all)."
+        0.5,
+        ge=0,
+        le=1,
+        description="Pairs where neither side's probability of classifier_label reaches this are dropped (0: keep all).",
     )
     training: DomainTrainingConfig | None = Field(
-        None, description="How to train the pair's domain classifier; set it to get the training DAG bitextflow__<pair>__train_domain."
+        None,
+        description="How to train the pair's domain classifier; set it to get the training DAG bitextflow__<pair>__train_domain.",
     )
 
     @field_validator("location_weights")
@@ -487,7 +532,7 @@ class GpuDispatchConfig(_Section):
     namespace: str = Field("default", pattern=_DNS_LABEL, description="Kubernetes namespace of the pod.")
     gpus: int = Field(1, ge=0, le=16, description="`nvidia.com/gpu` limit of the pod (0: a CPU-only pod).")
     node_selector: dict[str, str] = Field(
-        default_factory=dict, description="Node labels the pod must land on, e.g. `{nvidia.com/gpu.present: \"true\"}`."
+        default_factory=dict, description='Node labels the pod must land on, e.g. `{nvidia.com/gpu.present: "true"}`.'
     )
     tolerations: list[Toleration] = Field(
         default_factory=list, description="Taints the pod tolerates (GPU nodes are often tainted `nvidia.com/gpu`); "
@@ -507,8 +552,12 @@ class GpuDispatchConfig(_Section):
     in_cluster: bool | None = Field(
         None, description="true: use the service account of the Airflow worker's own pod; empty: as the connection says."
     )
-    config_file: str | None = Field(None, description="Path of a kubeconfig file on the Airflow worker (instead of the connection's).")
-    service_account: str | None = Field(None, pattern=_DNS_LABEL, description="Service account the pod runs as; empty: the namespace default.")
+    config_file: str | None = Field(
+        None, description="Path of a kubeconfig file on the Airflow worker (instead of the connection's)."
+    )
+    service_account: str | None = Field(
+        None, pattern=_DNS_LABEL, description="Service account the pod runs as; empty: the namespace default."
+    )
 
     @model_validator(mode="after")
     def _image_when_kubernetes(self) -> GpuDispatchConfig:
@@ -643,7 +692,7 @@ def reference_markdown() -> str:
         "",
         "Generated from `include/bitextflow/config.py` (`python -m bitextflow.config > docs/configuration.md`).",
         "A pair config is `include/pairs/<source>-<target>.yaml`; any field can be overridden for one run",
-        "with the DAG param `overrides` (`{\"section.field\": value}`) or `bitextflow ... --set section.field=value`.",
+        'with the DAG param `overrides` (`{"section.field": value}`) or `bitextflow ... --set section.field=value`.',
         "",
     ]
 
@@ -661,7 +710,11 @@ def reference_markdown() -> str:
                     lines.extend([f"### `{prefix}{name}`", ""])
                     table(nested, f"{prefix}{name}.")
 
-    top = {n: i for n, i in PairConfig.model_fields.items() if not (isinstance(i.annotation, type) and issubclass(i.annotation, _Section))}
+    top = {
+        n: i
+        for n, i in PairConfig.model_fields.items()
+        if not (isinstance(i.annotation, type) and issubclass(i.annotation, _Section))
+    }
     lines.append("## Top level")
     lines.append("")
     lines.extend(["| field | type | default | meaning |", "|---|---|---|---|"])

@@ -41,7 +41,7 @@ from bitextflow.crawl.fetcher import Fetcher, FetchResult
 from bitextflow.crawl.frontier import Entry, Frontier
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
-from bitextflow.crawl.scoring import LinkScorer, PageView, PairContext, make_scorer
+from bitextflow.crawl.scoring import LinkScorer, PageView, PairContext, SmartSettings, make_scorer
 from bitextflow.crawl.urls import (
     decode_html,
     has_skipped_extension,
@@ -150,7 +150,13 @@ class Crawler:
             self.pair,
             other_language_bonus=config.terms_other_language_bonus,
             url_models=config.url_models,
-            smart_exploration=config.smart_exploration,
+            smart=SmartSettings(
+                exploration=config.smart_exploration,
+                rerank_similar=config.smart_rerank_similar,
+                rerank_min_language=config.smart_rerank_min_language,
+                skip_parallel_below=config.smart_skip_parallel_below,
+                common_token=config.smart_common_token,
+            ),
         )
         self.counts = StageCounts("crawl")
         self.log: list[CrawlLogEntry] = []

@@ -318,9 +318,27 @@ def load_url_models(location: str | None) -> UrlModels | None:
     return loader(location)
 
 
+@dataclass(frozen=True)
+class SmartSettings:
+    """How :class:`SmartScorer` explores and re-ranks (``crawl.smart_*`` in the pair config).
+
+    ``exploration``: weight of P(lang in the pair) x (1 - P(parallel)); ``rerank_similar``: waiting
+    URLs sharing the most URL tokens with a fetched page that are re-scored; ``rerank_min_language``:
+    P(other language) a candidate needs to be re-scored; ``skip_parallel_below``: P(lang in the pair)
+    under which the URL-pair model is not run; ``common_token``: tokens carried by more waiting URLs
+    than this are not used to find similar URLs.
+    """
+
+    exploration: float = 0.0
+    rerank_similar: int = 8
+    rerank_min_language: float = 0.5
+    skip_parallel_below: float = 0.02
+    common_token: int = 64
+
+
 class SmartScorer(LinkScorer):
     """priority(v) = P(lang(v) = other language) x P(parallel(u, v)) (García-Romero et al.), plus
-    ``exploration`` x P(lang(v) in the pair) x (1 - P(parallel(u, v))).
+    ``exploration`` x P(lang(v) in the pair) x (1 - P(parallel(u, v))); tuning in :class:`SmartSettings`.
 
     The product alone gives every link that is not a translation of its page about 0, including the
     same-language links through which the rest of a site's translations are reached; their order is
@@ -333,41 +351,58 @@ class SmartScorer(LinkScorer):
     with itself as u, the waiting URLs it may be the translation of, and raises those whose priority
     grows: the waiting URLs it links to (a language switcher) and the ``rerank_similar`` waiting URLs
     sharing the most URL tokens with it (an inverted index of the waiting URLs' tokens; tokens carried by
-    more than ``COMMON_TOKEN`` waiting URLs, such as ``html``, are ignored), keeping only those likely in
-    the other language (``RERANK_MIN_LANGUAGE``, from the cached language model). So the cost per page is
+    more than ``common_token`` waiting URLs, such as ``html``, are ignored), keeping only those likely in
+    the other language (``rerank_min_language``, from the cached language model). So the cost per page is
     bounded by its links and ``rerank_similar``, never a rescan of the frontier. The URL-pair model is
-    not run for links whose P(lang in the pair) is below ``SKIP_PARALLEL_BELOW`` (their priority is
+    not run for links whose P(lang in the pair) is below ``skip_parallel_below`` (their priority is
     below that whatever it says).
+
+    Where the site itself says which language a link leads to (``hreflang``, or an anchor that is a
+    language name: a language switcher), that is taken as P(lang(v) = that language) = 1 in place of
+    the URL language model's guess: the model has learnt the URL layouts of its training crawl only, and
+    a site's declaration is better evidence than a guess from a layout it never saw.
     """
 
     name = "smart"
-    RERANK_MIN_LANGUAGE = 0.5
-    SKIP_PARALLEL_BELOW = 0.02
-    COMMON_TOKEN = 64
 
-    def __init__(self, pair: PairContext, models: UrlModels, exploration: float = 0.0, rerank_similar: int = 8):
+    def __init__(self, pair: PairContext, models: UrlModels, settings: SmartSettings = SmartSettings()):
         super().__init__(pair)
         self.models = models
-        self.exploration = exploration
-        self.rerank_similar = rerank_similar
+        self.settings = settings
         self._waiting: dict[str, float] = {}  # waiting url -> its priority
         self._by_token: dict[str, set[str]] = {}  # URL token -> waiting urls
+        self._declared: dict[str, str] = {}  # url not yet fetched -> the language a link declared for it
+
+    def _declare(self, links: Sequence[Link]) -> None:
+        for link in links:
+            language = language_of_anchor(link)
+            if language:
+                self._declared.setdefault(link.url, language)
+
+    def _language_probabilities(self, urls: Sequence[str], language: str) -> list[float]:
+        """P(lang(url) = language): the declared language where a link declared one, else the model's."""
+        guessed = self.models.language_probabilities(urls, language)
+        return [
+            float(self._declared[url] == language) if url in self._declared else p for url, p in zip(urls, guessed, strict=True)
+        ]
 
     def _priorities(self, page_url: str, page_language: str, urls: Sequence[str]) -> list[float]:
-        per_language = [self.models.language_probabilities(urls, lang) for lang in self.pair.languages]
+        per_language = [self._language_probabilities(urls, lang) for lang in self.pair.languages]
         p_pair = [min(1.0, sum(values)) for values in zip(*per_language, strict=True)] or [1.0] * len(urls)
         other = self.pair.other(page_language)
         # a page in neither language: any pair language will do
-        p_language = self.models.language_probabilities(urls, other) if other is not None else p_pair
+        p_language = self._language_probabilities(urls, other) if other is not None else p_pair
         # the priority of a URL unlikely in either pair language is about 0 whatever P(parallel): the
         # URL-pair model, the costly part, is not run for it (P(parallel) taken as 0)
-        asked = [index for index, p in enumerate(p_pair) if p >= self.SKIP_PARALLEL_BELOW]
+        asked = [index for index, p in enumerate(p_pair) if p >= self.settings.skip_parallel_below]
         p_parallel = [0.0] * len(urls)
         for index, p in zip(asked, self.models.parallel_probabilities([(page_url, urls[i]) for i in asked]), strict=True):
             p_parallel[index] = p
-        return [a * b + self.exploration * c * (1.0 - b) for a, b, c in zip(p_language, p_parallel, p_pair, strict=True)]
+        exploration = self.settings.exploration
+        return [a * b + exploration * c * (1.0 - b) for a, b, c in zip(p_language, p_parallel, p_pair, strict=True)]
 
     def score(self, page: PageView, links: Sequence[Link]) -> list[float]:
+        self._declare(links)
         return self._priorities(page.url, page.language, [link.url for link in links]) if links else []
 
     def seed_priority(self, url: str) -> float:
@@ -379,6 +414,7 @@ class SmartScorer(LinkScorer):
             self._by_token.setdefault(token, set()).add(url)
 
     def dequeued(self, url: str) -> None:
+        self._declared.pop(url, None)
         if self._waiting.pop(url, None) is None:
             return
         for token in url_tokens(url):
@@ -388,24 +424,33 @@ class SmartScorer(LinkScorer):
                 if not urls:
                     del self._by_token[token]
 
+    def state(self) -> dict[str, Any]:
+        return {"declared": {url: language for url, language in self._declared.items() if url in self._waiting}}
+
+    def restore(self, state: dict[str, Any], waiting: Mapping[str, float]) -> None:
+        self._declared = dict(state.get("declared", {}))
+        super().restore(state, waiting)
+
     def _similar_waiting(self, url: str) -> list[str]:
         shared: Counter[str] = Counter()
         for token in url_tokens(url):
             urls = self._by_token.get(token, ())
-            if len(urls) <= self.COMMON_TOKEN:
+            if len(urls) <= self.settings.common_token:
                 shared.update(urls)
-        return [candidate for candidate, _count in shared.most_common(self.rerank_similar)]
+        return [candidate for candidate, _count in shared.most_common(self.settings.rerank_similar)]
 
     def fetched(self, page: PageView) -> dict[str, float]:
+        links = [link for link in page.page.links if link.url in self._waiting]
+        self._declare(links)
         other = self.pair.other(page.language)
         if other is None or not self._waiting:
             return {}
-        linked = [link.url for link in page.page.links if link.url in self._waiting]
+        linked = [link.url for link in links]
         candidates = list(dict.fromkeys([*linked, *self._similar_waiting(page.url)]))
         if not candidates:
             return {}
-        p_other = self.models.language_probabilities(candidates, other)
-        likely = [url for url, p in zip(candidates, p_other, strict=True) if p >= self.RERANK_MIN_LANGUAGE]
+        p_other = self._language_probabilities(candidates, other)
+        likely = [url for url, p in zip(candidates, p_other, strict=True) if p >= self.settings.rerank_min_language]
         if not likely:
             return {}
         raised = {
@@ -418,7 +463,7 @@ class SmartScorer(LinkScorer):
 
 
 def make_scorer(strategy: str, pair: PairContext, *, other_language_bonus: float = 10.0,
-                url_models: str | None = None, smart_exploration: float = 0.0) -> LinkScorer:  # fmt: skip
+                url_models: str | None = None, smart: SmartSettings = SmartSettings()) -> LinkScorer:  # fmt: skip
     """The scorer of a strategy; ``smart`` without loadable models falls back to ``url-rules`` (logged)."""
     if strategy == "bfs":
         return BfsScorer(pair)
@@ -429,7 +474,7 @@ def make_scorer(strategy: str, pair: PairContext, *, other_language_bonus: float
     if strategy == "smart":
         models = load_url_models(url_models)
         if models is not None:
-            return SmartScorer(pair, models, smart_exploration)
+            return SmartScorer(pair, models, smart)
         log.warning(
             "strategy smart: no URL models%s; falling back to url-rules",
             f" at {url_models}" if url_models else " configured (crawl.url_models)",

@@ -1,8 +1,9 @@
-"""Command line: `python -m bitextflow.localsite build|serve` (the demo serves the site this way)."""
+"""Command line: `python -m bitextflow.localsite build|serve|stats` (the demo serves the site this way)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from bitextflow.errors import BitextflowError
 from bitextflow.localsite.build import DEFAULT_LANGUAGES, Site, build_site
+from bitextflow.localsite.composition import measure
 from bitextflow.localsite.server import SiteServer, serve_forever
 from bitextflow.localsite.truth import Truth
 
@@ -24,6 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         site = build_site(args.cache, args.languages, full=args.full)
         if args.command == "build":
             _print_summary(site, time.monotonic() - started)
+        elif args.command == "stats":
+            _print_composition(site, args.pair)
         else:
             serve_forever(site.docroot, args.port, on_ready=_announce)
     except BitextflowError as error:
@@ -40,7 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="download the packages if needed and build the site")
     serve = commands.add_parser("serve", help="build if needed, then serve on 127.0.0.1 until SIGINT/SIGTERM")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 = any free port)")
-    for command in (build, serve):
+    stats = commands.add_parser(
+        "stats", help="build if needed, then print the site's composition for a pair as JSON (pages, depths, bfs order)"
+    )
+    stats.add_argument("--pair", default="en-es", help="language pair whose translated pages are located (default en-es)")
+    for command in (build, serve, stats):
         command.add_argument(
             "--cache",
             type=Path,
@@ -69,6 +77,13 @@ def _print_summary(site: Site, seconds: float) -> None:
     first = "en" if "en" in site.languages else site.languages[0]
     pair_counts = ", ".join(f"{first}-{other} {len(truth.pairs(first, other))}" for other in site.languages if other != first)
     print(f"truth: {site.truth_path}" + (f" (translation pairs: {pair_counts})" if pair_counts else ""))
+
+
+def _print_composition(site: Site, pair: str) -> None:
+    source, _, target = pair.partition("-")
+    if source not in site.languages or target not in site.languages:
+        raise BitextflowError(f"the site has {', '.join(site.languages)}; --pair {pair} is not among them")
+    print(json.dumps(measure(site.docroot, Truth.load(site.cache_dir), (source, target)).as_dict()))
 
 
 def _announce(server: SiteServer) -> None:

@@ -15,6 +15,9 @@ home page in that order. The full site (`build_site(full=True)`, `python -m bite
 (the Installation Guide in 19 languages, the Reference and the New Maintainers' Guide in 11, the FAQ in 10), so most pages
 are in neither language of a pair; the home page lists the languages in the order Debian's web site
 does, each linking to a portal page in that language that links to its manuals (one level deeper).
+Like real multilingual sites, most of its documents have no translation: it also has the Linux man
+pages in English with the minority that is translated (`manpages.py`) and paged changelog archives
+(`changelogs.py`). `composition.py` measures what a built site is made of.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import fcntl
 import gzip
 import html
 import json
+import os
 import posixpath
 import re
 import shutil
@@ -32,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bitextflow.errors import StageError
-from bitextflow.localsite import generated
+from bitextflow.localsite import changelogs, generated, manpages
 from bitextflow.localsite.packages import FetchedPackage, fetch_packages
 from bitextflow.localsite.paths import DOCROOT_DIRNAME, FULL_SITE_DIRNAME, TRUTH_FILENAME, default_cache_dir
 from bitextflow.localsite.truth import Truth
@@ -153,6 +157,17 @@ INSTALL = Section(
     link_rewrites={"install.{lang}.html": "index.html"},
 )
 SECTIONS = (REFERENCE, INSTALL)
+# The man pages of the full site (`bitextflow.localsite.manpages` finds and renders them): a key is
+# `man2/open.2`, its pages `/man/man2/open.2.<lang>.html`.
+MAN_PAGES = Section(
+    title="Linux manual pages",
+    package="manpages-{lang}",
+    source_dir="usr/share/man",
+    source_file="{key}.gz",
+    site_file=manpages.SITE_DIR + "/{key}.{lang}.html",
+    only_in={},
+    link_rewrites={},
+)
 MAINT_GUIDE = Section(
     title="Debian New Maintainers' Guide",
     package="maint-guide-{lang}",
@@ -182,13 +197,17 @@ FAQ = Section(
 
 @dataclass(frozen=True)
 class Layout:
-    """Which manuals a site has, the languages it can be built in (home-page order, with endonyms), and
-    whether the home page links to a portal page per language instead of to the manuals directly."""
+    """Which manuals a site has, the languages it can be built in (home-page order, with endonyms),
+    whether the home page links to a portal page per language instead of to the manuals directly, and
+    its parts without translations: man pages (`bitextflow.localsite.manpages`, English with some
+    translations) and the changelogs of `changelog_packages` (`bitextflow.localsite.changelogs`)."""
 
     name: str
     sections: tuple[Section, ...]
     endonyms: Mapping[str, str]
     portals: bool
+    man_pages: bool = False
+    changelog_packages: tuple[str, ...] = ()
 
 
 DEFAULT_LAYOUT = Layout("default", SECTIONS, ENDONYMS, portals=False)
@@ -206,7 +225,11 @@ FULL_LAYOUT = Layout(
     ),
     DEBIAN_LANGUAGE_ORDER,
     portals=True,
+    man_pages=True,
+    changelog_packages=("debian-reference-en", "installation-guide-amd64", "maint-guide", "debian-faq", "manpages"),
 )
+# Bump when the full layout's output changes for the same packages (the default site keeps its stamp).
+FULL_LAYOUT_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -260,6 +283,7 @@ def build_site(cache_dir: Path | None = None, languages: Sequence[str] | None = 
         }
         if full:  # only here, so that caches of the default site stay valid
             stamp["layout"] = layout.name
+            stamp["layout_version"] = FULL_LAYOUT_VERSION
         if not (docroot.is_dir() and truth_path.is_file() and _read_stamp(stamp_path) == stamp):
             stamp_path.unlink(missing_ok=True)
             _assemble(cache, layout, langs, packages)
@@ -286,7 +310,14 @@ def _validated_languages(layout: Layout, languages: Sequence[str] | None) -> tup
 def _package_names(layout: Layout, languages: Sequence[str]) -> list[str]:
     """Every package the site needs: each manual in each of its languages, and the Reference's common files."""
     names = [section.package_name(lang) for section in layout.sections for lang in section.built_in(languages)]
+    if _has_man_pages(layout, languages):
+        names += manpages.package_names(languages)
     return list(dict.fromkeys([*names, REFERENCE_COMMON_PACKAGE]))
+
+
+def _has_man_pages(layout: Layout, languages: Sequence[str]) -> bool:
+    """Man pages are built with their English originals, so only on a site in English."""
+    return layout.man_pages and "en" in languages
 
 
 def _read_stamp(stamp_path: Path) -> object:
@@ -341,7 +372,17 @@ def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages:
             site_dir = posixpath.dirname(section.site_path("", lang))
             source = packages[section.package_name(lang)].root / section.source_folder(lang) / section.stylesheet
             _copy(source, staging / site_dir / section.stylesheet)
-    _write_generated_pages(staging, layout, languages, titles)
+    parts = []
+    if _has_man_pages(layout, languages):
+        groups.extend(_write_man_pages(staging, languages, layout.endonyms, packages))
+        parts.append(generated.IndexSection("Manual pages", [generated.Link(f"/{manpages.SITE_DIR}/", "Linux manual pages")]))
+    changelog_packages = [package for package in layout.changelog_packages if package in packages]
+    if changelog_packages:
+        groups.extend(_write_changelogs(staging, changelog_packages, packages))
+        parts.append(
+            generated.IndexSection("Changes", [generated.Link(f"/{changelogs.SITE_DIR}/", "Changelogs of the documentation")])
+        )
+    _write_generated_pages(staging, layout, languages, titles, parts)
     groups.extend({"en": path} for path in generated.NEWS_ARTICLES)
 
     docroot = cache / DOCROOT_DIRNAME
@@ -419,7 +460,13 @@ def _render_page(
         target = rewrites.get(match.group(1))
         return match.group(0) if target is None else f'href="{target}{match.group(2)}"'
 
-    text = _HREF.sub(rewrite, text)
+    return _with_switcher(_HREF.sub(rewrite, text), source, document, lang, languages, endonyms)
+
+
+def _with_switcher(
+    text: str, source: Path, document: Document, lang: str, languages: Sequence[str], endonyms: Mapping[str, str]
+) -> str:
+    """The page `text` with the language switcher at the top of its <body>."""
     body = _BODY_OPEN.search(text)
     if body is None:
         raise StageError(f"{source} has no <body> tag; cannot add the language switcher")
@@ -478,10 +525,81 @@ def _copy_install_assets(install_root: Path, docroot: Path, languages: Sequence[
     (docroot / "install" / "example-preseed.txt").write_bytes(gzip.decompress((doc_dir / "example-preseed.txt.gz").read_bytes()))
 
 
+def _write_man_pages(
+    docroot: Path, languages: Sequence[str], endonyms: Mapping[str, str], packages: Mapping[str, FetchedPackage]
+) -> list[dict[str, str]]:
+    """The man pages, their indexes (`/man/`: the sections in English, then one page per translation
+    language), and their truth groups. A cited page links to its translation in the citing page's
+    language where there is one, else to the English page."""
+    sources = manpages.discover({name: package.root for name, package in packages.items()}, languages)
+    texts = manpages.render_all(sources, workers=os.cpu_count() or 1)
+    built = [lang for lang in languages if any(lang in pages for pages in sources.values())]
+    listed: dict[str, list[tuple[str, str, str]]] = {lang: [] for lang in built}
+    for lang in built:
+        href_of = {
+            key.split("/", 1)[1]: MAN_PAGES.site_path(key, lang if lang in pages else "en") for key, pages in sources.items()
+        }
+        for key, pages in sources.items():
+            if lang not in pages:
+                continue
+            document = Document(MAN_PAGES, key, pages)
+            title, body = manpages.page_html(key, texts[key, lang], href_of)
+            page = _with_switcher(generated.page(title, lang, body), pages[lang], document, lang, languages, endonyms)
+            _write(docroot, document.site_path(lang), page)
+            listed[lang].append((document.site_path(lang), key.split("/", 1)[1], manpages.description(texts[key, lang])))
+    for number in manpages.MAN_SECTIONS:
+        heading = f"Manual pages, section {number}"
+        entries = [entry for entry in listed["en"] if entry[0].startswith(f"{manpages.SITE_DIR}/man{number}/")]
+        _write(
+            docroot,
+            f"{manpages.SITE_DIR}/man{number}/index.html",
+            generated.page(heading, "en", manpages.index_body(heading, entries)),
+        )
+    for lang in built[1:] if built and built[0] == "en" else built:
+        body = manpages.index_body(endonyms[lang], listed[lang])
+        _write(docroot, f"{manpages.SITE_DIR}/index.{lang}.html", generated.page(endonyms[lang], lang, body))
+    sections = [generated.Link(f"/{manpages.SITE_DIR}/man{number}/", f"Section {number}") for number in manpages.MAN_SECTIONS]
+    translations = [
+        generated.Link(f"/{manpages.SITE_DIR}/index.{lang}.html", endonyms[lang], lang) for lang in built if lang != "en"
+    ]
+    index = [generated.IndexSection("Sections", sections), generated.IndexSection("Translations", translations)]
+    _write(docroot, f"{manpages.SITE_DIR}/index.html", generated.index_page(index, "Linux manual pages"))
+    return [{lang: MAN_PAGES.site_path(key, lang) for lang in pages} for key, pages in sources.items()]
+
+
+def _write_changelogs(
+    docroot: Path, package_names: Sequence[str], packages: Mapping[str, FetchedPackage]
+) -> list[dict[str, str]]:
+    """The changelog archives of `package_names` and their index `/changes/`; their truth groups (English only)."""
+    groups: list[dict[str, str]] = []
+    archives = []
+    for name in package_names:
+        entries = changelogs.parse(changelogs.changelog_file(packages[name].root, name))
+        if not entries:
+            raise StageError(f"the changelog of {name} has no entry this builder can read: check its format")
+        source = entries[0].source
+        for entry in entries:
+            _write(
+                docroot, entry.site_path, generated.page(f"{entry.source} {entry.version}", "en", changelogs.entry_body(entry))
+            )
+            groups.append({"en": entry.site_path})
+        for path, body in changelogs.archive_pages(source, entries):
+            _write(docroot, path, generated.page(f"Changes in {source}", "en", body))
+        archives.append(generated.Link(f"/{changelogs.SITE_DIR}/{source}/", source))
+    index = generated.index_page([generated.IndexSection("Packages", archives)], "Changelogs")
+    _write(docroot, f"{changelogs.SITE_DIR}/index.html", index)
+    return groups
+
+
 def _write_generated_pages(
-    docroot: Path, layout: Layout, languages: Sequence[str], titles: Mapping[tuple[str, str], str]
+    docroot: Path,
+    layout: Layout,
+    languages: Sequence[str],
+    titles: Mapping[tuple[str, str], str],
+    parts: Sequence[generated.IndexSection] = (),
 ) -> None:
-    """The home page, the language portals of the full layout, news, private pages, robots.txt and stylesheet."""
+    """The home page, the language portals of the full layout, news, private pages, robots.txt and
+    stylesheet; `parts` are home-page sections listed after the news (the site's other parts)."""
     _write(docroot, "robots.txt", generated.robots_txt())
     _write(docroot, generated.STYLESHEET_PATH, generated.stylesheet())
     for path, article in {**generated.NEWS_ARTICLES, **generated.PRIVATE_ARTICLES}.items():
@@ -517,6 +635,7 @@ def _write_generated_pages(
     private = [generated.Link("/" + path, article.title) for path, article in generated.PRIVATE_ARTICLES.items()]
     sections += [
         generated.IndexSection("News", news),
+        *parts,
         generated.IndexSection("Downloads", downloads),
         generated.IndexSection("Staff only", private),
     ]

@@ -112,12 +112,13 @@ def article_page(article: Article) -> str:
     """An English article page that links back to the home page."""
     body = "".join(f"<p>{html.escape(paragraph)}</p>\n" for paragraph in article.paragraphs)
     body += '<p><a href="/">Back to the home page</a></p>\n'
-    return _page(article.title, "en", f"<h1>{html.escape(article.title)}</h1>\n{body}")
+    return page(article.title, "en", f"<h1>{html.escape(article.title)}</h1>\n{body}")
 
 
-def index_page(sections: Sequence[IndexSection]) -> str:
-    """The home page `/`, the crawl's seed: every section of the site is reachable from it."""
-    parts = ["<h1>Debian documentation mirror</h1>\n"]
+def index_page(sections: Sequence[IndexSection], title: str = "Debian documentation mirror") -> str:
+    """A page of titled link lists: the home page `/` (the crawl's seed: every part of the site is
+    reachable from it) and the indexes of the full site's parts."""
+    parts = [f"<h1>{html.escape(title)}</h1>\n"]
     for section in sections:
         lang_attribute = f' lang="{section.lang}"' if section.lang else ""
         parts.append(f"<h2{lang_attribute}>{html.escape(section.heading)}</h2>\n<ul>\n")
@@ -125,14 +126,14 @@ def index_page(sections: Sequence[IndexSection]) -> str:
             link_lang = f' hreflang="{link.lang}" lang="{link.lang}"' if link.lang else ""
             parts.append(f'<li><a href="{html.escape(link.href)}"{link_lang}>{html.escape(link.text)}</a></li>\n')
         parts.append("</ul>\n")
-    return _page("Debian documentation mirror", "en", "".join(parts))
+    return page(title, "en", "".join(parts))
 
 
 def portal_page(name: str, lang: str, links: Sequence[Link]) -> str:
     """The full site's page of one language (`/<lang>/`): its manuals and downloads, and the way home."""
     items = "".join(f'<li><a href="{html.escape(link.href)}">{html.escape(link.text)}</a></li>\n' for link in links)
     body = f"<h1>{html.escape(name)}</h1>\n<ul>\n{items}</ul>\n" + '<p><a href="/" hreflang="en" lang="en">Debian</a></p>\n'
-    return _page(name, lang, body)
+    return page(name, lang, body)
 
 
 def tarball(files: Sequence[tuple[str, Path]]) -> bytes:
@@ -152,7 +153,7 @@ def tarball(files: Sequence[tuple[str, Path]]) -> bytes:
     return buffer.getvalue()
 
 
-def _page(title: str, lang: str, body: str) -> str:
+def page(title: str, lang: str, body: str) -> str:
     """An HTML5 page that declares UTF-8 and uses the site stylesheet."""
     return (
         f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'
