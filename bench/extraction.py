@@ -105,7 +105,9 @@ def ours(focus: str) -> Callable[[bytes, str], str]:
     builder = DocumentBuilder(ExtractConfig(extraction_focus=focus))
 
     def run(html: bytes, url: str) -> str:
-        response = WarcResponse(url=url, body=html, status=200, mime="text/html", http_charset=None, record_id="", offset=0, date="")
+        response = WarcResponse(
+            url=url, body=html, status=200, mime="text/html", http_charset=None, record_id="", offset=0, date=""
+        )
         document = builder.build(response, StageCounts("bench"))
         return document.main_text if document is not None else ""
 

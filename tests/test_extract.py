@@ -4,9 +4,11 @@ de-duplication, sentences, and bad input. No network, no services."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import random
+import re
 from pathlib import Path
 
 import lxml.etree
@@ -27,6 +29,8 @@ from bitextflow.extract.model import Document, PageMetadata, Paragraph
 from bitextflow.extract.relevance import TermMatcher, score
 from bitextflow.extract.sentences import ends_with_punctuation, normalise_punctuation, sentences_of, token_count
 from bitextflow.extract.warc import iter_responses
+
+ROOT = Path(__file__).resolve().parents[1]
 
 EN = [
     "To install a package on your system, run the command shown below and wait until it has finished.",
@@ -469,11 +473,13 @@ def test_moses_substitutions_skipped_on_ascii_text_change_nothing(language):
     from bitextflow.extract.sentences import _normaliser
 
     def every_substitution(text: str) -> str:
-        for pattern, substitution in _normaliser(language):
+        for pattern, substitution in _normaliser(language).substitutions:
             text = pattern.sub(substitution, text)
         return " ".join(text.split())
 
-    assert len(_normaliser(language, True)) < len(_normaliser(language)) / 2  # the shortcut is in place
+    # the shortcuts are in place: fewer substitutions for ASCII text, and a trigger that skips them all
+    assert len(_normaliser(language, True).substitutions) < len(_normaliser(language).substitutions) / 2
+    assert _normaliser(language).trigger is not None and _normaliser(language, True).trigger is not None
     samples = [
         *EN,
         *ES,
@@ -481,9 +487,34 @@ def test_moses_substitutions_skipped_on_ascii_text_change_nothing(language):
         "50 % of ``it'' is `odd`",
         "nº\xa012 at 5\xa0%",
         "l’été « chaud »",
+        "Two  spaces and ''quotes'' and a\rreturn",
+        "A plain sentence with nothing to change, it's said.",
     ]
+    rng = random.Random(7)
+    alphabet = "ab .,'\"()%:;`-\xa0«»“”‘’—…º\r"
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
     for text in samples:
         assert normalise_punctuation(text, language) == every_substitution(text), text
+
+
+@pytest.mark.parametrize(
+    ("pattern", "required"),
+    [
+        ("„", "„"), (r"\) ([.!:?;,])", ") "), (r"(\d) %", " %"), ("\xa0\\?", "\xa0?"), (r"\r", "\r"),
+        ("ab?cd", "cd"), ("a{2,3}bc", "bc"), ("[]x]yz", "yz"), (r"(\.+)\"(\s*[^<])", '"'),
+        # nothing sure: alternatives, extensions, escapes not read, quantified or grouped characters
+        ("a|b", ""), ("(?i)abc", ""), (r"\x41", ""), (r"(a)\1b", ""), (" +", ""), ("(abc)", ""),
+    ],
+)  # fmt: skip
+def test_required_text_is_in_every_match(pattern, required):
+    from bitextflow.extract.sentences import required_text
+
+    assert required_text(pattern) == required
+    rng = random.Random(3)
+    texts = ["".join(rng.choice('abcdx .)(%"?\xa0\r<1A') for _ in range(12)) for _ in range(5000)]
+    for text in texts:
+        for match in re.finditer(pattern, text):
+            assert required in match.group(), (pattern, text)
 
 
 def test_overlapping_terms_count_the_longest_from_the_left():
@@ -539,3 +570,77 @@ def test_plain_text_is_opt_in(tmp_path):
     _result, docs, _rejected, sentences = run_shard(tmp_path / "on", data, config)
     assert [p["text"] for p in docs["paragraphs"].iloc[0]] == EN
     assert len(sentences) == 3
+
+
+# -- output unchanged by the speed-ups ------------------------------------------------------------------
+def site_pages(docroot: Path) -> list[tuple[str, bytes]]:
+    """Every eighth HTML page of the local site (all its languages), and one of them again under another URL."""
+    paths = sorted(docroot.rglob("*.html"))[::8]
+    pages = [(f"http://site.test/{path.relative_to(docroot).as_posix()}", path.read_bytes()) for path in paths]
+    return [*pages, (pages[1][0] + "?copy=1", pages[1][1])]
+
+
+def shard_digest(result) -> dict[str, list]:
+    """Rows and a hash of the rows of each output file, without the fields that vary with each writing of the WARC."""
+    digest = {}
+    for name, path in (("documents", result.documents), ("rejected", result.rejected), ("sentences", result.sentences)):
+        table = pq.read_table(path)
+        rows = table.drop_columns(
+            [c for c in ("warc_record_id", "warc_date", "warc_offset") if c in table.column_names]
+        ).to_pylist()
+        text = json.dumps(rows, sort_keys=True, ensure_ascii=False)
+        digest[name] = [len(rows), hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]]
+    counts = {"documents": result.document_counts.to_dict(), "sentences": result.sentence_counts.to_dict()}
+    digest["counts"] = hashlib.sha256(json.dumps(counts, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    return digest
+
+
+# extract_shard's output on site_pages() with the en-es pair's settings, made by the code before the
+# speed-ups of 2026-11-23 (commit 5deeda3). A speed-up must not change a row; change this only with a
+# change of output that is meant (and say so in CHANGELOG.md).
+SITE_DIGEST = {
+    "documents": [49, "20af2046bc1c1390"],
+    "rejected": [1, "4ef5047d0864c528"],
+    "sentences": [1049, "c7529a8109b9ef24"],
+    "counts": "96b2b9f663038798",
+}
+
+
+def test_output_on_local_site_pages_is_unchanged(site, tmp_path):
+    from bitextflow.config import load_pair_config
+
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    data = make_warc([(url, "text/html", body) for url, body in site_pages(site.site.docroot)])
+    (tmp_path / "shard.warc.gz").write_bytes(data)
+    result = extract_shard(
+        tmp_path / "shard.warc.gz", tmp_path / "out", warc_key="k/crawl-00000.warc.gz", sentences_key="k/s.parquet",
+        languages={"en", "es"}, config=config.extract, domain=config.domain,
+    )  # fmt: skip
+    assert shard_digest(result) == SITE_DIGEST
+
+
+def test_parse_gives_the_tree_trafilatura_makes(site):
+    """Our parser (bytes, no per-element Python class lookup) against trafilatura's ``load_html``."""
+    from trafilatura.utils import load_html
+
+    from bitextflow.extract.structure import main_content, parse
+
+    pages = [decode_html(body).text for _url, body in site_pages(site.site.docroot)]
+    pages += [
+        '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN">\n<html><body><p>Doctype with a slash.</p></body></html>',
+        "<html/>\n<body><p>A self-closing html tag.</p></body>",
+        "<html><body><p>Controls \x01\x02 and \ufffe non-characters.</p><form><input value='x'></form></body></html>",
+        "<p>Just a fragment</p>",
+        "<div><p>Two</p><p>blocks</p></div>",
+        '<?xml version="1.0" encoding="iso-8859-1"?><html><body><p>An XML declaration.</p></body></html>',
+        "   ",
+    ]
+    for html in pages:
+        ours, theirs = parse(html), load_html(html) if html.strip() else None
+        assert (ours is None) == (theirs is None), html[:80]
+        if ours is not None:
+            assert lxml.etree.tostring(ours) == lxml.etree.tostring(theirs), html[:80]
+            ours_main, theirs_main = main_content(ours, "http://x.test/"), main_content(theirs, "http://x.test/")
+            assert (ours_main is None) == (theirs_main is None)
+            if ours_main is not None:
+                assert lxml.etree.tostring(ours_main.body) == lxml.etree.tostring(theirs_main.body), html[:80]

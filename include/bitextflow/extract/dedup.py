@@ -34,7 +34,10 @@ MAX_POSTINGS = 200
 
 def letters_hash(text: str) -> int:
     """64-bit hash of the letters of ``text`` (0 for a text without letters)."""
-    key = letters_key(text)
+    return _key_hash(letters_key(text))
+
+
+def _key_hash(key: str) -> int:
     if not key:
         return 0
     return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
@@ -63,12 +66,13 @@ class ShardDeduplicator:
 
     def add(self, index: int, language: str, paragraph_texts: list[str]) -> str | None:
         """``duplicate_content`` for an exact (letters-only) duplicate, else None; remembers the document."""
-        content = letters_hash("\n".join(paragraph_texts))
+        keys = [letters_key(text) for text in paragraph_texts]
+        content = _key_hash("".join(keys))  # the letters of the whole text are those of its paragraphs in turn
         if content in self._contents:
             return "duplicate_content"
         self._contents.add(content)
         salt = letters_hash(language)  # documents of different languages never share a key
-        hashes = {h ^ salt for h in map(letters_hash, paragraph_texts) if h}
+        hashes = {h ^ salt for h in map(_key_hash, keys) if h}
         if hashes:
             position = len(self._documents)
             self._documents.append((index, sum(len(text) for text in paragraph_texts), len(hashes)))

@@ -64,9 +64,9 @@ class TermMatcher:
         stems = self._stems
         if len(stems) > _MAX_CACHED_STEMS:
             stems.clear()
-        if missing := [word for word in set(words) if word not in stems]:
+        if missing := list(set(words).difference(stems)):
             stems.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
-        return [stems[word] for word in words]
+        return list(map(stems.__getitem__, words))
 
     def count(self, text: str) -> Counter[str]:
         """Occurrences of each term in ``text``; longer terms win where they overlap shorter ones."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import re
-import re._parser  # the pattern parser of ``re``: which substitutions need a non-ASCII character
 import unicodedata
 from dataclasses import dataclass
 
@@ -38,36 +37,121 @@ class Sentence:
     language: str
 
 
-def _needs_non_ascii(pattern: str) -> bool:
-    """Whether every match of ``pattern`` contains a non-ASCII character: one is a literal of its top-level
-    sequence (``„``, ``\\xa0%``), which no quantifier or alternative can leave out."""
-    try:
-        items = re._parser.parse(pattern)
-    except re.error:
-        return False
-    return any(op is re._parser.LITERAL and value > 0x7F for op, value in items)
+def required_text(pattern: str) -> str:
+    """Text that every match of the regular expression ``pattern`` contains; "" when none is found.
+
+    The longest run of plain characters at the pattern's top level: outside groups and classes, with no
+    quantifier on them. Conservative: a pattern with an alternative (``|``), an extension (``(?``) or an
+    escape other than ``\\d \\s \\w \\b`` (and their capitals), ``\\n \\r \\t`` and the like and escaped punctuation
+    gets "".
+    """
+    if "|" in pattern or "(?" in pattern:
+        return ""
+    runs, run, depth, index = [], "", 0, 0
+    while index < len(pattern):
+        char, index = pattern[index], index + 1
+        literal = None
+        if char == "\\":
+            escaped, index = pattern[index : index + 1], index + 1
+            if escaped and not escaped.isalnum():
+                literal = escaped
+            elif escaped in _CHARACTER_ESCAPES:
+                literal = _CHARACTER_ESCAPES[escaped]
+            elif escaped not in _CLASS_ESCAPES:  # \x.., \u...., \1 ...: not worth reading
+                return ""
+        elif char == "[":
+            index += pattern[index : index + 1] == "^"
+            index += pattern[index : index + 1] == "]"  # a ] first in a class is a member
+            while index < len(pattern) and pattern[index] != "]":
+                index += 2 if pattern[index] == "\\" else 1
+            index += 1
+        elif char == "{":  # a counted repeat of what came before
+            index = pattern.find("}", index) + 1
+            if not index:
+                return ""
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char not in _OPERATORS:
+            literal = char
+        if depth or literal is None or pattern[index : index + 1] in _QUANTIFIERS:
+            runs.append(run)
+            run = ""
+        else:
+            run += literal
+    return max([*runs, run], key=len)
+
+
+_CHARACTER_ESCAPES = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_CLASS_ESCAPES = frozenset("dDsSwWbB")
+_OPERATORS = frozenset(".^$*+?")
+_QUANTIFIERS = frozenset("*+?{")
+# sacremoses' rule for runs of spaces (" +" -> " ") leaves a single space as it is: two spaces are its trigger
+_SPACE_RUN = (" +", " ")
+
+
+@dataclass(frozen=True, slots=True)
+class _Normaliser:
+    substitutions: list[tuple[re.Pattern[str], str]]
+    trigger: re.Pattern[str] | None  # found in every text a substitution changes; None when there is no such test
+
+
+def _trigger(texts: list[str]) -> re.Pattern[str] | None:
+    """A pattern found in every text that contains one of ``texts``: its rarest character, or the whole text
+    when all its characters are common ones (``''``, two spaces)."""
+    if not all(texts):
+        return None
+    chars, whole = set(), set()
+    for text in texts:
+        rarest = min(text, key=_commonness)
+        if len(text) > 1 and _commonness(rarest) == _COMMON:
+            whole.add(re.escape(text))
+        else:
+            chars.add(re.escape(rarest))
+    return re.compile("|".join(([f"[{''.join(sorted(chars))}]"] if chars else []) + sorted(whole)))
+
+
+_COMMON = 2
+
+
+def _commonness(char: str) -> int:
+    """0 for non-ASCII characters, 1 for ASCII punctuation and controls, 2 for letters, digits, spaces and , . ' -"""
+    if not char.isascii():
+        return 0
+    return _COMMON if char.isalnum() or char in " ,.'-" else 1
 
 
 @functools.cache
-def _normaliser(language: str, ascii_text: bool = False) -> list[tuple[re.Pattern[str], str]]:
+def _normaliser(language: str, ascii_text: bool = False) -> _Normaliser:
     """sacremoses' substitutions for ``language``, compiled once: ``MosesPunctNormalizer.normalize`` passes
     each pattern as a string to ``re.sub``, whose cache lookup cost as much as the matching.
 
-    ``ascii_text``: only those that can match ASCII text. When these turn ASCII into ASCII (they do for
-    every language sacremoses knows), the others never match an ASCII sentence, whatever ran before.
+    ``ascii_text``: only those that can match ASCII text (their :func:`required_text` is ASCII). When these
+    turn ASCII into ASCII (they do for every language sacremoses knows), the others never match an ASCII
+    sentence, whatever ran before. The trigger skips all of them for a sentence that none can change (two in
+    three): a substitution needs its required text, and one that changes nothing leaves the next ones
+    facing the same sentence.
     """
     moses = MosesPunctNormalizer(lang=language, pre_replace_unicode_punct=False, post_remove_control_chars=False)
+    required = {
+        pattern: "  " if (pattern, substitution) == _SPACE_RUN else required_text(pattern)
+        for pattern, substitution in moses.substitutions
+    }
     substitutions = moses.substitutions
-    ascii_only = [(pattern, substitution) for pattern, substitution in substitutions if not _needs_non_ascii(pattern)]
+    ascii_only = [(pattern, substitution) for pattern, substitution in substitutions if required[pattern].isascii()]
     if ascii_text and all(substitution.isascii() for _pattern, substitution in ascii_only):
         substitutions = ascii_only
-    return [(re.compile(pattern), substitution) for pattern, substitution in substitutions]
+    return _Normaliser(
+        [(re.compile(pattern), substitution) for pattern, substitution in substitutions],
+        _trigger([required[pattern] for pattern, _substitution in substitutions]),
+    )
 
 
 def normalise_punctuation(text: str, language: str) -> str:
     """Moses punctuation normalisation (quotes, dashes, spaces around punctuation) for ``language``."""
-    for pattern, substitution in _normaliser(language, text.isascii()):
-        text = pattern.sub(substitution, text)
+    normaliser = _normaliser(language, text.isascii())
+    if normaliser.trigger is None or normaliser.trigger.search(text):
+        for pattern, substitution in normaliser.substitutions:
+            text = pattern.sub(substitution, text)
     return " ".join(text.split())
 
 
