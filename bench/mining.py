@@ -14,8 +14,10 @@ highest; the error rate is the share that is not its own translation. Both direc
   over the same subset is given beside it (``embedding-cosine@subset``) for a fair comparison.
 - ``documentation_separation``: both scorers on ``--separation-pairs`` (300) en-es pairs of the documentation
   pages held out of the bicleaner model's training (the demo's kind of text) against the same English
-  sentences paired with the next pair's Spanish side: ROC AUC, mean scores, and for bicleaner-ai the share
-  of each kind kept at the default threshold 0.5.
+  sentences paired with another sampled pair's Spanish side (``shuffled``) and with the Spanish side of the
+  sentence next to them on their page (``neighbours``, the hard negatives): ROC AUC, mean scores, and for
+  bicleaner-ai the share of each kind kept at the default threshold 0.5 (``mean_shuffled`` and
+  ``kept_shuffled`` name the negatives of either kind).
 - ``laser_published``: LASER's error rates on these sets from the paper's Tatoeba table. The table
   could not be read from the sources available here, so the values are null (never estimated).
 
@@ -44,6 +46,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / 
 # Tatoeba language code -> the bicleaner pair it needs; languages absent here have no bicleaner model.
 BICLEANER_PAIRS = {"spa": "en-es"}
 THRESHOLD = 0.5  # score.bicleaner_threshold's default: the share of each kind of pair it keeps
+NEGATIVES = ("shuffled", "neighbours")  # the non-translations of the held-out sample (training_data.HeldOutSample)
 LASER_PUBLISHED: dict[str, float | None] = {}  # filled from the paper's table when a reader has it; null otherwise
 
 
@@ -83,21 +86,24 @@ def score_pairs(pairs: list[tuple[str, str]], pair: str) -> np.ndarray:
     return np.array([row[3] for row in rows])
 
 
-def documentation_separation(encoder, size: int, threshold: float) -> dict[str, dict[str, float]]:  # noqa: ANN001 - a SentenceEncoder
+def documentation_separation(encoder, size: int, threshold: float) -> dict[str, dict[str, dict[str, float]]]:  # noqa: ANN001 - a SentenceEncoder
     """Both scorers on ``size`` held-out documentation pairs (pages the bicleaner model never saw, the demo's
-    kind of text) against the same English sentences each with the next pair's Spanish side."""
+    kind of text) against the same English sentences each with another sampled pair's Spanish side
+    (``shuffled``) and with its page neighbour's (``neighbours``: same topic, the hard negatives)."""
     from bitextflow.score.bicleaner import separation
     from bitextflow.score.training_data import held_out_sample
 
-    translations, shuffled = held_out_sample("en", "es", size)
-    english = encoder.encode([a for a, _ in translations])
-    spanish = encoder.encode([b for _, b in translations])
-    cosine_true = (english * spanish).sum(axis=1)
-    cosine_false = (english * np.roll(spanish, -1, axis=0)).sum(axis=1)  # row i against Spanish i+1, as `shuffled`
-    scores = score_pairs(translations + shuffled, "en-es")
+    sample = held_out_sample("en", "es", size)
+    english = encoder.encode([a for a, _ in sample.translations])
+    spanish = {kind: encoder.encode([b for _, b in getattr(sample, kind)]) for kind in ("translations", *NEGATIVES)}
+    scores = score_pairs(sample.translations + sample.shuffled + sample.neighbours, "en-es")
+    cosine_true = (english * spanish["translations"]).sum(axis=1)
     return {
-        "embedding-cosine": separation(cosine_true, cosine_false),
-        "bicleaner-ai": separation(scores[:size], scores[size:], threshold),
+        kind: {
+            "embedding-cosine": separation(cosine_true, (english * spanish[kind]).sum(axis=1)),
+            "bicleaner-ai": separation(scores[:size], scores[size * (i + 1) : size * (i + 2)], threshold),
+        }
+        for i, kind in enumerate(NEGATIVES)
     }
 
 
@@ -187,8 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
         print(f"{name:<26}" + "".join(f"{cell:>14}" for cell in cells))
     print("error rate xxx->eng / eng->xxx; bicleaner-ai and embedding-cosine@subset over the first", subset, "sentences")
-    for name, figures in documentation.items():
-        print(f"held-out documentation, {name}: " + ", ".join(f"{key} {value:.3f}" for key, value in figures.items()))
+    for kind, by_scorer in documentation.items():
+        for name, figures in by_scorer.items():
+            print(
+                f"held-out documentation vs {kind}, {name}: " + ", ".join(f"{key} {value:.3f}" for key, value in figures.items())
+            )
     if args.json:
         print(json.dumps(result))
     return 0

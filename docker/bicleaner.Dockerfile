@@ -5,8 +5,8 @@
 #       --input <presigned S3 GET URL> --output <presigned S3 PUT URL>
 # It needs no S3 credentials and no bitextflow package. Not built in CI (no Docker engine there). Build it from
 # the repository root after `make setup` trained the model, with the model folder in the build context:
-#   cp -r ~/.cache/bitextflow/models/bicleaner-en-es/v2 .bicleaner-model
-#   docker build -f docker/bicleaner.Dockerfile -t <registry>/bitextflow-bicleaner-en-es:v2 .
+#   cp -r ~/.cache/bitextflow/models/bicleaner-en-es/v3 .bicleaner-model
+#   docker build -f docker/bicleaner.Dockerfile -t <registry>/bitextflow-bicleaner-en-es:v3 .
 # then set `score.bicleaner_image` of the pair config to that tag.
 FROM python:3.11-slim-bookworm
 

@@ -14,6 +14,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -53,8 +54,10 @@ GOOD = [
 
 
 # What the model make setup trains must reach on held-out documentation pairs at threshold 0.5, with a margin
-# (v2 measured AUC 0.93, kept 0.58 of translations and 0.06 of shuffled pairs on 300 pairs: docs/score.md).
-SEPARATION = {"auc": 0.85, "kept_translations": 0.45, "kept_shuffled": 0.15}
+# (v3 measured: docs/score.md; the issue's bar for scoring by default is 0.80 of translations kept, 0.10 of
+# neighbours). Its scores are calibrated (Platt on a balanced sample), so 0.5 is an even-odds cut; the raw scores
+# kept 0.75 of the translations, so the translations' floor also fails if score_pairs.py stops calibrating.
+SEPARATION = {"auc": 0.90, "kept_translations": 0.85, "kept_shuffled": 0.25, "kept_neighbours": 0.20}
 
 
 def config_for(**score: object):
@@ -93,23 +96,79 @@ def test_environment_fixes_tags_and_scores_translations_above_shuffled_pairs(tmp
 
 
 @needs_bicleaner
-def test_model_separates_held_out_documentation_translations_from_shuffled_pairs(tmp_path):
+def test_model_separates_held_out_documentation_translations_from_other_sentences(tmp_path):
     """The demo's kind of text, never trained on: pairs of the held-out installation-guide pages against the same
-    English sentences with another pair's Spanish side. Scored through score_pairs.py, as the pipeline scores."""
+    English sentences with another pair's Spanish side and with their page neighbour's (same topic). Scored through
+    score_pairs.py, as the pipeline scores."""
     assert _bicleaner_ready()
     from bitextflow.score.training_data import held_out_sample
 
-    translations, shuffled = held_out_sample("en", "es", 150)
+    sample = held_out_sample("en", "es", 150)
     source, out = tmp_path / "pairs.tsv", tmp_path / "scored.tsv"
-    source.write_text(bicleaner.pairs_tsv(translations + shuffled), encoding="utf-8")
+    source.write_text(bicleaner.pairs_tsv(sample.translations + sample.shuffled + sample.neighbours), encoding="utf-8")
     bicleaner.run_scoring(bicleaner.score_arguments(bicleaner.default_model_dir("en-es"), "en", "es", str(source), str(out)))
 
     scores = [row[3] for row in bicleaner.read_scores(out.read_text(encoding="utf-8"))]
-    figures = bicleaner.separation(scores[:150], scores[150:], threshold=0.5)
-    print(figures)
-    assert figures["auc"] >= SEPARATION["auc"]
-    assert figures["kept_translations"] >= SEPARATION["kept_translations"]
-    assert figures["kept_shuffled"] <= SEPARATION["kept_shuffled"]
+    shuffled = bicleaner.separation(scores[:150], scores[150:300], threshold=0.5)
+    neighbours = bicleaner.separation(scores[:150], scores[300:], threshold=0.5)
+    print(shuffled, neighbours)
+    assert min(shuffled["auc"], neighbours["auc"]) >= SEPARATION["auc"]
+    assert shuffled["kept_translations"] >= SEPARATION["kept_translations"]
+    assert shuffled["kept_shuffled"] <= SEPARATION["kept_shuffled"]
+    assert neighbours["kept_shuffled"] <= SEPARATION["kept_neighbours"]
+
+
+def test_held_out_sample_pairs_each_english_side_with_two_kinds_of_non_translation():
+    from bitextflow.score.training_data import held_out_sample
+
+    sample = held_out_sample("en", "es", 100)
+    english = [a for a, _ in sample.translations]
+    assert [a for a, _ in sample.shuffled] == english == [a for a, _ in sample.neighbours]
+    translation_of = dict(sample.translations)
+    assert all(b != translation_of[a] for a, b in sample.shuffled + sample.neighbours)
+
+
+def test_message_catalog_entries_lose_placeholders_and_long_ones_pair_line_by_line():
+    from bitextflow.score.training_data import MAX_MESSAGE_CHARACTERS, message_pairs
+
+    assert list(message_pairs('cannot open "%s": %m\n', "no se puede abrir «%s»: %m\n")) == [
+        ("cannot open :", "no se puede abrir :")
+    ]
+    assert list(message_pairs("_Open {name} in ${HOME}", "_Abrir {name} en ${HOME}")) == [("Open in", "Abrir en")]
+    assert list(message_pairs("%1$s of %2$d files", "%2$d ficheros de %1$s")) == [("of files", "ficheros de")]
+    assert not list(message_pairs("Debian GNU/Linux", "Debian GNU/Linux"))  # untranslated
+    assert not list(message_pairs("OK", "Aceptar"))  # a label, not a sentence
+    options = ["  -a, --all     do not ignore entries", "  -l            use a long listing format"]
+    opciones = ["  -a, --all     no ignora las entradas", "  -l            usa un formato de listado largo"]
+    padding = " " * MAX_MESSAGE_CHARACTERS
+    assert list(message_pairs("\n".join(options) + padding, "\n".join(opciones) + padding)) == [
+        ("-a, --all do not ignore entries", "-a, --all no ignora las entradas"),
+        ("-l use a long listing format", "-l usa un formato de listado largo"),
+    ]
+    assert not list(message_pairs("one line" + padding, "una línea" + padding))
+
+
+def test_catalog_pairs_read_the_packages_spanish_catalogs():
+    from bitextflow.score.training_data import catalog_pairs
+
+    pairs = catalog_pairs("en", "es")
+    assert len(pairs) > 30_000 and len(set(pairs)) == len(pairs)
+    assert not [pair for pair in pairs if "%s" in pair[0] or "%s" in pair[1]]
+    with pytest.raises(StageError, match="use en-fr"):
+        catalog_pairs("es", "fr")
+
+
+def test_piece_embeddings_start_translations_close_together(tmp_path):
+    """The cross-lingual start of the classifier: a piece's nearest other-language piece is its translation."""
+    pieces = ["<pad>", "<unk>", "▁house", "▁water", "▁book", "▁father", "▁casa", "▁agua", "▁libro", "▁padre", "▁the", "▁de"]
+    (tmp_path / "spm.vocab").write_text("".join(f"{piece}\t0\n" for piece in pieces), encoding="utf-8")
+    vectors = bicleaner.piece_embeddings(tmp_path / "spm.vocab", dims=8, scale=0.1)
+    assert vectors.shape == (len(pieces), 8) and not vectors[:2].any()
+    english, spanish = vectors[2:6], vectors[6:10]
+    similarity = (english / np.linalg.norm(english, axis=1, keepdims=True)) @ (
+        spanish / np.linalg.norm(spanish, axis=1, keepdims=True)
+    ).T
+    assert list(similarity.argmax(axis=1)) == [0, 1, 2, 3]
 
 
 def test_documentation_pairs_hold_out_whole_pages_and_align_blocks_by_position():

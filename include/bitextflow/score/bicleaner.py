@@ -7,9 +7,11 @@ model, and builds the one command both places run (``envscripts/score_pairs.py``
 passes it presigned S3 URLs, so the other environment needs no credentials and no S3 library.
 
 The model: bicleaner-ai's models come from a model hub, which is unreachable here, so
-``python -m bitextflow.score.bicleaner build en-es`` trains a lite one (``dec_attention`` from scratch,
-Zaragoza-Bernabeu et al., 2022, "Bicleaner AI: Bicleaner goes neural", LREC) on verse-aligned Debian
-Bible packages (:mod:`bitextflow.score.training_data`) into
+``python -m bitextflow.score.bicleaner build en-es`` trains a lite one (``dec_attention``,
+Zaragoza-Bernabeu et al., 2022, "Bicleaner AI: Bicleaner goes neural", LREC) on parallel text of Debian
+packages (Bible verses, translated documentation, message catalogs, a dictionary:
+:mod:`bitextflow.score.training_data`), its embeddings started from cross-lingual vectors
+(:func:`piece_embeddings`) instead of GloVe, into
 ``~/.cache/bitextflow/models/bicleaner-<pair>/v<N>/`` with a ``bitextflow-model.json`` recording its
 sha256, training data counts and settings. bicleaner-ai 3.x lite models need no probabilistic
 dictionary (SentencePiece + GloVe embeddings trained on the corpus itself).
@@ -32,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from bitextflow.errors import StageError
 
 if TYPE_CHECKING:
@@ -39,7 +43,7 @@ if TYPE_CHECKING:
     from bitextflow.release.registry import RegistryEntry
     from bitextflow.storage import StorageSettings
 
-MODEL_VERSION = 2
+MODEL_VERSION = 3
 MODEL_METADATA = "bitextflow-model.json"
 SCRIPTS_DIR = Path(__file__).resolve().parent / "envscripts"
 SCORE_SCRIPT = SCRIPTS_DIR / "score_pairs.py"
@@ -51,10 +55,10 @@ _RULE = re.compile(r"[^(,]+(?:\([^)]*\))?")
 # (negatives per positive: a random partner, words omitted; the neighbour noise adds the previous and next
 # sentence's partners) to bicleaner-ai-train.
 TRAINING = {
-    "vocab_size": 8000, "emb_dim": 100, "maxlen": 64, "n_hidden": 128, "lr": 0.001,
-    "batch_size": 128, "epochs": 4, "steps_per_epoch": 300,
+    "vocab_size": 8000, "emb_dim": 100, "maxlen": 48, "n_hidden": 128, "lr": 0.001,
+    "batch_size": 128, "epochs": 4, "steps_per_epoch": 300, "embedding_scale": 0.1,
     "rand_ratio": 1, "womit_ratio": 1, "neighbour_mix": True, "seed": 13,
-    "valid_verses": 400, "valid_documentation": 400, "documentation_repeats": 2, "monolingual_lines": 60_000,
+    "valid_verses": 400, "valid_documentation": 400, "documentation_repeats": 2, "monolingual_lines": 100_000,
 }  # fmt: skip
 CLASSIFIER_SETTINGS = ("vocab_size", "emb_dim", "maxlen", "n_hidden", "lr", "batch_size", "epochs", "steps_per_epoch")
 
@@ -176,18 +180,17 @@ def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path
         (work / "valid.tsv").write_text(pairs_tsv(corpus.valid), encoding="utf-8")
         (work / "mono.txt").write_text("\n".join(corpus.monolingual) + "\n", encoding="utf-8")
         classifier = {name: TRAINING[name] for name in CLASSIFIER_SETTINGS}
-        command = [str(python), str(TRAIN_SCRIPT), json.dumps(classifier), "-m", str(out), "-s", source, "-t", target,
-                   "--mono_train", str(work / "mono.txt"), "--parallel_train", str(work / "train.tsv"),
+        _run_trainer([str(TRAIN_SCRIPT), "--vocabulary", json.dumps(classifier), str(out), str(work / "mono.txt")], pair)
+        embeddings = work / "embeddings.npy"
+        np.save(embeddings, piece_embeddings(out / "spm.vocab", TRAINING["emb_dim"], TRAINING["embedding_scale"]))
+        command = [str(TRAIN_SCRIPT), json.dumps({**classifier, "embeddings": str(embeddings)}), "-m", str(out), "-s", source,
+                   "-t", target, "--mono_train", str(work / "mono.txt"), "--parallel_train", str(work / "train.tsv"),
                    "--parallel_valid", str(work / "valid.tsv"), "--classifier_type", "dec_attention",
                    "--seed", str(TRAINING["seed"]), "--rand_ratio", str(TRAINING["rand_ratio"]),
                    "--womit_ratio", str(TRAINING["womit_ratio"]), "--freq_ratio", "0",
                    *(["--neighbour_mix", "yes"] if TRAINING["neighbour_mix"] else []),
                    "--model_name", f"bitextflow/bicleaner-ai-lite-{pair}-v{MODEL_VERSION}", "-q"]  # fmt: skip
-        env = {**os.environ, "BICLEANER_AI_THREADS": "2", "TF_NUM_INTEROP_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "2",
-               "TF_CPP_MIN_LOG_LEVEL": "3"}  # fmt: skip
-        result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-        if result.returncode != 0:
-            raise StageError(f"bicleaner-ai-train failed for {pair} (exit {result.returncode}): {result.stderr.strip()[-2000:]}")
+        _run_trainer(command, pair)
     metadata = {
         "pair": pair,
         "version": MODEL_VERSION,
@@ -202,6 +205,38 @@ def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path
     return out
 
 
+def _run_trainer(arguments: list[str], pair: str) -> None:
+    """``train_model.py`` in the bicleaner environment, on the 2 threads a shared CI box gives it."""
+    env = {**os.environ, "BICLEANER_AI_THREADS": "2", "TF_NUM_INTEROP_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "2",
+           "TF_CPP_MIN_LOG_LEVEL": "3"}  # fmt: skip
+    result = subprocess.run([str(bicleaner_python()), *arguments], capture_output=True, text=True, env=env, check=False)
+    if result.returncode != 0:
+        raise StageError(f"bicleaner-ai-train failed for {pair} (exit {result.returncode}): {result.stderr.strip()[-2000:]}")
+
+
+def piece_embeddings(vocabulary: Path, dims: int, scale: float) -> np.ndarray:
+    """Cross-lingual start vectors of the classifier's SentencePiece pieces, one row per piece id.
+
+    Each piece's text is embedded on its own by the multilingual sentence encoder (multilingual-e5-small,
+    :class:`bitextflow.models.SentenceEncoder`), as Model2Vec distils static vectors from a sentence
+    encoder's tokens (Tulkens and van Dongen, 2024; :mod:`bitextflow.models.static`): "▁house" lands near
+    "▁casa", so the decomposable attention aligns words across the languages from its first step instead of
+    learning every word pair from the parallel data. The vectors are projected on their ``dims`` leading
+    principal components and scaled to a standard deviation of ``scale`` (GloVe's order of magnitude: larger
+    values overflow the attention's unnormalised exponentials); ``<pad>`` and ``<unk>`` start at zero.
+    """
+    from bitextflow.models import SentenceEncoder
+    from bitextflow.models.static import principal_components
+
+    pieces = [line.split("\t")[0] for line in vocabulary.read_text(encoding="utf-8").splitlines()]
+    texts = [piece.replace("\u2581", " ").strip() or piece for piece in pieces]
+    vectors = SentenceEncoder.from_path(None).encode(texts, batch_size=256, prefix="")
+    projected = principal_components(vectors.astype(np.float64), dims)
+    projected *= scale / projected.std()
+    projected[:2] = 0  # bicleaner-ai's pad_id and unk_id
+    return projected.astype(np.float32)
+
+
 @dataclass(frozen=True)
 class TrainingCorpus:
     train: list[tuple[str, str]]
@@ -211,7 +246,7 @@ class TrainingCorpus:
 
 
 def training_corpus(source: str, target: str) -> TrainingCorpus:
-    """Bible verses, documentation blocks (twice: the domain the pipeline scores) and dictionary lemmas.
+    """Bible verses, documentation blocks (twice: the domain the pipeline scores), message catalogs and dictionary lemmas.
 
     Each source stays in its own order (canonical verse order, page order, alphabetical lemmas) so that
     bicleaner-ai's neighbour noise pairs a sentence with the next and previous ones of the same text:
@@ -220,14 +255,15 @@ def training_corpus(source: str, target: str) -> TrainingCorpus:
     (dictionary entries are no sentences); the held-out documentation pages
     (:mod:`bitextflow.score.training_data`) are in neither set.
     """
-    from bitextflow.score.training_data import bible_verse_pairs, dictionary_pairs, documentation_pairs
+    from bitextflow.score.training_data import bible_verse_pairs, catalog_pairs, dictionary_pairs, documentation_pairs
 
     rng = random.Random(TRAINING["seed"])
     documentation = documentation_pairs(source, target)
     valid_verses, verses = _split_off(list(dict.fromkeys(bible_verse_pairs(source, target))), TRAINING["valid_verses"], rng)
     valid_blocks, blocks = _split_off(list(dict.fromkeys(documentation.train)), TRAINING["valid_documentation"], rng)
     lemmas = sorted({(a, b) for a, b in dictionary_pairs(source, target) if a != b})  # acronyms teach nothing
-    train = verses + blocks * TRAINING["documentation_repeats"] + lemmas
+    messages = catalog_pairs(source, target)
+    train = verses + blocks * TRAINING["documentation_repeats"] + messages + lemmas
     monolingual = sorted({_one_line(text) for pair_ in train for text in pair_})
     rng.shuffle(monolingual)
     counts = {
@@ -237,11 +273,12 @@ def training_corpus(source: str, target: str) -> TrainingCorpus:
         "documentation_pages_left_out": documentation.pages_left_out,
         "documentation_held_out_pairs": len(set(documentation.held_out)),
         "dictionary_pairs": len(lemmas),
+        "catalog_pairs": len(messages),
         "train_pairs": len(train),
         "valid_pairs": len(valid_verses) + len(valid_blocks),
         "monolingual_lines": min(len(monolingual), TRAINING["monolingual_lines"]),
         "source": "Debian sword-text-web + sword-text-sparv (verses), debian-reference + installation-guide (blocks), "
-        "apertium-eng-spa (lemmas)",
+        "apertium-eng-spa (lemmas), gettext catalogs of training_data.CATALOG_PACKAGES (messages)",
     }
     return TrainingCorpus(train, valid_verses + valid_blocks, monolingual[: TRAINING["monolingual_lines"]], counts)
 
@@ -263,8 +300,6 @@ def _dev_scores(model: Path) -> dict[str, float]:
 def separation(true: Sequence[float], false: Sequence[float], threshold: float | None = None) -> dict[str, float]:
     """How scores of translations (``true``) stand apart from scores of non-translations: ROC AUC (the chance that
     a translation outscores a non-translation, ties half), the means and, for a threshold, the share of each kept."""
-    import numpy as np
-
     good, bad = np.asarray(true, dtype=float), np.asarray(false, dtype=float)
     auc = (good[:, None] > bad[None, :]).mean() + 0.5 * (good[:, None] == bad[None, :]).mean()
     figures = {"auc": float(auc), "mean_translations": float(good.mean()), "mean_shuffled": float(bad.mean())}

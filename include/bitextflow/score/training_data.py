@@ -9,6 +9,9 @@
   fourth installation-guide page is held out: the model's evaluation set (tests, bench/mining.py).
 - The bilingual dictionary of the sentence aligner (Apertium, :mod:`bitextflow.align.dictionary`):
   lemma pairs, the general vocabulary that neither corpus covers.
+- Message catalogs (gettext ``.mo``) of common Debian programs (:data:`CATALOG_PACKAGES`): every
+  translated English ``msgid`` with its ``msgstr``, short software sentences written by human
+  translators (placeholders, markup and accelerator marks taken out of both sides).
 
 Packages are fetched with ``apt-get download`` and unpacked with ``dpkg -x`` into the cache
 (:func:`bitextflow.localsite.packages.fetch_packages`).
@@ -16,6 +19,7 @@ Packages are fetched with ``apt-get download`` and unpacked with ``dpkg -x`` int
 
 from __future__ import annotations
 
+import gettext
 import os
 import re
 from collections.abc import Iterator
@@ -33,6 +37,23 @@ HELD_OUT_EVERY = 4
 _SPACE = re.compile(r"\s+")
 # The WEB module drops the space after a comma where a footnote marker stood ("Christ,the").
 _MISSING_SPACE = re.compile(r"([,;:])(?=[^\W\d_])")
+#: Debian packages whose message catalogs give the ``en``-``<lang>`` pairs (the programs of a base system and its
+#: common tools; the list fixes what a build reads, the installed system plays no part). 53 MB of .deb files (258 MB unpacked).
+#: Versioned names (postgresql-15, libgnutls30) are Debian 12's: another release needs its own.
+CATALOG_PACKAGES = (
+    "adduser", "apt", "bash", "binutils-common", "coreutils", "diffutils", "dpkg", "findutils", "gettext", "git",
+    "gnupg-l10n", "grep", "libc-l10n", "libdpkg-perl", "libglib2.0-data", "libgnutls30", "libgstreamer1.0-0",
+    "libgtk2.0-common", "login", "make", "packagekit", "postgresql-15", "postgresql-client-15", "procps", "sed",
+    "systemd", "tar", "wget",
+)  # fmt: skip
+#: Messages longer than this (help screens) are used only when they split into as many lines on both sides.
+MAX_MESSAGE_CHARACTERS = 300
+# printf conversions (%s, %-10.3lf, %1$s), brace fields ({name}), shell-style variables, markup tags, and the
+# accelerator marks of menu labels (_File, &Open): slots, not words, and not always in the same order (binutils has
+# its own conversions, %B, %H: any letter counts). Quotes left empty where a slot stood go too.
+_PLACEHOLDER = re.compile(r"%(?:\d+\$)?[-+ #0']*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|ll|[hlLqjzt])?[a-zA-Z%]"
+                          r"|\{[^{}\s]*\}|\$\{?\w+\}?|<[^<>]+>|(?<!\w)[_&](?=\w)")  # fmt: skip
+_EMPTY_QUOTES = re.compile(r"[\"'`«“‘]\s*[\"'»”’]")
 
 
 def default_cache_dir() -> Path:
@@ -125,17 +146,34 @@ def documentation_pairs(lang_a: str, lang_b: str) -> DocumentationPairs:
     return DocumentationPairs(train, held_out, read, left_out)
 
 
-def held_out_sample(lang_a: str, lang_b: str, size: int, seed: int = 0) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """``size`` held-out documentation pairs of four words or more, and the same ``lang_a`` sides each with the next
-    pair's ``lang_b`` side (a derangement: no pair keeps its own translation). The model's evaluation set."""
+@dataclass(frozen=True)
+class HeldOutSample:
+    """The model's evaluation set: held-out translations and two kinds of non-translation of the same English sides."""
+
+    translations: list[tuple[str, str]]
+    shuffled: list[tuple[str, str]]  # each with the next sampled pair's translation: another page, another topic
+    neighbours: list[tuple[str, str]]  # each with the translation of the sentence next to it: same page, same topic
+
+
+def held_out_sample(lang_a: str, lang_b: str, size: int, seed: int = 0) -> HeldOutSample:
+    """``size`` held-out documentation pairs of four words or more, each English side also paired with another sampled
+    pair's ``lang_b`` side (a derangement: no pair keeps its own translation) and with its page neighbour's (the
+    previous or next block or sentence: the hard negatives bicleaner-ai's neighbour noise trains on)."""
     import random
 
-    held_out = sorted({pair for pair in documentation_pairs(lang_a, lang_b).held_out if len(pair[0].split()) >= 4})
-    if len(held_out) < size:
-        raise StageError(f"only {len(held_out)} held-out documentation pairs of {lang_a}-{lang_b}, {size} asked for")
-    translations = random.Random(seed).sample(held_out, size)
+    held_out = documentation_pairs(lang_a, lang_b).held_out
+    candidates = sorted({pair for pair in held_out if len(pair[0].split()) >= 4})
+    if len(candidates) < size:
+        raise StageError(f"only {len(candidates)} held-out documentation pairs of {lang_a}-{lang_b}, {size} asked for")
+    translations = random.Random(seed).sample(candidates, size)
     shuffled = [(a, translations[(i + 1) % size][1]) for i, (a, _) in enumerate(translations)]
-    return translations, shuffled
+    position = {pair: index for index, pair in reversed(list(enumerate(held_out)))}  # first occurrence
+    neighbours = []
+    for a, b in translations:
+        index = position[(a, b)]
+        after = held_out[index + 1][1] if index + 1 < len(held_out) else b
+        neighbours.append((a, after if after != b else held_out[index - 1][1]))
+    return HeldOutSample(translations, shuffled, neighbours)
 
 
 def _page_texts(path: Path) -> list[str]:
@@ -168,6 +206,42 @@ def dictionary_pairs(lang_a: str, lang_b: str) -> list[tuple[str, str]]:
 
     dictionary = load_dictionary(lang_a, lang_b)
     return list(dictionary.pairs) if dictionary is not None else []
+
+
+def catalog_pairs(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> list[tuple[str, str]]:
+    """``(English message, translation)`` pairs of the :data:`CATALOG_PACKAGES` catalogs of ``lang_b``, deduplicated,
+    in package and catalog order; ``lang_a`` must be ``en`` (gettext's msgids are English)."""
+    if lang_a != "en":
+        raise StageError(f"message catalogs pair English with another language, not {lang_a}-{lang_b}; use en-{lang_b}")
+    cache_dir = cache_dir or default_cache_dir().with_name("catalogs")
+    fetched = fetch_packages(CATALOG_PACKAGES, cache_dir)
+    pairs: dict[tuple[str, str], None] = {}
+    for name in CATALOG_PACKAGES:
+        for catalog in sorted(fetched[name].root.glob(f"usr/share/locale/{lang_b}/LC_MESSAGES/*.mo")):
+            with catalog.open("rb") as handle:
+                messages = gettext.GNUTranslations(handle)._catalog  # noqa: SLF001 - the parsed msgid -> msgstr table
+            for msgid, msgstr in messages.items():
+                if (
+                    isinstance(msgid, str) and msgid and msgstr
+                ):  # plural forms are (msgid, n) keys: their singular is also a str key
+                    pairs.update(dict.fromkeys(message_pairs(msgid.split("\x04")[-1], msgstr)))
+    return list(pairs)
+
+
+def message_pairs(msgid: str, msgstr: str) -> Iterator[tuple[str, str]]:
+    """The sentence pairs of one catalog entry: the whole message, or line by line where a long one has as many lines
+    in both languages; placeholders removed; untranslated and letterless messages skipped."""
+    if len(msgid) > MAX_MESSAGE_CHARACTERS or len(msgstr) > MAX_MESSAGE_CHARACTERS:
+        lines_a, lines_b = msgid.splitlines(), msgstr.splitlines()
+        if len(lines_a) != len(lines_b) or len(lines_a) == 1:
+            return
+        candidates = zip(lines_a, lines_b, strict=True)
+    else:
+        candidates = iter([(msgid, msgstr)])
+    for raw_a, raw_b in candidates:
+        a, b = (_clean(_EMPTY_QUOTES.sub(" ", _PLACEHOLDER.sub(" ", raw))) for raw in (raw_a, raw_b))
+        if a != b and len(a.split()) >= 2 and any(ch.isalpha() for ch in b) and max(len(a), len(b)) <= MAX_MESSAGE_CHARACTERS:
+            yield a, b
 
 
 def _chapters(verses: list[str], lengths: list[int]) -> list[list[str]]:

@@ -10,7 +10,8 @@ places:
 IN is a TSV ``text_a<TAB>text_b`` (a path or an http(s) URL, e.g. a presigned S3 GET); OUT (a path or a
 presigned PUT URL) receives one line per input line, in order:
 ``fixed_a<TAB>fixed_b<TAB>hardrules_tag<TAB>bicleaner_score`` where the tag is ``keep`` or the rules
-that reject the pair. The offline switches are deliberate: fastspell's language identification and
+that reject the pair, and the score is calibrated with the model's Platt parameters (fitted on a balanced
+sample), so 0.5 means even odds whatever share of negatives the model was trained on. The offline switches are deliberate: fastspell's language identification and
 bifixer's sentence resplitting would download models at run time.
 """
 
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
         _run(["bicleaner-hardrules", fixed, tagged, "-s", args.source, "-t", args.target, "--scol", "1", "--tcol", "2",
               "--annotated_output", "--run_all_rules", "--disable_lang_ident", "--disable_lm_filter", "--disable_porn_removal",
               "-q"])  # fmt: skip
-        _run(["bicleaner-ai-classify", fixed, scored, args.model, "--scol", "1", "--tcol", "2", "--score_only",
+        _run(["bicleaner-ai-classify", fixed, scored, args.model, "--scol", "1", "--tcol", "2", "--score_only", "--calibrated",
               "--disable_hardrules", "--disable_lm_filter", "--disable_porn_removal", "--offline", "-q"])  # fmt: skip
         rows = []
         for fixed_line, tagged_line, score_line in zip(_lines(fixed), _lines(tagged), _lines(scored), strict=True):
