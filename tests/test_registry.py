@@ -170,7 +170,9 @@ def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
         doc_id_a=[f"a{i}" for i in pages.index], doc_id_b=[f"b{i}" for i in pages.index],
         sentences_key_a="k", sentences_key_b="k", method="url", score=1.0,
     )  # fmt: skip
-    write_table(bucket_store, stage_key(PAIR, run_id, "align_documents", "docpairs-00000.parquet"), document_pairs, schemas.DOCUMENT_PAIRS)
+    write_table(
+        bucket_store, stage_key(PAIR, run_id, "align_documents", "docpairs-00000.parquet"), document_pairs, schemas.DOCUMENT_PAIRS
+    )
 
     project = tmp_path / "project"
     project.mkdir()

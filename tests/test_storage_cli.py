@@ -69,8 +69,16 @@ def test_every_stage_runs_from_the_cli_without_airflow(s3_env, site, capsys):
     """Each stage as its own command, finding its inputs in S3 by run id, like a user would."""
     run_id = "cli_stages"
     common = ["--pair", "en-es", "--run-id", run_id]
-    small = ["--set", f'crawl.seeds=["{site.base_url}"]', "--set", "crawl.max_pages=80", "--set", "gate.min_sentence_pairs=1",
-             "--set", "gate.max_volume_drop=null"]
+    small = [
+        "--set",
+        f'crawl.seeds=["{site.base_url}"]',
+        "--set",
+        "crawl.max_pages=80",
+        "--set",
+        "gate.min_sentence_pairs=1",
+        "--set",
+        "gate.max_volume_drop=null",
+    ]
     for stage in pipeline.STAGES:
         assert cli.main([stage.replace("_", "-"), *common, *small]) == 0, stage
     capsys.readouterr()

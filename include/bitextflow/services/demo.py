@@ -53,7 +53,9 @@ def main() -> int:
     airflow("dags", "reserialize", home=home)
     airflow("dags", "unpause", dag_id, home=home)
     overrides = {"crawl.seeds": [os.environ["BITEXTFLOW_SITE_URL"]]}
-    triggered = _json_tail(airflow("dags", "trigger", dag_id, "--conf", json.dumps({"overrides": overrides}), "-o", "json", home=home))
+    triggered = _json_tail(
+        airflow("dags", "trigger", dag_id, "--conf", json.dumps({"overrides": overrides}), "-o", "json", home=home)
+    )
     run_id = (triggered[0] if isinstance(triggered, list) else triggered)["dag_run_id"]
     print(f"triggered {dag_id} run {run_id}; watch it at {os.environ.get('BITEXTFLOW_AIRFLOW_URL', '')}dags/{dag_id}")
     started = time.monotonic()
@@ -76,7 +78,9 @@ def main() -> int:
     precision = truth.translation_precision(zip(pairs["url_a"], pairs["url_b"], strict=True))
     print(f"release {release.uri}: v{release.version}, {release.sentence_pairs} sentence pairs")
     print(f"share of sentence pairs from true translation pages: {precision:.3f}")
-    print(f"finished in {time.monotonic() - started:.0f} s; list releases with `.venv/bin/bitextflow releases list --pair {PAIR} --json`")
+    print(
+        f"finished in {time.monotonic() - started:.0f} s; list releases with `.venv/bin/bitextflow releases list --pair {PAIR} --json`"
+    )
     return 0
 
 

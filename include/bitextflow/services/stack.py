@@ -140,8 +140,12 @@ def supervise(home: Path) -> None:
             with open(airflow_dir / f"{name}.log", "ab") as log:
                 components.append(
                     subprocess.Popen(
-                        [f"{venv_bin}/airflow", *args], env=env, stdin=subprocess.DEVNULL, stdout=log,
-                        stderr=subprocess.STDOUT, start_new_session=True,  # children ignore SIGTERM: stop the group
+                        [f"{venv_bin}/airflow", *args],
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,  # children ignore SIGTERM: stop the group
                     )  # fmt: skip
                 )
         health = f"http://127.0.0.1:{AIRFLOW_PORT}/api/v2/monitor/health"
@@ -151,7 +155,12 @@ def supervise(home: Path) -> None:
             if exited or time.monotonic() > deadline or stop.is_set():
                 raise RuntimeError(f"Airflow did not become healthy (exited: {exited or 'none'}); see {airflow_dir}/*.log")
             time.sleep(1)
-        state = {"pid": os.getpid(), "s3": s3.endpoint_url, "site": site_server.base_url, "airflow": client_env["BITEXTFLOW_AIRFLOW_URL"]}
+        state = {
+            "pid": os.getpid(),
+            "s3": s3.endpoint_url,
+            "site": site_server.base_url,
+            "airflow": client_env["BITEXTFLOW_AIRFLOW_URL"],
+        }
         (local / "stack.json").write_text(json.dumps(state, indent=2))
         print(f"services ready: {json.dumps(state)}", flush=True)
         while not stop.wait(1.0):
@@ -194,7 +203,9 @@ def up(home: Path) -> int:
             return 1
         time.sleep(1)
     print(f"services ready: S3 {state['s3']}, site {state['site']}, Airflow UI {state['airflow']}")
-    print(f"stop them with `make stop` (Airflow's admin password: {local / 'airflow' / 'simple_auth_manager_passwords.json.generated'})")
+    print(
+        f"stop them with `make stop` (Airflow's admin password: {local / 'airflow' / 'simple_auth_manager_passwords.json.generated'})"
+    )
     return 0
 
 
