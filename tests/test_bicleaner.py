@@ -151,11 +151,36 @@ def test_message_catalog_entries_lose_placeholders_and_long_ones_pair_line_by_li
 def test_catalog_pairs_read_the_packages_spanish_catalogs():
     from bitextflow.score.training_data import catalog_pairs
 
-    pairs = catalog_pairs("en", "es")
+    catalogs = catalog_pairs("en", "es")
+    pairs = catalogs.pairs
+    assert catalogs.packages_missing == []
     assert len(pairs) > 30_000 and len(set(pairs)) == len(pairs)
     assert not [pair for pair in pairs if "%s" in pair[0] or "%s" in pair[1]]
     with pytest.raises(StageError, match="use en-fr"):
         catalog_pairs("es", "fr")
+
+
+def test_catalog_packages_the_archive_lacks_are_left_out_and_named(monkeypatch):
+    """Another Debian release renames some packages. The archive is not asked here (tests stay off the
+    network): a stand-in for fetch_packages refuses the made-up name as apt-get would, and passes the
+    others to the real one, which finds them in the cache `make setup` filled."""
+    from bitextflow.score import training_data
+
+    real_fetch = training_data.fetch_packages
+
+    def archive_without(names, cache_dir):
+        if "postgresql-99" in names:
+            raise StageError("cannot download Debian package(s) postgresql-99 (E: Unable to locate package postgresql-99)")
+        return real_fetch(names, cache_dir)
+
+    monkeypatch.setattr(training_data, "fetch_packages", archive_without)
+    monkeypatch.setattr(training_data, "CATALOG_PACKAGES", ("postgresql-99", "sed", "grep"))
+    catalogs = training_data.catalog_pairs("en", "es")
+    assert catalogs.packages_missing == ["postgresql-99"] and catalogs.pairs
+
+    monkeypatch.setattr(training_data, "CATALOG_PACKAGES", ("postgresql-99",))
+    with pytest.raises(StageError, match="none of the message-catalog packages"):
+        training_data.catalog_pairs("en", "es")
 
 
 def test_piece_embeddings_start_translations_close_together(tmp_path):

@@ -242,7 +242,7 @@ class TrainingCorpus:
     train: list[tuple[str, str]]
     valid: list[tuple[str, str]]
     monolingual: list[str]  # both languages mixed: SentencePiece and GloVe are trained on it
-    counts: dict[str, int | str]
+    counts: dict[str, int | str | list[str]]
 
 
 def training_corpus(source: str, target: str) -> TrainingCorpus:
@@ -262,7 +262,8 @@ def training_corpus(source: str, target: str) -> TrainingCorpus:
     valid_verses, verses = _split_off(list(dict.fromkeys(bible_verse_pairs(source, target))), TRAINING["valid_verses"], rng)
     valid_blocks, blocks = _split_off(list(dict.fromkeys(documentation.train)), TRAINING["valid_documentation"], rng)
     lemmas = sorted({(a, b) for a, b in dictionary_pairs(source, target) if a != b})  # acronyms teach nothing
-    messages = catalog_pairs(source, target)
+    catalogs = catalog_pairs(source, target)
+    messages = catalogs.pairs
     train = verses + blocks * TRAINING["documentation_repeats"] + messages + lemmas
     monolingual = sorted({_one_line(text) for pair_ in train for text in pair_})
     rng.shuffle(monolingual)
@@ -274,6 +275,7 @@ def training_corpus(source: str, target: str) -> TrainingCorpus:
         "documentation_held_out_pairs": len(set(documentation.held_out)),
         "dictionary_pairs": len(lemmas),
         "catalog_pairs": len(messages),
+        "catalog_packages_missing": catalogs.packages_missing,
         "train_pairs": len(train),
         "valid_pairs": len(valid_verses) + len(valid_blocks),
         "monolingual_lines": min(len(monolingual), TRAINING["monolingual_lines"]),

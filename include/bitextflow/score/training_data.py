@@ -20,6 +20,7 @@ Packages are fetched with ``apt-get download`` and unpacked with ``dpkg -x`` int
 from __future__ import annotations
 
 import gettext
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -28,7 +29,9 @@ from pathlib import Path
 
 from bitextflow.classify.offline import BIBLES  # language -> (Debian package, SWORD module)
 from bitextflow.errors import StageError
-from bitextflow.localsite.packages import fetch_packages
+from bitextflow.localsite.packages import FetchedPackage, fetch_packages
+
+log = logging.getLogger(__name__)
 
 MAX_VERSE_CHARACTERS = 2000
 #: A documentation block whose sentences do not pair up is kept whole up to this length.
@@ -208,15 +211,37 @@ def dictionary_pairs(lang_a: str, lang_b: str) -> list[tuple[str, str]]:
     return list(dictionary.pairs) if dictionary is not None else []
 
 
-def catalog_pairs(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> list[tuple[str, str]]:
+@dataclass(frozen=True)
+class CatalogPairs:
+    """Message pairs of the catalogs, and the :data:`CATALOG_PACKAGES` the package archive could not give."""
+
+    pairs: list[tuple[str, str]]
+    packages_missing: list[str]
+
+
+def catalog_pairs(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> CatalogPairs:
     """``(English message, translation)`` pairs of the :data:`CATALOG_PACKAGES` catalogs of ``lang_b``, deduplicated,
-    in package and catalog order; ``lang_a`` must be ``en`` (gettext's msgids are English)."""
+    in package and catalog order; ``lang_a`` must be ``en`` (gettext's msgids are English).
+
+    The list names Debian 12 packages; where the archive lacks some (another release renames
+    ``postgresql-15`` or ``libgnutls30``), they are left out and named in ``packages_missing`` rather than
+    stopping the build; none at all is an error.
+    """
     if lang_a != "en":
         raise StageError(f"message catalogs pair English with another language, not {lang_a}-{lang_b}; use en-{lang_b}")
     cache_dir = cache_dir or default_cache_dir().with_name("catalogs")
-    fetched = fetch_packages(CATALOG_PACKAGES, cache_dir)
+    fetched: dict[str, FetchedPackage] = {}
+    missing: list[str] = []
+    for name in CATALOG_PACKAGES:  # one by one: a single unknown name fails a whole `apt-get download`
+        try:
+            fetched.update(fetch_packages([name], cache_dir))
+        except StageError as exc:
+            log.warning("message catalogs: package %s left out (%s)", name, exc)
+            missing.append(name)
+    if not fetched:
+        raise StageError(f"none of the message-catalog packages could be fetched into {cache_dir}: {', '.join(missing)}")
     pairs: dict[tuple[str, str], None] = {}
-    for name in CATALOG_PACKAGES:
+    for name in fetched:
         for catalog in sorted(fetched[name].root.glob(f"usr/share/locale/{lang_b}/LC_MESSAGES/*.mo")):
             with catalog.open("rb") as handle:
                 messages = gettext.GNUTranslations(handle)._catalog  # noqa: SLF001 - the parsed msgid -> msgstr table
@@ -225,7 +250,7 @@ def catalog_pairs(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> li
                     isinstance(msgid, str) and msgid and msgstr
                 ):  # plural forms are (msgid, n) keys: their singular is also a str key
                     pairs.update(dict.fromkeys(message_pairs(msgid.split("\x04")[-1], msgstr)))
-    return list(pairs)
+    return CatalogPairs(list(pairs), missing)
 
 
 def message_pairs(msgid: str, msgstr: str) -> Iterator[tuple[str, str]]:
