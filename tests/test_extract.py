@@ -9,6 +9,7 @@ import io
 import json
 import random
 import re
+import unicodedata
 from pathlib import Path
 
 import lxml.etree
@@ -182,9 +183,11 @@ def test_letters_key_is_the_same_for_ascii_and_other_text():
 
 
 def test_mojibake_is_repaired_and_counted():
-    fixed, changed = repair("El nÃºcleo y la configuraciÃ³n â€” todo bien")
-    assert changed and fixed == "El núcleo y la configuración — todo bien"
-    assert repair("El núcleo y la configuración") == ("El núcleo y la configuración", False)
+    assert repair("El nÃºcleo y la configuraciÃ³n â€” todo bien") == (
+        "El núcleo y la configuración — todo bien",
+        "mojibake_repaired",
+    )
+    assert repair("El núcleo y la configuración") == ("El núcleo y la configuración", None)
     # UTF-8 bytes served as ISO-8859-1: decoded as declared, then repaired in the document
     page = html_page(ES).encode("utf-8")
     data = make_warc([("http://s/es.html", "text/html; charset=ISO-8859-1", page)])
@@ -192,6 +195,19 @@ def test_mojibake_is_repaired_and_counted():
     (document,) = iter_documents(io.BytesIO(data), counts)
     assert "mojibake_repaired" in document.repairs and counts.repaired["mojibake_repaired"] == 1
     assert any("núcleo" in p.text for p in document.paragraphs)
+
+
+def test_combining_accents_are_composed_and_counted():
+    # adac.de writes its umlauts as u + U+0308: without NFC these words never match the same words typed
+    # with one key (dedup, term matching, bitext).
+    decomposed = "Besonders bei Babyschalen sollte gepru\u0308ft werden, ob die Gurtla\u0308nge ausreicht."
+    assert repair(decomposed) == ("Besonders bei Babyschalen sollte geprüft werden, ob die Gurtlänge ausreicht.", "nfc_composed")
+    page = html_page(ES).replace("núcleo", "nu\u0301cleo").encode("utf-8")
+    counts = StageCounts("t")
+    (document,) = iter_documents(io.BytesIO(make_warc([("http://s/es.html", "text/html; charset=utf-8", page)])), counts)
+    assert document.repairs == ["nfc_composed"] and counts.repaired["nfc_composed"] == 1
+    assert any("núcleo" in p.text for p in document.paragraphs)
+    assert all(unicodedata.is_normalized("NFC", p.text) for p in document.paragraphs)
 
 
 def test_special_spaces_and_control_characters_are_normalised():

@@ -92,20 +92,20 @@ class DocumentBuilder:
 
     @staticmethod
     def _repair(metadata: PageMetadata, paragraphs: list[Paragraph], document: Document):
-        """ftfy on every text (mojibake, leftover entities), then spaces and controls normalised.
+        """ftfy on every text (mojibake, leftover entities) or NFC composition, then spaces and controls normalised.
 
-        All texts of the page go through ftfy at once, one per line (ftfy works line by line). They come
-        normalised and on one line (:func:`encoding.clean_line`), so when ftfy changes nothing they stay.
+        All texts of the page are repaired at once, one per line (ftfy works line by line). They come
+        normalised and on one line (:func:`encoding.clean_line`), so when nothing is repaired they stay.
         """
         texts = [metadata.title, metadata.description, metadata.keywords, metadata.sitename, *(p.text for p in paragraphs)]
-        fixed, changed = encoding.repair("\n".join(texts))
-        if not changed:
+        fixed, repair = encoding.repair("\n".join(texts))
+        if repair is None:
             return metadata, paragraphs
         lines = fixed.split("\n")
         if len(lines) != len(texts):  # ftfy changed the line structure: repair one by one
             lines = [encoding.repair(text)[0] for text in texts]
         lines = [" ".join(line.split()) for line in lines]
-        document.repairs.append("mojibake_repaired")
+        document.repairs.append(repair)
         metadata = PageMetadata(title=lines[0], description=lines[1], keywords=lines[2], date=metadata.date, sitename=lines[3])
         kept = []
         for paragraph, text in zip(paragraphs, lines[4:], strict=True):

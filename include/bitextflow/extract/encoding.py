@@ -4,14 +4,17 @@ Charset order (what a browser does, plus a detector): byte-order mark, the HTTP 
 charset, the page's ``<meta charset>`` (or ``http-equiv`` content type), then detection: strict UTF-8
 first (valid UTF-8 is almost never anything else), charset_normalizer otherwise, windows-1252 as the
 last resort. A declared charset that cannot decode the bytes is skipped, not trusted.
-Text is then repaired with ftfy (mojibake such as ``CafÃ©``) and normalised: the many Unicode spaces
-become a plain space, invisible format characters and control characters go.
+Text is then repaired with ftfy (mojibake such as ``CafÃ©``), composed to NFC (pages written with
+combining accents, ``u`` + U+0308, would otherwise never equal the same words typed with ``ü``) and
+normalised: the many Unicode spaces become a plain space, invisible format characters and control
+characters go.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import ftfy
@@ -161,15 +164,19 @@ def _looks_like_mojibake(text: str) -> bool:
     return bool(suspect) and is_bad(_ASCII_RUN.sub(r"\1\2", "\n" + "\n".join(suspect)))
 
 
-def repair(text: str) -> tuple[str, bool]:
-    """ftfy repair (mojibake, HTML entities left in text, ligatures, NFC) then :func:`normalise`.
+def repair(text: str) -> tuple[str, str | None]:
+    """ftfy repair (mojibake, HTML entities left in text, ligatures, NFC) or NFC alone, then :func:`normalise`.
 
-    Returns the text and whether ftfy changed anything (counted as a ``mojibake_repaired`` repair).
+    Returns the text and the repair made, if any: ``mojibake_repaired`` when ftfy changed the text,
+    ``nfc_composed`` when only combining characters were composed.
     """
-    fixed = text
     if _looks_like_mojibake(text) or _FTFY_WORK.search(text):
-        fixed = ftfy.fix_text(text, _FTFY)
-    return normalise(fixed), fixed != text
+        fixed = ftfy.fix_text(text, _FTFY)  # composes to NFC too
+        if fixed != text:
+            return normalise(fixed), "mojibake_repaired"
+    elif not unicodedata.is_normalized("NFC", text):
+        return normalise(unicodedata.normalize("NFC", text)), "nfc_composed"
+    return normalise(text), None
 
 
 def clean_line(text: str) -> str:
