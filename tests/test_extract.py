@@ -3,6 +3,7 @@ de-duplication, sentences, and bad input. No network, no services."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 import hashlib
 import io
@@ -645,6 +646,10 @@ def test_parse_gives_the_tree_trafilatura_makes(site):
     pages += [
         '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN">\n<html><body><p>Doctype with a slash.</p></body></html>',
         "<html/>\n<body><p>A self-closing html tag.</p></body>",
+        '<!DOCTYPE html SYSTEM "about:legacy-compat"/>' + " " * 5000 + "\n<html><body><p>A long first line.</p></body></html>",
+        "<html><body>"
+        + "<p>Many paragraphs on one line.</p>" * 200
+        + "\n<p>Controls \x07 after the first lines.</p></body></html>",
         "<html><body><p>Controls \x01\x02 and \ufffe non-characters.</p><form><input value='x'></form></body></html>",
         "<p>Just a fragment</p>",
         "<div><p>Two</p><p>blocks</p></div>",
@@ -660,3 +665,15 @@ def test_parse_gives_the_tree_trafilatura_makes(site):
             assert (ours_main is None) == (theirs_main is None)
             if ours_main is not None:
                 assert lxml.etree.tostring(ours_main.body) == lxml.etree.tostring(theirs_main.body), html[:80]
+
+
+def test_the_collector_runs_rarely_during_a_shard_and_as_before_after_it():
+    from bitextflow.extract.shard import rare_collections
+
+    before = gc.get_threshold()
+    with rare_collections(12_345):
+        assert gc.get_threshold()[0] == 12_345
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), rare_collections():
+        raise RuntimeError("a failed shard")
+    assert gc.get_threshold() == before

@@ -13,8 +13,11 @@ Two passes, with memory that does not grow with the shard's text:
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -127,6 +130,25 @@ def document_row(document: Document, warc_key: str, sentences_key: str) -> dict[
     }
 
 
+@contextmanager
+def rare_collections(threshold: int = 10_000) -> Iterator[None]:
+    """Python's cyclic garbage collector run less often, for the length of the block.
+
+    Extraction makes and drops hundreds of thousands of lxml element proxies and small containers. At the
+    default threshold (700 allocations) the collector ran about 200 times on the 165 benchmark pages, and
+    its full collections walked every object the process holds, loaded models included: 0.19 s of a 5.1 s
+    run (measured with ``gc.callbacks``). Almost none of these objects are in reference cycles, so
+    reference counting frees them as before; collecting after 10,000 allocations cost 0.035 s.
+    """
+    previous = gc.get_threshold()
+    gc.set_threshold(threshold, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+
+
+@rare_collections()
 def extract_shard(
     source: str | Path | IO[bytes],
     workdir: Path,
