@@ -167,14 +167,13 @@ def page_blocks(tree) -> list[tuple[str, str]]:
     buffer: list[str] = []
     types = ["text"]
 
-    def flush() -> None:
-        if buffer:
-            text = "".join(buffer)
-            buffer.clear()
-            if not text.isspace():  # two flushes in three (between nested blocks) hold layout whitespace only
-                text = clean_line(text)
-                if text:
-                    blocks.append((types[-1], text))
+    def flush() -> None:  # called with text in the buffer only
+        text = "".join(buffer)
+        buffer.clear()
+        if not text.isspace():
+            text = clean_line(text)
+            if text:
+                blocks.append((types[-1], text))
 
     walker = lxml.etree.iterwalk(tree, events=("start", "end"))
     skip, blocks_tags, block_types = _SKIP, _BLOCKS, _BLOCK_TYPES
@@ -187,19 +186,23 @@ def page_blocks(tree) -> list[tuple[str, str]]:
                 walker.skip_subtree()
                 continue
             if tag in blocks_tags:
-                flush()
+                if buffer:
+                    flush()
                 types.append(block_types.get(tag, "text" if tag in ("p", "div") else types[-1]))
-            if element.text:
-                buffer.append(element.text)
+            # layout whitespace at the start of a block (most text between tags) would only be stripped
+            if (text := element.text) and (buffer or not text.isspace()):
+                buffer.append(text)
         else:
             if tag in blocks_tags:
-                flush()
+                if buffer:
+                    flush()
                 types.pop()
-            elif tag not in skip:
+            elif buffer and tag not in skip:
                 buffer.append(" ")  # inline elements: keep words apart
-            if element.tail:
-                buffer.append(element.tail)
-    flush()
+            if (tail := element.tail) and (buffer or not tail.isspace()):
+                buffer.append(tail)
+    if buffer:
+        flush()
     return blocks
 
 
@@ -224,11 +227,11 @@ def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str]]
             key = block_keys[text] = letters_key(text)
         if not key or key in covered:
             continue
-        matches = [i for i in first.get(key, ()) if i >= emitted]
-        if matches:
-            for ptype, ptext in main[emitted : matches[0] + 1]:
+        match = next((i for i in first[key] if i >= emitted), None) if key in first else None
+        if match is not None:
+            for ptype, ptext in main[emitted : match + 1]:
                 paragraphs.append(Paragraph(ptype, ptext))
-            emitted = matches[0] + 1
+            emitted = match + 1
         elif len(key) >= _MIN_CONTAINED and key in main_letters:
             continue  # a piece of a main paragraph (trafilatura split or merged blocks differently)
         else:
