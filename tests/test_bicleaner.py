@@ -160,6 +160,31 @@ def test_catalog_pairs_read_the_packages_spanish_catalogs():
         catalog_pairs("es", "fr")
 
 
+def test_catalog_entries_with_a_context_count_and_plural_forms_do_not(monkeypatch, tmp_path):
+    import polib
+
+    from bitextflow.score import training_data
+
+    catalog = polib.POFile()
+    catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    catalog.append(polib.POEntry(msgid="Save the file before closing", msgstr="Guarda el archivo antes de cerrar"))
+    catalog.append(polib.POEntry(msgctxt="menu", msgid="Open the recent files", msgstr="Abre los archivos recientes"))
+    catalog.append(
+        polib.POEntry(msgid="%d file copied", msgid_plural="%d files copied", msgstr_plural={0: "%d copiado", 1: "%d copiados"})
+    )
+    catalog.append(polib.POEntry(msgid="Not translated yet", msgstr=""))
+    root = tmp_path / "pkg"
+    (root / "usr/share/locale/es/LC_MESSAGES").mkdir(parents=True)
+    catalog.save_as_mofile(str(root / "usr/share/locale/es/LC_MESSAGES/pkg.mo"))
+    monkeypatch.setattr(training_data, "CATALOG_PACKAGES", ("pkg",))
+    fetched = training_data.FetchedPackage("pkg", "1", tmp_path / "pkg.deb", root)
+    monkeypatch.setattr(training_data, "fetch_packages", lambda names, cache_dir: {"pkg": fetched})
+    assert sorted(training_data.catalog_pairs("en", "es", tmp_path).pairs) == [
+        ("Open the recent files", "Abre los archivos recientes"),
+        ("Save the file before closing", "Guarda el archivo antes de cerrar"),
+    ]
+
+
 def test_catalog_packages_the_archive_lacks_are_left_out_and_named(monkeypatch):
     """Another Debian release renames some packages. The archive is not asked here (tests stay off the
     network): a stand-in for fetch_packages refuses the made-up name as apt-get would, and passes the

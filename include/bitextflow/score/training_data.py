@@ -19,13 +19,14 @@ Packages are fetched with ``apt-get download`` and unpacked with ``dpkg -x`` int
 
 from __future__ import annotations
 
-import gettext
 import logging
 import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import polib
 
 from bitextflow.classify.offline import BIBLES  # language -> (Debian package, SWORD module)
 from bitextflow.errors import StageError
@@ -243,13 +244,9 @@ def catalog_pairs(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> Ca
     pairs: dict[tuple[str, str], None] = {}
     for name in fetched:
         for catalog in sorted(fetched[name].root.glob(f"usr/share/locale/{lang_b}/LC_MESSAGES/*.mo")):
-            with catalog.open("rb") as handle:
-                messages = gettext.GNUTranslations(handle)._catalog  # noqa: SLF001 - the parsed msgid -> msgstr table
-            for msgid, msgstr in messages.items():
-                if (
-                    isinstance(msgid, str) and msgid and msgstr
-                ):  # plural forms are (msgid, n) keys: their singular is also a str key
-                    pairs.update(dict.fromkeys(message_pairs(msgid.split("\x04")[-1], msgstr)))
+            for entry in polib.mofile(str(catalog)):  # plural forms are left out: their msgstr is per number
+                if entry.msgid and entry.msgstr and not entry.msgid_plural:
+                    pairs.update(dict.fromkeys(message_pairs(entry.msgid, entry.msgstr)))
     return CatalogPairs(list(pairs), missing)
 
 
