@@ -8,6 +8,7 @@ page is parsed once; trafilatura works on its own copy of the tree.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -55,6 +56,7 @@ _PARSER.set_element_class_lookup(
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=8192)  # 4 calls in 10 repeat a text: merge, then dedup, keys each main paragraph
 def letters_key(text: str) -> str:
     """Lower-case letters only: two texts that differ only in spacing, digits or punctuation share it."""
     folded = text.casefold()
