@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from bitextflow.extract.model import Document
 
@@ -52,28 +52,36 @@ class TermMatcher:
         self._stems: dict[str, str] = {}  # word -> stem: a dict lookup is a tenth of a Snowball call
         self._by_tokens: dict[tuple[str, ...], str] = {}
         for term in terms:
-            tokens = tuple(self._normalise(_WORD.findall(term.casefold())))
+            tokens = tuple(self._normalise_all([_WORD.findall(term.casefold())])[0])
             if tokens:
                 self._by_tokens.setdefault(tokens, term)
         self._lengths = sorted({len(tokens) for tokens in self._by_tokens}, reverse=True)
         self._first_tokens = frozenset(tokens[0] for tokens in self._by_tokens)
 
-    def _normalise(self, words: list[str]) -> list[str]:
+    def _normalise_all(self, word_lists: list[list[str]]) -> list[list[str]]:
+        """Each list's words stemmed; the words not seen before, of all lists, in one Snowball call."""
         if self._stemmer is None:
-            return words
+            return word_lists
         stems = self._stems
         if len(stems) > _MAX_CACHED_STEMS:
             stems.clear()
-        if missing := list(set(words).difference(stems)):
+        if missing := list(set().union(*word_lists).difference(stems)):
             stems.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
-        return list(map(stems.__getitem__, words))
+        return [list(map(stems.__getitem__, words)) for words in word_lists]
 
     def count(self, text: str) -> Counter[str]:
         """Occurrences of each term in ``text``; longer terms win where they overlap shorter ones."""
+        return self.count_all([text])[0]
+
+    def count_all(self, texts: Sequence[str]) -> list[Counter[str]]:
+        """:meth:`count` of each text (a document's paragraphs: one stemming call for all of them)."""
+        if not self._by_tokens:
+            return [Counter() for _text in texts]
+        token_lists = self._normalise_all([_WORD.findall(text.casefold()) for text in texts])
+        return [self._terms_in(tokens) for tokens in token_lists]
+
+    def _terms_in(self, tokens: list[str]) -> Counter[str]:
         found: Counter[str] = Counter()
-        if not self._by_tokens or not text:
-            return found
-        tokens = self._normalise(_WORD.findall(text.casefold()))
         first_tokens = self._first_tokens
         free = 0  # tokens before this are part of a term already counted
         # only where a term can start: most words of a page start none
@@ -94,16 +102,13 @@ def score(document: Document, matcher: TermMatcher | None, location_weights: Map
     if matcher is None or not matcher.weights:
         document.relevance, document.relevance_terms = 0.0, 0
         return
-    by_location: dict[str, Counter[str]] = {
-        "title": matcher.count(document.metadata.title),
-        "metadata": matcher.count(document.metadata.description),
-        "keywords": matcher.count(document.metadata.keywords),
-        "text": Counter(),
-    }
-    for paragraph in document.paragraphs:
-        if paragraph.type == "title":
-            continue
-        counted = matcher.count(paragraph.text)
+    paragraphs = [paragraph for paragraph in document.paragraphs if paragraph.type != "title"]
+    metadata = document.metadata
+    title, description, keywords, *counted_paragraphs = matcher.count_all(
+        [metadata.title, metadata.description, metadata.keywords, *(paragraph.text for paragraph in paragraphs)]
+    )
+    by_location: dict[str, Counter[str]] = {"title": title, "metadata": description, "keywords": keywords, "text": Counter()}
+    for paragraph, counted in zip(paragraphs, counted_paragraphs, strict=True):
         paragraph.terms = sorted(counted)
         if not paragraph.boilerplate:
             by_location["text"].update(counted)
