@@ -189,14 +189,15 @@ def test_smart_falls_back_to_url_rules_without_models_and_uses_registered_models
 
     register_url_model_loader(lambda location: Models() if location == "/models" else None)
     try:
-        scorer = make_scorer("smart", pair, url_models="/models")
+        scorer = make_scorer("smart", pair, url_models="/models", smart=SmartSettings(exploration=0))  # the seed's formula
         assert isinstance(scorer, SmartScorer)
         scores = scorer.score(
             _view("http://h/en/a.html", "en"), [Link("http://h/es/a.html", "", ""), Link("http://h/de/a.html", "", "")]
         )
         assert scores == pytest.approx([0.45, 0.05])
-        # exploration: a page of the pair's own language outranks a third-language one, never a translation
-        explorer = make_scorer("smart", pair, url_models="/models", smart=SmartSettings(exploration=0.1))
+        # exploration (the config's default, 0.1): a page of the pair's own language outranks a third-language one,
+        # never a translation
+        explorer = make_scorer("smart", pair, url_models="/models", smart=SmartSettings())
         links = [Link("http://h/es/a.html", "", ""), Link("http://h/en/b.html", "", ""), Link("http://h/de/b.html", "", "")]
         assert explorer.score(_view("http://h/en/a.html", "en"), links) == pytest.approx([0.5, 0.1, 0.06])
         assert make_scorer("smart", pair, url_models="/elsewhere").name == "url-rules"
@@ -219,7 +220,7 @@ class _FileNameModels:
 
 def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
     pair = PairContext("en", "es")
-    scorer = SmartScorer(pair, _FileNameModels(), SmartSettings(exploration=0.1))
+    scorer = SmartScorer(pair, _FileNameModels(), SmartSettings())
     frontier = Frontier()
     es_index = _view("http://h/es/index.html", "es", b'<a href="/es/a.html">a</a><a href="/es/b.html">b</a>')
     en_index = _view("http://h/en/index.html", "en", b'<a href="/es/x.html">x</a>')
@@ -246,7 +247,7 @@ def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
     assert scorer.fetched(_view("http://h/de/a.html", "de")) == {}
     assert scorer.fetched(en_a) == {}
     # a checkpoint restores the waiting URLs with their priorities (from the frontier): same decisions
-    restored = SmartScorer(pair, _FileNameModels(), SmartSettings(exploration=0.1))
+    restored = SmartScorer(pair, _FileNameModels(), SmartSettings())
     restored.restore(scorer.state(), {entry.url: entry.priority for entry in frontier.entries()})
     assert restored.fetched(en_a) == {} and restored.fetched(_view("http://h/en/x.html", "en")) == scorer.fetched(
         _view("http://h/en/x.html", "en")
@@ -254,7 +255,7 @@ def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
 
 
 def test_smart_takes_the_language_a_link_declares_over_the_url_models_guess():
-    scorer = SmartScorer(PairContext("en", "es"), _FileNameModels(), SmartSettings(exploration=0.1))
+    scorer = SmartScorer(PairContext("en", "es"), _FileNameModels(), SmartSettings())
     page = _view(
         "http://h/en/a.html",
         "en",
@@ -673,3 +674,12 @@ def test_url_rules_recall_on_the_wmt16_gold():
     matches = match_url_pairs([a for a, _ in gold], [b for _, b in gold], "en", "fr")
     correct = sum((a, b) in gold for a, b, _ in matches)
     assert correct / len(gold) >= 0.58 and correct == len(matches)
+
+
+def test_smart_settings_are_the_crawl_config_options():
+    from bitextflow.config import CrawlConfig
+
+    seeds = ["http://127.0.0.1:1/"]
+    assert SmartSettings() == SmartSettings.from_config(CrawlConfig(seeds=seeds))
+    tuned = CrawlConfig(seeds=seeds, smart_exploration=0.3, smart_rerank_similar=2, smart_common_token=5)
+    assert SmartSettings.from_config(tuned) == SmartSettings(exploration=0.3, rerank_similar=2, common_token=5)

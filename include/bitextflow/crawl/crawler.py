@@ -150,13 +150,7 @@ class Crawler:
             self.pair,
             other_language_bonus=config.terms_other_language_bonus,
             url_models=config.url_models,
-            smart=SmartSettings(
-                exploration=config.smart_exploration,
-                rerank_similar=config.smart_rerank_similar,
-                rerank_min_language=config.smart_rerank_min_language,
-                skip_parallel_below=config.smart_skip_parallel_below,
-                common_token=config.smart_common_token,
-            ),
+            smart=SmartSettings.from_config(config),
         )
         self.counts = StageCounts("crawl")
         self.log: list[CrawlLogEntry] = []

@@ -29,11 +29,12 @@ import importlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
 from bitextflow.align.documents import url_key
 from bitextflow.classify import term_matches
+from bitextflow.config import CrawlConfig
 from bitextflow.crawl.urlpairs import key_pair_markers
 from bitextflow.crawl.urls import Link, ParsedPage, language_of_anchor, predicted_language, url_tokens
 
@@ -318,22 +319,25 @@ def load_url_models(location: str | None) -> UrlModels | None:
     return loader(location)
 
 
+def _smart_default(name: str) -> Any:
+    return CrawlConfig.model_fields[f"smart_{name}"].default
+
+
 @dataclass(frozen=True)
 class SmartSettings:
-    """How :class:`SmartScorer` explores and re-ranks (``crawl.smart_*`` in the pair config).
-
-    ``exploration``: weight of P(lang in the pair) x (1 - P(parallel)); ``rerank_similar``: waiting
-    URLs sharing the most URL tokens with a fetched page that are re-scored; ``rerank_min_language``:
-    P(other language) a candidate needs to be re-scored; ``skip_parallel_below``: P(lang in the pair)
-    under which the URL-pair model is not run; ``common_token``: tokens carried by more waiting URLs
-    than this are not used to find similar URLs.
+    """How :class:`SmartScorer` explores and re-ranks: the pair config's ``crawl.smart_<name>`` options, whose
+    descriptions (:class:`bitextflow.config.CrawlConfig`) say what each does, with their defaults.
     """
 
-    exploration: float = 0.0
-    rerank_similar: int = 8
-    rerank_min_language: float = 0.5
-    skip_parallel_below: float = 0.02
-    common_token: int = 64
+    exploration: float = _smart_default("exploration")
+    rerank_similar: int = _smart_default("rerank_similar")
+    rerank_min_language: float = _smart_default("rerank_min_language")
+    skip_parallel_below: float = _smart_default("skip_parallel_below")
+    common_token: int = _smart_default("common_token")
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> SmartSettings:
+        return cls(**{setting.name: getattr(config, f"smart_{setting.name}") for setting in fields(cls)})
 
 
 class SmartScorer(LinkScorer):
