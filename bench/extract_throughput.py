@@ -13,7 +13,9 @@ fresh process on one core:
 
 pages/s per core = response records / wall seconds of that single-process run (best of ``--runs``);
 overhead = trafilatura speed / ours - 1. The same from the processes' CPU seconds (``cpu_overhead``)
-is steadier on a shared machine, where wall time depends on what else runs. Peak RSS (``ru_maxrss``) of our stage is measured in a fresh
+is steadier on a shared machine, where wall time depends on what else runs; ``cpu_overhead_per_run_median``
+is the median over runs of the overhead of each run's two processes, which ran back to back (the machine's
+own speed moves by a quarter between runs here, and this pairing cancels most of that). Peak RSS (``ru_maxrss``) of our stage is measured in a fresh
 process on the WARC (1x) and on a WARC of ten copies of it (10x; every copy's paragraphs get a distinct
 letter tag so de-duplication does not skip them), to show memory does not grow with shard size.
 Both read the WARC from a local file; the extract task streams it from S3 instead (a 1 MiB buffer,
@@ -32,6 +34,7 @@ import io
 import json
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -197,13 +200,19 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"documents {ten['documents']}, dropped {ten['dropped']}")  # fmt: skip
     overhead = speed["trafilatura"] / speed["ours"] - 1
     cpu_overhead = cpu_speed["trafilatura"] / cpu_speed["ours"] - 1
+    # each run's two processes ran one after the other: their ratio cancels the machine's slower spells
+    paired = sorted(
+        ours["cpu_seconds"] / theirs["cpu_seconds"] - 1 for ours, theirs in zip(runs["ours"], runs["trafilatura"], strict=True)
+    )
     print(f"overhead (trafilatura speed / ours - 1): {overhead:.3f} wall time, {cpu_overhead:.3f} CPU time "
-          f"({cpu_speed['ours']:.2f} vs {cpu_speed['trafilatura']:.2f} pages per CPU second)")  # fmt: skip
+          f"({cpu_speed['ours']:.2f} vs {cpu_speed['trafilatura']:.2f} pages per CPU second); "
+          f"per run, CPU time: {', '.join(f'{value:.3f}' for value in paired)}")  # fmt: skip
     summary = {
         "ours_pages_per_s_per_core": round(speed["ours"], 3),
         "trafilatura_pages_per_s_per_core": round(speed["trafilatura"], 3),
         "overhead": round(overhead, 4),
         "cpu_overhead": round(cpu_overhead, 4),
+        "cpu_overhead_per_run_median": round(statistics.median(paired), 4),
         "ours_pages_per_cpu_s": round(cpu_speed["ours"], 3),
         "trafilatura_pages_per_cpu_s": round(cpu_speed["trafilatura"], 3),
         "peak_rss_mb": {"1x": round(rss_1x, 1), "10x": round(ten["peak_rss_mb"], 1)},
