@@ -269,6 +269,11 @@ def test_smart_takes_the_language_a_link_declares_over_the_url_models_guess():
     assert scorer.state() == {"declared": {"http://h/es/a.html": "de", "http://h/x/a.html": "es"}}
     scorer.dequeued("http://h/x/a.html")  # fetched: its own language is known from then on
     assert scorer.state() == {"declared": {"http://h/es/a.html": "de"}}
+    # a declared link the crawler refuses (robots.txt, scope, limits) is never queued: nothing kept for it
+    other = _view("http://h/en/b.html", "en", b'<a href="http://elsewhere/es/" hreflang="es">es</a>')
+    assert scorer.score(other, other.page.links) == pytest.approx([1.0 * 0.1 + 0.1 * 1.0 * 0.9])  # declared Spanish
+    scorer.score(_view("http://h/en/c.html", "en", b""), [])
+    assert scorer._declared == {"http://h/es/a.html": "de"}  # noqa: SLF001 - the scorer's memory is the point
 
 
 # -- a hostile server -------------------------------------------------------------------------------------

@@ -375,19 +375,27 @@ class SmartScorer(LinkScorer):
         self.settings = settings
         self._waiting: dict[str, float] = {}  # waiting url -> its priority
         self._by_token: dict[str, set[str]] = {}  # URL token -> waiting urls
-        self._declared: dict[str, str] = {}  # url not yet fetched -> the language a link declared for it
+        self._declared: dict[str, str] = {}  # waiting url -> the language a link declared for it
+        # the links of the last scored page that declared a language; those the crawler queues join _declared
+        # (the others, refused by robots.txt, scope or limits, are dropped with the next page)
+        self._just_declared: dict[str, str] = {}
 
     def _declare(self, links: Sequence[Link]) -> None:
+        self._just_declared = {}
         for link in links:
             language = language_of_anchor(link)
             if language:
-                self._declared.setdefault(link.url, language)
+                self._just_declared.setdefault(link.url, language)
+
+    def _declared_language(self, url: str) -> str | None:
+        return self._declared.get(url) or self._just_declared.get(url)
 
     def _language_probabilities(self, urls: Sequence[str], language: str) -> list[float]:
         """P(lang(url) = language): the declared language where a link declared one, else the model's."""
         guessed = self.models.language_probabilities(urls, language)
         return [
-            float(self._declared[url] == language) if url in self._declared else p for url, p in zip(urls, guessed, strict=True)
+            p if (declared := self._declared_language(url)) is None else float(declared == language)
+            for url, p in zip(urls, guessed, strict=True)
         ]
 
     def _priorities(self, page_url: str, page_language: str, urls: Sequence[str]) -> list[float]:
@@ -414,6 +422,8 @@ class SmartScorer(LinkScorer):
 
     def queued(self, url: str, priority: float) -> None:
         self._waiting[url] = priority
+        if (language := self._just_declared.get(url)) is not None:
+            self._declared.setdefault(url, language)
         for token in url_tokens(url):
             self._by_token.setdefault(token, set()).add(url)
 
