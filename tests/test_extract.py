@@ -223,6 +223,19 @@ def test_special_spaces_and_control_characters_are_normalised():
 
 
 # -- structure --------------------------------------------------------------------------------------
+def test_a_line_break_inside_a_paragraph_ends_a_main_paragraph():
+    # billboard.com's tour dates: one <p>, a <br> between dates; joined, "FL" and "June" made one word
+    dates = "<strong>The 50th Anniversary Tour dates:</strong><br>June 9 -- Coral Sky Amphitheatre, West Palm Beach, FL<br />June 10 -- MIDFLORIDA Credit Union Amphitheatre, <em>Tampa</em>, FL"
+    page = extract_page(html_page([*EN, dates]), "http://s/")
+    main = [p.text for p in page.paragraphs if not p.boilerplate and p.type != "title"]
+    assert main[-3:] == [
+        "The 50th Anniversary Tour dates:",
+        "June 9 -- Coral Sky Amphitheatre, West Palm Beach, FL",
+        "June 10 -- MIDFLORIDA Credit Union Amphitheatre, Tampa, FL",
+    ]
+    assert not [p for p in page.paragraphs if "FLJune" in p.text or "dates:June" in p.text]
+
+
 def test_typed_paragraphs_boilerplate_and_metadata():
     head = '<meta name="description" content="How to install packages"><meta name="keywords" content="package, install">'
     extra = "<aside><p>Subscribe to our newsletter for weekly updates about everything we do.</p></aside>"

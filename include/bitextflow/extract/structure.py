@@ -151,16 +151,36 @@ def page_metadata(tree) -> PageMetadata:
 
 
 def main_paragraphs(body) -> list[tuple[str, str]]:
+    """(type, text) of trafilatura's main-content paragraphs; a line break (``<br>``) starts a new one."""
     found: list[tuple[str, str]] = []
     if body is None:
         return found
     walker = lxml.etree.iterwalk(body, events=("start",), tag=list(MAIN_TAGS))
     for _event, element in walker:
         walker.skip_subtree()  # the outermost element is the paragraph; those inside it are part of its text
-        text = clean_line("".join(element.itertext()))
-        if text:
-            found.append((MAIN_TAGS[element.tag], text))
+        kind = MAIN_TAGS[element.tag]
+        found.extend((kind, text) for text in map(clean_line, _lines(element)) if text)
     return found
+
+
+def _lines(element) -> list[str]:
+    """The element's text cut at its line breaks (trafilatura's ``<lb/>``), which have no text of their own:
+    joined, the words on either side would stick together ("...Palm Beach, FLJune 10 -- ...")."""
+    if element.find(".//lb") is None:  # most paragraphs: lxml joins the text in C
+        return ["".join(element.itertext())]
+    lines: list[str] = []
+    line: list[str] = []
+    for event, node in lxml.etree.iterwalk(element, events=("start", "end")):
+        if event == "start":
+            if node.tag == "lb":
+                lines.append("".join(line))
+                line = []
+            elif node.text:
+                line.append(node.text)
+        elif node is not element and node.tail:
+            line.append(node.tail)
+    lines.append("".join(line))
+    return lines
 
 
 def page_blocks(tree) -> list[tuple[str, str]]:
