@@ -36,7 +36,8 @@ _BLOCKS = frozenset(_BLOCK_TYPES) | frozenset(
 _SKIP = frozenset("head script style noscript template svg math iframe object embed canvas select textarea button".split())
 _MIN_CONTAINED = 20  # shorter blocks ("Home", "About") must match a main paragraph whole to count as main
 _NON_LETTERS = re.compile(r"[\W\d_]+")
-# repair_faulty_html's forbidden characters below U+0080, as UTF-8 bytes; the rest of its repairs read this far
+# trafilatura's repair_faulty_html (see _repaired_utf8): the characters it deletes that are below U+0080, as
+# UTF-8 bytes, and how far into the page its other repairs read
 _NON_XML_BYTES = bytes(range(0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20))
 _REPAIRED_PREFIX = 4096
 _ASCII_NON_LETTERS = bytes(code for code in range(128) if not chr(code).isalpha())  # [\W\d_] of ASCII
