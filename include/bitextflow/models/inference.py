@@ -6,9 +6,9 @@ encoder over many short texts. What makes that fast differs by device:
 - on a CPU the arithmetic dominates, and batches of 64 texts sorted by token length pad little;
 - on a GPU a batch of 64 short sentences leaves the chip idle: the cost is per batch (kernel launches,
   padding, copying the result back), so batches are larger, and the matrix products run in bfloat16
-  (``torch.autocast``), which Hopper and Ampere chips compute several times faster than float32.
-  Outputs are returned as float32 either way. ``docs/benchmarks.md`` has the measured speeds and how
-  far the bfloat16 outputs stray from float32 (``bench/classify_throughput.py`` on a GPU).
+  (``torch.autocast``), which Hopper and Ampere chips compute far faster than float32 (2.2x end to end
+  on an H100). Outputs are returned as float32 either way. ``docs/gpu.md`` has the measured speeds and
+  how far the bfloat16 outputs stray from float32 (``bench/classify_throughput.py`` on a GPU).
 
 Texts are tokenised once, up front (the fast tokenizers batch this in Rust, on every core unless
 ``TOKENIZERS_PARALLELISM=false``), then sorted by token count so that each batch pads to nearly its own
@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
+from bitextflow.errors import StageError
+
 #: Texts per batch: measured on the 2-core CPU and on an H100 (docs/benchmarks.md).
 CPU_BATCH_SIZE = 64
 GPU_BATCH_SIZE = 512
@@ -34,6 +36,7 @@ def default_device() -> torch.device:
 
 
 def batch_size_for(device: torch.device) -> int:
+    """Texts per batch on `device` (`CPU_BATCH_SIZE` or `GPU_BATCH_SIZE`)."""
     return GPU_BATCH_SIZE if device.type == "cuda" else CPU_BATCH_SIZE
 
 
@@ -49,7 +52,7 @@ def inference_precision(device: torch.device, reduced: bool = True) -> Iterator[
 
 
 def length_sorted_batches(
-    token_ids: Sequence[Sequence[int]], pad_id: int, batch_size: int, device: torch.device
+    token_ids: Sequence[Sequence[int]], pad_id: int | None, batch_size: int, device: torch.device
 ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
     """(positions in `token_ids`, model inputs on `device`) per batch, longest texts first.
 
@@ -57,6 +60,8 @@ def length_sorted_batches(
     Built with numpy rather than ``tokenizer.pad``: that costs as much as the GPU's work (0.5 s against
     0.06 s for 20,000 sentences).
     """
+    if pad_id is None:
+        raise StageError("the model's tokenizer has no padding token; give its folder one (tokenizer.pad_token) to batch texts")
     lengths = np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids))
     order = np.argsort(-lengths, kind="stable")
     for start in range(0, len(order), batch_size):
@@ -67,4 +72,4 @@ def length_sorted_batches(
             ids[row, : batch_lengths[row]] = token_ids[position]
         mask = np.arange(ids.shape[1]) < batch_lengths[:, None]
         inputs = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask.astype(np.int64))}
-        yield positions, {name: tensor.to(device, non_blocking=True) for name, tensor in inputs.items()}
+        yield positions, {name: tensor.to(device) for name, tensor in inputs.items()}
