@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from bitextflow.release.registry import RegistryEntry
     from bitextflow.storage import StorageSettings
 
-MODEL_VERSION = 3
+MODEL_VERSION = 4
 MODEL_METADATA = "bitextflow-model.json"
 SCRIPTS_DIR = Path(__file__).resolve().parent / "envscripts"
 SCORE_SCRIPT = SCRIPTS_DIR / "score_pairs.py"
@@ -56,7 +56,7 @@ _RULE = re.compile(r"[^(,]+(?:\([^)]*\))?")
 # sentence's partners) to bicleaner-ai-train.
 TRAINING = {
     "vocab_size": 8000, "emb_dim": 100, "maxlen": 48, "n_hidden": 128, "lr": 0.001,
-    "batch_size": 128, "epochs": 4, "steps_per_epoch": 300, "embedding_scale": 0.1,
+    "batch_size": 128, "epochs": 4, "steps_per_epoch": 900, "embedding_scale": 0.1,
     "rand_ratio": 1, "womit_ratio": 1, "neighbour_mix": True, "seed": 13,
     "valid_verses": 400, "valid_documentation": 400, "documentation_repeats": 2, "monolingual_lines": 100_000,
 }  # fmt: skip
