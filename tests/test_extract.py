@@ -680,6 +680,42 @@ def test_parse_gives_the_tree_trafilatura_makes(site):
                 assert lxml.etree.tostring(ours_main.body) == lxml.etree.tostring(theirs_main.body), html[:80]
 
 
+def test_drop_textless_keeps_json_ld_text_and_tails():
+    from bitextflow.extract.structure import drop_textless, parse
+
+    tree = parse(
+        "<html><head><meta name='description' content='d'><link rel='stylesheet' href='s.css'>"
+        "<style>p { color: red }</style><script>var x = 1;</script>"
+        '<script type="application/ld+json">{"@type": "DiscussionForumPosting"}</script></head>'
+        "<body><p>Before <script>track()</script>after the script.</p>"
+        "<p><svg><path d='M0'/><text>icon</text></svg>Words after the drawing.</p></body></html>"
+    )
+    drop_textless(tree)
+    assert [element.tag for element in tree.iter("script", "style", "svg", "meta", "link")] == ["script"]
+    assert "DiscussionForumPosting" in tree.find(".//script").text
+    assert [p.text_content() for p in tree.iter("p")] == ["Before after the script.", "Words after the drawing."]
+
+
+def test_dropping_textless_elements_changes_no_extraction():
+    """trafilatura finds the same main content without them, on the real pages of both extraction golds."""
+    from bitextflow.extract.structure import drop_textless, main_content, parse
+    from conftest import eval_dir
+
+    scrapinghub, trafilatura_eval = eval_dir("scrapinghub_article_extraction"), eval_dir("trafilatura_eval")
+    pages = sorted((scrapinghub / "html").glob("*.html.gz")) + sorted((trafilatura_eval / "html").glob("*.gz"))
+    assert len(pages) > 150
+    for path in pages:
+        html = decode_html(gzip.decompress(path.read_bytes())).text
+        whole, dropped = parse(html), parse(html)
+        if whole is None:
+            continue
+        drop_textless(dropped)
+        expected, found = main_content(whole, "http://x.test/"), main_content(dropped, "http://x.test/")
+        assert (expected is None) == (found is None), path.name
+        if expected is not None:
+            assert lxml.etree.tostring(found.body) == lxml.etree.tostring(expected.body), path.name
+
+
 def test_the_collector_runs_rarely_during_a_shard_and_as_before_after_it():
     from bitextflow.extract.shard import rare_collections
 
