@@ -42,8 +42,8 @@ _NON_LETTERS = re.compile(r"[\W\d_]+")
 _NON_XML_BYTES = bytes(range(0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20))
 _REPAIRED_PREFIX = 4096
 _ASCII_NON_LETTERS = bytes(code for code in range(128) if not chr(code).isalpha())  # [\W\d_] of ASCII
-# Elements trafilatura deletes in its cleaning (``MANUALLY_CLEANED``) that hold no page text, scripts aside
 JSON_LD = "application/ld+json"
+# Elements trafilatura deletes in its cleaning (``MANUALLY_CLEANED``) that hold no page text, scripts aside
 _TEXTLESS = ("style", "svg", "meta", "link")
 
 Focus = Literal["balanced", "precision", "recall"]
@@ -160,8 +160,8 @@ def drop_textless(tree) -> None:
 
     trafilatura deletes them too, but in its cleaning, after it has copied the whole tree and run its
     raw-tree XPath prunes over every element: on the benchmark pages they are half the bytes (scripts
-    and styles) and a seventh of the elements, and dropping them first saves 4% of the instructions of
-    :func:`page` with the same extraction (tests/test_extract.py). JSON-LD stays: trafilatura reads it
+    and styles) and a seventh of the elements. Dropping them first saves 4% of the instructions of
+    :func:`page` and about 5% of the stage's CPU time, with the same extraction (tests/test_extract.py). JSON-LD stays: trafilatura reads it
     (forum threads, its baseline's ``articleBody``). Call it after everything that reads them.
     """
     for script in list(tree.iter("script")):
