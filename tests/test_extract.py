@@ -649,11 +649,21 @@ def test_output_on_local_site_pages_is_unchanged(site, tmp_path):
     assert shard_digest(result) == SITE_DIGEST
 
 
+def assert_same_main_content(tree, expected_tree, label: str) -> None:
+    """trafilatura finds the same main content (or none) in both trees."""
+    from bitextflow.extract.structure import main_content
+
+    found, expected = main_content(tree, "http://x.test/"), main_content(expected_tree, "http://x.test/")
+    assert (found is None) == (expected is None), label
+    if found is not None:
+        assert lxml.etree.tostring(found.body) == lxml.etree.tostring(expected.body), label
+
+
 def test_parse_gives_the_tree_trafilatura_makes(site):
     """Our parser (bytes, no per-element Python class lookup) against trafilatura's ``load_html``."""
     from trafilatura.utils import load_html
 
-    from bitextflow.extract.structure import main_content, parse
+    from bitextflow.extract.structure import parse
 
     pages = [decode_html(body).text for _url, body in site_pages(site.site.docroot)]
     pages += [
@@ -674,10 +684,7 @@ def test_parse_gives_the_tree_trafilatura_makes(site):
         assert (ours is None) == (theirs is None), html[:80]
         if ours is not None:
             assert lxml.etree.tostring(ours) == lxml.etree.tostring(theirs), html[:80]
-            ours_main, theirs_main = main_content(ours, "http://x.test/"), main_content(theirs, "http://x.test/")
-            assert (ours_main is None) == (theirs_main is None)
-            if ours_main is not None:
-                assert lxml.etree.tostring(ours_main.body) == lxml.etree.tostring(theirs_main.body), html[:80]
+            assert_same_main_content(ours, theirs, html[:80])
 
 
 def test_drop_textless_keeps_json_ld_text_and_tails():
@@ -698,7 +705,7 @@ def test_drop_textless_keeps_json_ld_text_and_tails():
 
 def test_dropping_textless_elements_changes_no_extraction():
     """trafilatura finds the same main content without them, on the real pages of both extraction golds."""
-    from bitextflow.extract.structure import drop_textless, main_content, parse
+    from bitextflow.extract.structure import drop_textless, parse
     from conftest import eval_dir
 
     scrapinghub, trafilatura_eval = eval_dir("scrapinghub_article_extraction"), eval_dir("trafilatura_eval")
@@ -710,10 +717,7 @@ def test_dropping_textless_elements_changes_no_extraction():
         if whole is None:
             continue
         drop_textless(dropped)
-        expected, found = main_content(whole, "http://x.test/"), main_content(dropped, "http://x.test/")
-        assert (expected is None) == (found is None), path.name
-        if expected is not None:
-            assert lxml.etree.tostring(found.body) == lxml.etree.tostring(expected.body), path.name
+        assert_same_main_content(dropped, whole, path.name)
 
 
 def test_the_collector_runs_rarely_during_a_shard_and_as_before_after_it():
