@@ -14,7 +14,7 @@ def detect_language(text: str) -> tuple[str, bool]:
     text = text[:_MAX_CHARS].strip()
     if not text:
         return "", False
-    code, reliable, _shares = cld2(text, plain_text=True, best_effort=True)
+    code, reliable, _shares = cld2(text, best_effort=True)
     if code in (UNKNOWN, "xxx"):
         return "", False
     return normalise_language(code), reliable

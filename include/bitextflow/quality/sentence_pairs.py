@@ -98,7 +98,7 @@ def other_language(text: object, expected: object) -> str | None:
     """
     if not isinstance(text, str) or not text.strip():
         return None
-    detected, reliable, _shares = cld2(text, plain_text=True)
+    detected, reliable, _shares = cld2(text)
     return detected if reliable and detected != expected else None
 
 
