@@ -636,7 +636,7 @@ def shard_digest(result) -> dict[str, list]:
 
 # extract_shard's output on site_pages() with the en-es pair's settings, made by the code before the
 # speed-ups of 2026-11-23 (commit 5deeda3), then changed once on purpose: CLD2 reads extracted text as plain
-# text (seven paragraphs of shell examples and three language shares moved). A speed-up must not change a
+# text (seven short paragraphs and three language shares moved; see CHANGELOG.md). A speed-up must not change a
 # row; change this only with a change of output that is meant (and say so in CHANGELOG.md).
 SITE_DIGEST = {
     "documents": [49, "3bba8cf837a03fb0"],
