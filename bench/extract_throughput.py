@@ -24,7 +24,8 @@ Peak RSS (``ru_maxrss``) of our stage is measured in a fresh process on the WARC
 copies of it (10x; every copy's paragraphs get a distinct letter tag so de-duplication does not skip
 them), to show memory does not grow with shard size. Both read the WARC from a local file; the extract
 task streams it from S3 instead (a 1 MiB buffer, ``tests/test_extract_s3.py``). ``load_average``
-(1 minute, at the end) tells how shared the machine was.
+(1 minute, at the end) tells how shared the machine was. Arrow allocates with malloc, as the Airflow
+deployments set it (``ARROW_DEFAULT_MEMORY_POOL=system``; set the variable to another pool to compare).
 
 Usage, from the project root::
 
@@ -50,6 +51,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_EVAL = ROOT.parent / "shared" / "eval"
+# what the Airflow deployments use (services/stack.py, docker/compose.yaml); an explicit choice in the environment wins
+ARROW_MEMORY_POOL = os.environ.get("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
 def _pages(eval_dir: Path) -> list[tuple[str, bytes]]:
@@ -153,7 +156,8 @@ def _start(which: str, warc: Path, cpu: int | None = None) -> subprocess.Popen:
     command = [sys.executable, __file__, "--child", which, "--warc", str(warc)]
     if cpu is not None:
         command += ["--cpu", str(cpu)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "ARROW_DEFAULT_MEMORY_POOL": ARROW_MEMORY_POOL}  # fmt: skip
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
@@ -263,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "trafilatura_peak_rss_mb": round(max(r["peak_rss_mb"] for r in theirs), 1),
         "sentences": ours[0]["sentences"],
         "load_average": round(os.getloadavg()[0], 2),
+        "arrow_memory_pool": ARROW_MEMORY_POOL,
     }
     if control is not None:
         aa = paired_overheads(*control)

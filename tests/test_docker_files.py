@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
+
+from bitextflow.services.stack import airflow_env
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "compose.yaml"
@@ -31,6 +36,17 @@ def test_airflow_services_build_the_project_image_and_share_one_configuration() 
     environments = [services[name]["environment"] for name in AIRFLOW_COMPONENTS]
     assert all(env == environments[0] for env in environments)
     assert environments[0]["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith("http://api-server:8080/")
+
+
+def test_task_processes_allocate_arrow_memory_with_malloc() -> None:
+    """Both deployments set the allocator that keeps extract tasks' memory flat, and pyarrow takes it."""
+    local = airflow_env(ROOT)
+    assert compose()["services"]["scheduler"]["environment"]["ARROW_DEFAULT_MEMORY_POOL"] == local["ARROW_DEFAULT_MEMORY_POOL"]
+    probe = "import pyarrow; print(pyarrow.default_memory_pool().backend_name)"
+    backend = subprocess.run(
+        [sys.executable, "-c", probe], env={**os.environ, **local}, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert backend == local["ARROW_DEFAULT_MEMORY_POOL"] == "system"
 
 
 def test_s3_connection_and_seaweedfs_identity_agree() -> None:
