@@ -44,10 +44,11 @@ import torch
 from bitextflow.classify.data import read_labelled
 from bitextflow.classify.model import load_model, model_cache_dir
 from bitextflow.classify.offline import offline_set
-from bitextflow.classify.train import prepare_split, train_domain, with_training
+from bitextflow.classify.training import prepare_split
 from bitextflow.config import DomainTrainingConfig, load_pair_config
 from bitextflow.errors import BitextflowError
 from bitextflow.models.encoder import SentenceEncoder
+from bitextflow.stages.train_domain import train_domain, with_training
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIR = "en-es"

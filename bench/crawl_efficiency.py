@@ -7,8 +7,8 @@ whose two pages have both been downloaded. Printed per strategy: the share of th
 40% and 60% of the downloads, and the area under the curve (share of pairs found against share of
 pages downloaded) relative to ``bfs``.
 
-By default the crawled site is the full local site (:func:`bitextflow.localsite.build_site` with
-``full=True``, its own cache folder; ``python -m bitextflow.localsite stats --full`` describes it):
+By default the crawled site is the full local site (:func:`bitextflow_local.localsite.build_site` with
+``full=True``, its own cache folder; ``bitextflow-local site stats --full`` describes it):
 four manuals in every language Debian packages them in (21 languages, behind language portals listed
 in Debian's order, English 6th, Spanish 7th), the Linux man pages in English with the minority that
 manpages-l10n translates, and paged changelog archives: about 4,000 pages, three documents in four
@@ -45,17 +45,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bitextflow.align.documents import Document, align_by_url
+from bitextflow.align.documents import align_by_url
 from bitextflow.config import CrawlConfig, load_pair_config
-from bitextflow.crawl.crawler import Crawler, log_records
+from bitextflow.crawl.crawl_state import log_records
+from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.scoring import PairContext
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import BitextflowError
-from bitextflow.localsite import Truth, build_site, serve
-from bitextflow.localsite.build import ENDONYMS
-from bitextflow.localsite.composition import best_order_auc, pairs_auc
-from bitextflow.localsite.truth import site_path
-from bitextflow.models import url_models
+from bitextflow.models import url_training, url_training_data
+from bitextflow.records import Document
+from bitextflow_local.localsite import Truth, build_site, serve
+from bitextflow_local.localsite.composition import best_order_auc, pairs_auc
+from bitextflow_local.localsite.layouts import ENDONYMS
+from bitextflow_local.localsite.truth import site_path
 
 ROOT = Path(__file__).resolve().parents[1]
 WMT16_GOLD = ROOT.parent / "shared" / "eval" / "wmt16_docalign_test_gold" / "test.pairs"
@@ -96,7 +98,7 @@ def wmt16_pairs(path: Path, count: int) -> list[tuple[str, str]]:
         return []
     if not path.is_file():
         raise BitextflowError(f"{path} not found: pass --wmt16 <test.pairs of the WMT16 gold> or --wmt16-pairs 0")
-    pairs = url_models.read_gold_pairs(path)
+    pairs = url_training_data.read_gold_pairs(path)
     return random.Random(0).sample(pairs, min(count, len(pairs)))
 
 
@@ -104,7 +106,7 @@ def train_on_part(
     base_url: str,
     pair: PairContext,
     folder: Path,
-    settings: url_models.TrainingSettings,
+    settings: url_training.TrainingSettings,
     extra_pairs: list[tuple[str, str]],
     models_dir: Path,
 ) -> dict:
@@ -113,11 +115,11 @@ def train_on_part(
     index_pages = r"^/(install/[^/]+/|[a-z]{2}(-[a-z]{2})?/)?(index\.html)?$"  # home, language portals, Guide indexes
     _urls, crawler = crawl_order(base_url, "bfs", pair, None, folder, include=[index_pages, TRAIN_PART])
     in_part = re.compile(TRAIN_PART)
-    pages, _counts = url_models.pages_from_crawl_log(log_records(crawler.log))
+    pages, _counts = url_training_data.pages_from_crawl_log(log_records(crawler.log))
     pages = [(url, lang) for url, lang in pages if in_part.search(urlsplit(url).path)]
-    documents = [Document(url, url, lang) for url, lang in pages]
+    documents = [Document.of_text(url, url, lang) for url, lang in pages]
     pairs, _unmatched = align_by_url(documents, pair.source, pair.target)
-    metadata = url_models.train_url_models(
+    metadata = url_training.train_url_models(
         pages, [(p.url_a, p.url_b) for p in pairs] + extra_pairs, models_dir, settings, required_languages=pair.languages
     )
     metadata["training_data"]["site_pairs"] = len(pairs)
@@ -221,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp, serve(site.docroot, port=0) as server:
         models = args.url_models
         if split and models is None and "smart" in strategies:
-            settings = url_models.TrainingSettings(epochs=args.epochs)
+            settings = url_training.TrainingSettings(epochs=args.epochs)
             models_dir = args.keep_models or Path(tmp) / "models"
             metadata = train_on_part(server.base_url, pair, Path(tmp), settings, extra, models_dir)
             models = str(models_dir)

@@ -1,6 +1,6 @@
 """Document-alignment precision and recall on the local multilingual site.
 
-Builds (or reuses) the local site of Debian manuals (:mod:`bitextflow.localsite`), serves it on
+Builds (or reuses) the local site of Debian manuals (:mod:`bitextflow_local.localsite`), serves it on
 127.0.0.1, crawls all of it with the project's crawler into WARC shards in a temporary folder (no S3),
 extracts documents with their identified language from the WARCs, and pairs the documents of one
 language pair with each document-alignment method. Pairs are judged against the site's truth (which
@@ -47,15 +47,15 @@ from urllib.parse import urlsplit
 
 from bitextflow.align.combined import align_documents
 from bitextflow.align.dictionary import load_dictionary
-from bitextflow.align.documents import Document
 from bitextflow.config import AlignConfig, CrawlConfig
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import BitextflowError
 from bitextflow.extract import iter_documents
-from bitextflow.localsite import Truth, build_site, serve
-from bitextflow.localsite.truth import site_path
+from bitextflow.records import Document
+from bitextflow_local.localsite import Truth, build_site, serve
+from bitextflow_local.localsite.truth import site_path
 
 MAX_PAGES = 5000
 WARC_MAX_BYTES = 20_000_000
@@ -163,7 +163,7 @@ def extract(shards: Sequence[str]) -> tuple[list[Document], StageCounts]:
         with open(shard, "rb") as stream:
             for doc in iter_documents(stream, counts):
                 main = tuple((p.type, p.text) for p in doc.paragraphs if not p.boilerplate)
-                documents.append(Document(doc.doc_id, doc.url, doc.language, main, tuple(doc.images)))
+                documents.append(Document.of_text(doc.doc_id, doc.url, doc.language, main, tuple(doc.images)))
     return documents, counts
 
 

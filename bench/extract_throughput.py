@@ -51,7 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_EVAL = ROOT.parent / "shared" / "eval"
-# what the Airflow deployments use (services/stack.py, docker/compose.yaml); an explicit choice in the environment wins
+# what the Airflow deployments use (bitextflow_local/services/stack.py, docker/compose.yaml); an explicit choice in the environment wins
 ARROW_MEMORY_POOL = os.environ.get("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 

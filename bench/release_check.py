@@ -36,13 +36,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bitextflow.cli import load_services_env, project_home
+from bitextflow.catalog.registry import registry_for, release_path, release_tag
+from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, release_prefix
 from bitextflow.config import load_pair_config
 from bitextflow.errors import BitextflowError
 from bitextflow.quality.release import PROBLEM_COLUMN, RELEASE_SUITES, release_file_counts
-from bitextflow.release import MANIFEST_NAME, list_releases, release_prefix, validate_tmx
-from bitextflow.release.registry import registry_for, release_path, release_tag
-from bitextflow.storage import ObjectStore, stage_key
+from bitextflow.release.formats import validate_tmx
+from bitextflow.settings import load_services_env, project_home
+from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import stage_key
 
 
 def sha256(path: Path) -> str:

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bitextflow.crawl.urlpairs import PASSES, match_url_pairs, site_of
-from bitextflow.crawl.urls import url_tokens
-from bitextflow.models import url_models
+from bitextflow.models import url_training, url_training_data
+from bitextflow.text.urls import url_tokens
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "wmt16_docalign_test_gold"
 
@@ -50,7 +50,7 @@ def is_training_site(site: str) -> bool:
 
 
 def model_matches(
-    model: url_models.TrainedParallelModel, english: Sequence[str], french: Sequence[str], candidates: int, max_length: int
+    model: url_training.TrainedParallelModel, english: Sequence[str], french: Sequence[str], candidates: int, max_length: int
 ) -> list[tuple[str, str]]:
     """1-1 matches per site: each English URL against its nearest French URLs, greedy by P(parallel)."""
     by_site: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
@@ -94,9 +94,9 @@ def evaluate_model(gold: Sequence[tuple[str, str]], args: argparse.Namespace) ->
     test = [pair for pair in gold if not is_training_site(site_of(pair[0]))]
     sample = random.Random(0).sample(train, min(len(train), args.max_train_pairs))
     pages = [(a, "en") for a, _ in train] + [(b, "fr") for _, b in train]
-    settings = url_models.TrainingSettings(epochs=args.epochs, max_length=args.max_length, held_out_share=0.1)
+    settings = url_training.TrainingSettings(epochs=args.epochs, max_length=args.max_length, held_out_share=0.1)
     started = time.perf_counter()
-    model = url_models.train_parallel_model(sample, pages, settings)
+    model = url_training.train_parallel_model(sample, pages, settings)
     train_seconds = time.perf_counter() - started
     english, french = [a for a, _ in test], [b for _, b in test]
     test_gold = set(test)
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not gold_file.exists():
         print(f"url_pairs: {gold_file} is absent (the gold data ships in ../shared/eval)", file=sys.stderr)
         return 2
-    gold = url_models.read_gold_pairs(gold_file)
+    gold = url_training_data.read_gold_pairs(gold_file)
     gold_set = set(gold)
     labels = read_labels(args.data / "test.pairs.manually_classified")
     english = [a for a, _ in gold]

@@ -43,7 +43,7 @@ BUCKET = "bitextflow"
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    from bitextflow.services.seaweed import SeaweedServer
+    from bitextflow_local.services.seaweed import SeaweedServer
 
     with SeaweedServer(tmp_path_factory.mktemp("s3"), buckets=[BUCKET]) as server:
         yield server
@@ -67,7 +67,7 @@ def store(s3_env):
 @pytest.fixture(scope="session")
 def site() -> Iterator:
     """The local multilingual site, built from Debian packages (cached) and served on a free port."""
-    from bitextflow.localsite import build_site, serve
+    from bitextflow_local.localsite import build_site, serve
 
     built = build_site()
     with serve(built.docroot, port=0) as server:
@@ -77,7 +77,7 @@ def site() -> Iterator:
 
 @pytest.fixture(scope="session")
 def truth(site):
-    from bitextflow.localsite import Truth
+    from bitextflow_local.localsite import Truth
 
     return Truth.load(site.site.cache_dir)
 

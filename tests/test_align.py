@@ -17,28 +17,27 @@ from pydantic import ValidationError
 
 from bitextflow.align import (
     Bead,
-    Document,
-    DocumentPair,
     align_by_url,
     align_sentences,
-    normalise_language,
     sentence_pairs,
-    url_key,
 )
-from bitextflow.align.dictionary import (
+from bitextflow.align.aligners import sentence_aligner
+from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
+from bitextflow.align.dictionary import default_cache_dir as default_dictionary_dir
+from bitextflow.align.dictionary_dumps import (
     LT_PRINT_INSTALL,
-    BilingualDictionary,
     DictionaryUnavailable,
     att_lemma_pairs,
     clean_lemma,
     freedict_pairs,
-    load_dictionary,
 )
-from bitextflow.align.dictionary import default_cache_dir as default_dictionary_dir
 from bitextflow.align.evaluation import parse_links, read_links, score_alignments
-from bitextflow.align.lexical import align_sentences_lexical, sentence_aligner
+from bitextflow.align.lexical import align_sentences_lexical
 from bitextflow.align.sentences import banded_search
 from bitextflow.config import AlignConfig
+from bitextflow.records import Document, DocumentPair
+from bitextflow.text.languages import normalise_language
+from bitextflow.text.urls import url_key
 
 EVAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 BLEUALIGN_GOLD = EVAL_DIR / "bleualign_defr_gold"
@@ -131,29 +130,29 @@ def test_normalise_language_accepts_codes_tags_and_names() -> None:
 def _site() -> list[Document]:
     return [
         # pairs in four URL styles
-        Document("r1-en", "http://site.test/reference/ch01.en.html", "en"),
-        Document("r1-es", "http://site.test/reference/ch01.es.html", "es"),
-        Document("i3-en", "http://site.test/install/en/ch03s02.html", "en"),
-        Document("i3-es", "http://site.test/install/es/ch03s02.html", "es"),
-        Document("q-en", "http://site.test/view?lang=en&id=7", "en"),
-        Document("q-es", "http://site.test/view?id=7&lang=es", "es"),
-        Document("n-en", "http://site.test/english/news", "en"),
-        Document("n-es", "http://site.test/espanol/news", "es"),
+        Document.of_text("r1-en", "http://site.test/reference/ch01.en.html", "en"),
+        Document.of_text("r1-es", "http://site.test/reference/ch01.es.html", "es"),
+        Document.of_text("i3-en", "http://site.test/install/en/ch03s02.html", "en"),
+        Document.of_text("i3-es", "http://site.test/install/es/ch03s02.html", "es"),
+        Document.of_text("q-en", "http://site.test/view?lang=en&id=7", "en"),
+        Document.of_text("q-es", "http://site.test/view?id=7&lang=es", "es"),
+        Document.of_text("n-en", "http://site.test/english/news", "en"),
+        Document.of_text("n-es", "http://site.test/espanol/news", "es"),
         # the same English page also under an unmarked URL: the marked one is preferred
-        Document("p-en-bare", "http://site.test/page", "en"),
-        Document("p-en", "http://site.test/en/page", "en"),
-        Document("p-es", "http://site.test/es/page", "es"),
+        Document.of_text("p-en-bare", "http://site.test/page", "en"),
+        Document.of_text("p-en", "http://site.test/en/page", "en"),
+        Document.of_text("p-es", "http://site.test/es/page", "es"),
         # two English pages that both claim the key: nothing is guessed
-        Document("g-en-1", "http://site.test/en/guide", "en"),
-        Document("g-en-2", "http://site.test/english/guide", "en"),
-        Document("g-es", "http://site.test/es/guide", "es"),
+        Document.of_text("g-en-1", "http://site.test/en/guide", "en"),
+        Document.of_text("g-en-2", "http://site.test/english/guide", "en"),
+        Document.of_text("g-es", "http://site.test/es/guide", "es"),
         # one URL serving both languages (content negotiation)
-        Document("c-en", "http://site.test/contact", "en"),
-        Document("c-es", "https://site.test/contact", "es"),
+        Document.of_text("c-en", "http://site.test/contact", "en"),
+        Document.of_text("c-es", "https://site.test/contact", "es"),
         # no counterparts, and a third language
-        Document("only-en", "http://site.test/en/blog", "en"),
-        Document("only-es", "http://site.test/es/agenda", "es"),
-        Document("r1-fr", "http://site.test/reference/ch01.fr.html", "fr"),
+        Document.of_text("only-en", "http://site.test/en/blog", "en"),
+        Document.of_text("only-es", "http://site.test/es/agenda", "es"),
+        Document.of_text("r1-fr", "http://site.test/reference/ch01.fr.html", "fr"),
     ]
 
 
@@ -187,7 +186,7 @@ def test_align_by_url_is_deterministic_and_language_tags_normalise() -> None:
     expected, expected_drops = align_by_url(documents, "en", "es")
     shuffled = documents[:]
     random.Random(7).shuffle(shuffled)
-    relabelled = [Document(d.doc_id, d.url, {"en": "eng", "es": "es-ES"}.get(d.language, d.language)) for d in shuffled]
+    relabelled = [Document.of_text(d.doc_id, d.url, {"en": "eng", "es": "es-ES"}.get(d.language, d.language)) for d in shuffled]
     pairs, drops = align_by_url(relabelled, "English", "spa")
     assert pairs == expected and drops == expected_drops
     assert pairs[0] == DocumentPair(
@@ -357,7 +356,9 @@ def test_url_matching_recall_on_wmt16_gold_urls() -> None:
     if not gold_file.is_file():
         pytest.skip(f"public gold data not found at {gold_file} (shared/eval sits beside the repository)")
     gold = {tuple(line.split("\t")) for line in gold_file.read_text(encoding="utf-8").splitlines() if line.strip()}
-    documents = {Document(f"en:{en}", en, "en") for en, _ in gold} | {Document(f"fr:{fr}", fr, "fr") for _, fr in gold}
+    documents = {Document.of_text(f"en:{en}", en, "en") for en, _ in gold} | {
+        Document.of_text(f"fr:{fr}", fr, "fr") for _, fr in gold
+    }
     pairs, _ = align_by_url(sorted(documents, key=lambda d: d.doc_id), "en", "fr")
     found = {(p.url_a, p.url_b) for p in pairs}
     # Measured: 1,175 of 2,402 gold pairs (recall 0.489), no pair outside the gold.
@@ -572,8 +573,9 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
     import pandas as pd
     import pyarrow as pa
 
-    from bitextflow import pipeline, schemas
+    from bitextflow import records
     from bitextflow.config import load_pair_config
+    from bitextflow.stages.registry import REGISTRY, run_context
     from bitextflow.storage.tables import read_table, write_table
 
     def frame(schema: pa.Schema, rows: list[dict[str, object]]) -> pd.DataFrame:
@@ -587,7 +589,7 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
     built = (default_static_dir() / "model.safetensors").is_file()
     for method in ("gale-church", "hunalign", *(("hybrid",) if built else ())):
         config = load_pair_config(root / "include" / "pairs" / "en-es.yaml").with_overrides({"align.sentence_aligner": method})
-        ctx = pipeline.RunContext(config, store, f"align_{method}")
+        ctx = run_context(config, store, f"align_{method}")
         sentences_key = ctx.key("extract", "s.sentences.parquet")
         rows = [
             {
@@ -605,16 +607,16 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
             )
             for k, text in enumerate(texts)
         ]
-        write_table(store, sentences_key, frame(schemas.SENTENCES, rows), schemas.SENTENCES)
+        write_table(store, sentences_key, frame(records.SENTENCES, rows), records.SENTENCES)
         pair = {"doc_id_a": "a", "doc_id_b": "b", "url_a": "a", "url_b": "b", "sentences_key_a": sentences_key,
                 "sentences_key_b": sentences_key, "method": "url_tokens", "score": 1.0}  # fmt: skip
         pairs_key = write_table(
             store,
             ctx.key("align_documents", "docpairs-00000.parquet"),
-            frame(schemas.DOCUMENT_PAIRS, [pair]),
-            schemas.DOCUMENT_PAIRS,
+            frame(records.DOCUMENT_PAIRS, [pair]),
+            records.DOCUMENT_PAIRS,
         )
-        output = read_table(store, pipeline.run_align_sentences(ctx, pairs_key))
+        output = read_table(store, REGISTRY.run(ctx, "align_sentences", [pairs_key])[0])
         results[method] = list(zip(output["text_a"], output["text_b"], strict=True))
     assert (
         results["hunalign"]

@@ -140,7 +140,7 @@ def test_bleualign_gold_with_real_encoder() -> None:
 
 
 def test_pair_config_selects_vecalign_with_an_encoder(pair_config) -> None:
-    from bitextflow.align.lexical import sentence_aligner
+    from bitextflow.align.aligners import sentence_aligner
 
     config = pair_config.with_overrides({"align.sentence_aligner": "vecalign"})
     assert config.align.sentence_aligner == "vecalign" and config.align.encoder_model is None

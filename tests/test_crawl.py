@@ -23,27 +23,21 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from bitextflow import pipeline
+from bitextflow.catalog.checkpoints import STATE_NAME
 from bitextflow.config import CrawlConfig, load_pair_config
-from bitextflow.crawl.checkpoint import STATE_NAME
 from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.fetcher import _Decoder
 from bitextflow.crawl.frontier import Entry, Frontier
 from bitextflow.crawl.guard import AddressGuard
-from bitextflow.crawl.scoring import (
-    BfsScorer,
-    PageView,
-    PairContext,
-    SmartScorer,
-    SmartSettings,
-    TermsScorer,
-    UrlRulesScorer,
-    make_scorer,
-    register_url_model_loader,
-)
+from bitextflow.crawl.scoring import BfsScorer, PageView, PairContext, TermsScorer, UrlRulesScorer
+from bitextflow.crawl.smart_scorer import SmartScorer, SmartSettings
+from bitextflow.crawl.strategies import make_scorer
 from bitextflow.crawl.urls import Link, extract_links, normalise_url, parse_html, predicted_language, url_languages
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import StageError
+from bitextflow.models.url_models import load_url_models
+from bitextflow.stages.base import RunContext
+from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,7 +170,7 @@ def test_smart_falls_back_to_url_rules_without_models_and_uses_registered_models
     pair = PairContext("en", "es")
     assert make_scorer("smart", pair).name == "url-rules"
     with pytest.raises(StageError, match="/nowhere"):  # a named folder that is not there is an error, not a fallback
-        make_scorer("smart", pair, url_models="/nowhere")
+        load_url_models("/nowhere")
 
     class Models:
         version = "test"
@@ -187,22 +181,18 @@ def test_smart_falls_back_to_url_rules_without_models_and_uses_registered_models
         def parallel_probabilities(self, pairs):
             return [0.5 for _ in pairs]
 
-    register_url_model_loader(lambda location: Models() if location == "/models" else None)
-    try:
-        scorer = make_scorer("smart", pair, url_models="/models", smart=SmartSettings(exploration=0))  # the seed's formula
-        assert isinstance(scorer, SmartScorer)
-        scores = scorer.score(
-            _view("http://h/en/a.html", "en"), [Link("http://h/es/a.html", "", ""), Link("http://h/de/a.html", "", "")]
-        )
-        assert scores == pytest.approx([0.45, 0.05])
-        # exploration (the config's default, 0.1): a page of the pair's own language outranks a third-language one,
-        # never a translation
-        explorer = make_scorer("smart", pair, url_models="/models", smart=SmartSettings())
-        links = [Link("http://h/es/a.html", "", ""), Link("http://h/en/b.html", "", ""), Link("http://h/de/b.html", "", "")]
-        assert explorer.score(_view("http://h/en/a.html", "en"), links) == pytest.approx([0.5, 0.1, 0.06])
-        assert make_scorer("smart", pair, url_models="/elsewhere").name == "url-rules"
-    finally:
-        register_url_model_loader(None)  # type: ignore[arg-type]
+    scorer = make_scorer("smart", pair, url_models=Models(), smart=SmartSettings(exploration=0))  # the seed's formula
+    assert isinstance(scorer, SmartScorer)
+    scores = scorer.score(
+        _view("http://h/en/a.html", "en"), [Link("http://h/es/a.html", "", ""), Link("http://h/de/a.html", "", "")]
+    )
+    assert scores == pytest.approx([0.45, 0.05])
+    # exploration (the config's default, 0.1): a page of the pair's own language outranks a third-language one,
+    # never a translation
+    explorer = make_scorer("smart", pair, url_models=Models(), smart=SmartSettings())
+    links = [Link("http://h/es/a.html", "", ""), Link("http://h/en/b.html", "", ""), Link("http://h/de/b.html", "", "")]
+    assert explorer.score(_view("http://h/en/a.html", "en"), links) == pytest.approx([0.5, 0.1, 0.06])
+    assert make_scorer("smart", pair, url_models=None).name == "url-rules"
 
 
 class _FileNameModels:
@@ -499,9 +489,9 @@ def test_language_scouting_drops_a_host_without_the_target_language(hostile):
 
 
 # -- the local site and real S3 -----------------------------------------------------------------------------
-def _context(s3_server, run_id: str, overrides: dict) -> pipeline.RunContext:
+def _context(s3_server, run_id: str, overrides: dict) -> RunContext:
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(overrides)
-    return pipeline.RunContext(config, ObjectStore(StorageSettings.from_env(s3_server.env()), "bitextflow"), run_id)
+    return run_context(config, ObjectStore(StorageSettings.from_env(s3_server.env()), "bitextflow"), run_id)
 
 
 def _crawl_log(ctx) -> list[dict]:
@@ -518,7 +508,7 @@ def _warc_responses(ctx, keys) -> list[str]:
 def test_crawl_of_the_local_site_to_s3(site, s3_server):
     ctx = _context(s3_server, "test_crawl_site", {"crawl.seeds": [site.base_url], "crawl.max_pages": 120,
                                                    "crawl.warc_max_bytes": 400_000, "crawl.checkpoint_every_pages": 50})  # fmt: skip
-    keys = pipeline.run_crawl(ctx)
+    keys = REGISTRY.run(ctx, "crawl")
     assert len(keys) > 1, "warc_max_bytes should rotate shards"
     log = _crawl_log(ctx)
     fetched = [entry for entry in log if entry["outcome"] == "fetched"]
@@ -545,7 +535,7 @@ def test_crawl_of_the_local_site_to_s3(site, s3_server):
                 infos += record.rec_type == "warcinfo"
     assert responses == requests == 120 and infos == len(keys)
     # a rerun of the finished task returns the same shards without crawling again
-    assert pipeline.run_crawl(ctx) == keys
+    assert REGISTRY.run(ctx, "crawl") == keys
 
 
 @pytest.mark.integration
@@ -559,7 +549,7 @@ def test_max_body_is_enforced_while_streaming(site):
 
 def _pairs_found(urls: list[str], truth) -> list[int]:
     """After each download, how many true en-es pairs have both sides downloaded."""
-    from bitextflow.localsite.truth import site_path
+    from bitextflow_local.localsite.truth import site_path
 
     partner = {}
     for en, es in truth.pairs("en", "es"):
@@ -589,12 +579,17 @@ import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
 logging.getLogger("bitextflow.crawl.crawler").setLevel(logging.DEBUG)
 from pathlib import Path
-from bitextflow import pipeline
+from bitextflow.catalog.status import collect_counts
+from bitextflow.stages.base import RunContext, shard_name
+from bitextflow.stages.classify import Classify
+from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
+from bitextflow.stages.score import Score
+from bitextflow.storage.layout import stage_key
 from bitextflow.config import load_pair_config
 from bitextflow.storage import ObjectStore
 config = load_pair_config(Path(sys.argv[1])).with_overrides(__import__("json").loads(sys.argv[2]))
-ctx = pipeline.RunContext(config, ObjectStore.from_env("bitextflow"), sys.argv[3])
-print("KEYS", pipeline.run_crawl(ctx), flush=True)
+ctx = run_context(config, ObjectStore.from_env("bitextflow"), sys.argv[3])
+print("KEYS", REGISTRY.run(ctx, "crawl"), flush=True)
 """
 
 
@@ -635,14 +630,14 @@ def test_crawl_killed_with_sigkill_resumes_with_no_page_lost_or_fetched_twice(si
     fetched_before_kill = output.count("crawl: fetched ")
     assert fetched_before_kill > killed_at["fetched"], "the kill should lose pages fetched after the last checkpoint"
 
-    resumed_keys = pipeline.run_crawl(ctx)
+    resumed_keys = REGISTRY.run(ctx, "crawl")
     resumed = _warc_responses(ctx, resumed_keys)
     assert len(resumed) == len(set(resumed)), [u for u, n in Counter(resumed).items() if n > 1][:5]
     all_shards = [k for k in ctx.store.list_keys(ctx.key("crawl", "")) if k.endswith(".warc.gz")]
     assert sorted(all_shards) == sorted(resumed_keys)
 
     reference = _context(s3_server, "test_crawl_reference", overrides)
-    reference_keys = pipeline.run_crawl(reference)
+    reference_keys = REGISTRY.run(reference, "crawl")
     expected = _warc_responses(reference, reference_keys)
     assert set(resumed) == set(expected), (set(expected) - set(resumed), set(resumed) - set(expected))
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bitextflow import pipeline
 from bitextflow.config import load_pair_config
+from bitextflow.stages.base import shard_name
+from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.tables import read_table
 
@@ -24,14 +25,14 @@ def crawl_run(site, s3_server):
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
         {"crawl.seeds": [site.base_url], "crawl.max_pages": 120, "crawl.warc_max_bytes": 400_000}
     )
-    ctx = pipeline.RunContext(config, ObjectStore(StorageSettings.from_env(s3_server.env()), "bitextflow"), "test_crawl_extract")
-    warc_keys = pipeline.run_crawl(ctx)
+    ctx = run_context(config, ObjectStore(StorageSettings.from_env(s3_server.env()), "bitextflow"), "test_crawl_extract")
+    warc_keys = REGISTRY.run(ctx, "crawl")
     return ctx, warc_keys
 
 
 def test_extract_gives_typed_language_tagged_documents(crawl_run):
     ctx, warc_keys = crawl_run
-    documents = read_table(ctx.store, pipeline.run_extract(ctx, warc_keys[0]))
+    documents = read_table(ctx.store, REGISTRY.run(ctx, "extract", [warc_keys[0]])[0])
     assert len(documents) > 0
     assert set(documents["language"]) & {"en", "es"}
     assert documents["warc_offset"].is_monotonic_increasing
@@ -39,7 +40,7 @@ def test_extract_gives_typed_language_tagged_documents(crawl_run):
     assert set(sentences["language"]) <= {"en", "es"}
     assert set(sentences["paragraph_type"]) <= {"heading", "text", "listitem", "cell", "quote"}
     assert sentences["text"].str.split().str.len().min() >= ctx.config.extract.min_sentence_tokens
-    shard = pipeline.shard_name(warc_keys[0])
+    shard = shard_name(warc_keys[0])
     doc_counts = ctx.store.get_json(ctx.key("extract", f"{shard}.documents.counts.json"))
     assert doc_counts["kept"] == len(documents)
     assert doc_counts["in"] == doc_counts["kept"] + sum(doc_counts["dropped"].values())
@@ -49,9 +50,9 @@ def test_extract_gives_typed_language_tagged_documents(crawl_run):
 
 def test_cross_shard_duplicates_are_set_aside_before_document_alignment(crawl_run):
     ctx, warc_keys = crawl_run
-    documents_keys = [pipeline.run_extract(ctx, key) for key in warc_keys]
+    documents_keys = [REGISTRY.run(ctx, "extract", [key])[0] for key in warc_keys]
     documents = pd.concat([read_table(ctx.store, key) for key in documents_keys], ignore_index=True)
-    pipeline.run_align_documents(ctx, documents_keys)
+    REGISTRY.run(ctx, "align_documents", documents_keys)
     counts = ctx.store.get_json(ctx.key("align_documents", "documents.cross-shard-duplicates.counts.json"))
     removed = read_table(ctx.store, ctx.key("align_documents", "documents.cross-shard-duplicates.parquet"))
     print(f"{len(warc_keys)} shards, {len(documents)} documents, cross-shard duplicates: {counts['dropped']}")

@@ -10,9 +10,8 @@ import pytest
 import yaml
 
 from bitextflow import cli
-from bitextflow.release import list_releases
-from bitextflow.release.publish import read_release_pairs
-from bitextflow.storage import safe_key_part
+from bitextflow.catalog.releases import list_releases, read_release_pairs
+from bitextflow.storage.layout import safe_key_part
 
 pytestmark = pytest.mark.dag
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,11 +6,13 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from bitextflow import schemas
+from bitextflow import records
 from bitextflow.config import PairConfig
 from bitextflow.errors import GateFailed
-from bitextflow.pipeline import RunContext, data_docs_key, judge
 from bitextflow.quality import document_pairs_check
+from bitextflow.stages.base import RunContext
+from bitextflow.stages.gating import judge
+from bitextflow.storage.layout import data_docs_key
 
 RUN_ID = "manual__2026-11-22T20:00:00+00:00"
 
@@ -19,7 +21,7 @@ def one_sided_pairs() -> pd.DataFrame:
     return pd.DataFrame(
         {"doc_id_a": ["a1", "a1"], "doc_id_b": ["b1", "b2"], "url_a": ["u1", "u1"], "url_b": ["v1", "v2"],
          "sentences_key_a": "k", "sentences_key_b": "k", "method": "url", "score": [1.0, 0.9]},
-        columns=schemas.DOCUMENT_PAIRS.names,
+        columns=records.DOCUMENT_PAIRS.names,
     )  # fmt: skip
 
 

@@ -151,7 +151,7 @@ def test_cpu_only_pod_has_no_gpu_limit_and_stays_valid(tmp_path):
 
 def test_with_a_domain_classifier_on_kubernetes_classify_is_one_valid_gpu_pod(tmp_path):
     """The pair DAG's classify stage with a classifier: the pod runs ``bitextflow classify`` for the run, between the
-    score shards and ``classified`` (which hands each shard's key to the gate)."""
+    score shards and ``classify_outputs`` (which hands each shard's key to the gate)."""
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 
     from bitextflow_airflow.pair_dag import build_pair_dag
@@ -160,8 +160,8 @@ def test_with_a_domain_classifier_on_kubernetes_classify_is_one_valid_gpu_pod(tm
     dag = build_pair_dag(config, ROOT / "include" / "pairs" / "en-es.yaml")
     pod = dag.get_task("classify")
     assert isinstance(pod, KubernetesPodOperator)
-    assert pod.upstream_task_ids == {"score"} and pod.downstream_task_ids == {"classified"}
-    assert dag.get_task("classified").downstream_task_ids == {"gate"}
+    assert pod.upstream_task_ids == {"score"} and pod.downstream_task_ids == {"classify_outputs"}
+    assert dag.get_task("classify_outputs").downstream_task_ids == {"gate"}
 
     manifest = manifest_of(pod)
     result = validate_strict(manifest, tmp_path)
@@ -221,7 +221,7 @@ def test_invalid_gpu_section_is_one_line(tmp_path, gpu, expected):
 def test_unknown_step_fails_at_parse_time():
     from bitextflow_airflow.dispatch import gpu_step
 
-    with pytest.raises(ConfigError, match="unknown step 'rescore'"):
+    with pytest.raises(ConfigError, match="unknown stage 'rescore'"):
         gpu_step("rescore", load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml"))
 
 
@@ -234,8 +234,8 @@ def test_in_process_task_runs_the_step_with_the_runs_overrides(s3_env, store):
     """
     from airflow.sdk import DAG
 
-    from bitextflow import schemas
-    from bitextflow.storage import stage_key
+    from bitextflow import records
+    from bitextflow.storage.layout import stage_key
     from bitextflow.storage.tables import read_table, write_table
     from bitextflow_airflow.dispatch import gpu_step
 
@@ -257,7 +257,7 @@ def test_in_process_task_runs_the_step_with_the_runs_overrides(s3_env, store):
         }
     )  # fmt: skip
     write_table(
-        store, stage_key(config.pair, run_id, "align_sentences", "sentpairs-00000.parquet"), frame, schemas.SENTENCE_PAIRS
+        store, stage_key(config.pair, run_id, "align_sentences", "sentpairs-00000.parquet"), frame, records.SENTENCE_PAIRS
     )
 
     with DAG("dispatch_in_process", start_date=datetime(2026, 1, 1), schedule=None):

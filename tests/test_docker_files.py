@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from bitextflow.services.stack import airflow_env
+from bitextflow_local.services.stack import airflow_env
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "compose.yaml"

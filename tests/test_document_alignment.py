@@ -15,9 +15,10 @@ import pytest
 from bitextflow.align.combined import DOCUMENT_METHODS, align_documents, competitive_linking
 from bitextflow.align.content import embedding_pairs, tfidf_pairs
 from bitextflow.align.dictionary import BilingualDictionary
-from bitextflow.align.documents import Document, DocumentPair, align_by_url
+from bitextflow.align.documents import align_by_url
 from bitextflow.align.structure import critical_images, image_pairs, structure_pairs
 from bitextflow.extract.structure import page
+from bitextflow.records import Document, DocumentPair
 
 
 class Site:
@@ -57,7 +58,7 @@ class Site:
     def _document(url: str, language: str, paragraphs, words: list[str], images: tuple[str, ...]) -> Document:
         doc_id = hashlib.sha1(url.encode()).hexdigest()[:16]
         text = tuple((kind, " ".join(words[k] for k in concepts)) for kind, concepts in paragraphs)
-        return Document(doc_id, url, language, (("title", text[0][1][:30]), *text), images)
+        return Document.of_text(doc_id, url, language, (("title", text[0][1][:30]), *text), images)
 
     @property
     def documents(self) -> list[Document]:
@@ -172,9 +173,9 @@ def test_combined_keeps_url_behaviour_and_adds_content_pairs() -> None:
 def test_empty_documents_one_sided_sites_and_other_languages_are_counted() -> None:
     site = Site(3, seed=7, hidden=range(3))
     extra = [
-        Document("empty", "http://site.test/en/empty.html", "en"),
-        Document("lonely", "http://other.test/en/only.html", "en", (("text", "only english here"),)),
-        Document("french", "http://site.test/fr/page0.html", "fr", (("text", "bonjour"),)),
+        Document.of_text("empty", "http://site.test/en/empty.html", "en"),
+        Document.of_text("lonely", "http://other.test/en/only.html", "en", (("text", "only english here"),)),
+        Document.of_text("french", "http://site.test/fr/page0.html", "fr", (("text", "bonjour"),)),
     ]
     documents = site.documents + extra
     pairs, report = align_documents(documents, "en", "es", ["tfidf", "structure"], dictionary=site.dictionary)
@@ -215,14 +216,15 @@ def test_align_documents_stage_records_method_and_score(store) -> None:
     """The stage on real S3 with the default methods: URL pairs, plus a pair only content can find."""
     import pandas as pd
 
-    from bitextflow import pipeline, schemas
+    from bitextflow import records
     from bitextflow.config import load_pair_config
+    from bitextflow.stages.registry import REGISTRY, run_context
     from bitextflow.storage.tables import read_table, write_table
 
     root = Path(__file__).resolve().parents[1]
     config = load_pair_config(root / "include" / "pairs" / "en-es.yaml")
     assert config.align.document_methods[0] == "url_tokens"
-    ctx = pipeline.RunContext(config, store, "align_documents_methods")
+    ctx = run_context(config, store, "align_documents_methods")
     texts = {
         "guide": (
             "Install Debian 12 bookworm with the netinst image on amd64.",
@@ -250,9 +252,9 @@ def test_align_documents_stage_records_method_and_score(store) -> None:
         ]
         rows.append({"doc_id": f"{name}-{language}", "url": url, "language": language, "paragraphs": paragraphs,
                      "images": [], "sentences_key": "unused", "repairs": [], "language_set": []})  # fmt: skip
-    frame = pd.DataFrame([{field.name: row.get(field.name) for field in schemas.DOCUMENTS} for row in rows])
-    documents_key = write_table(store, ctx.key("extract", "s.documents.parquet"), frame, schemas.DOCUMENTS)
-    keys = pipeline.run_align_documents(ctx, [documents_key])
+    frame = pd.DataFrame([{field.name: row.get(field.name) for field in records.DOCUMENTS} for row in rows])
+    documents_key = write_table(store, ctx.key("extract", "s.documents.parquet"), frame, records.DOCUMENTS)
+    keys = REGISTRY.run(ctx, "align_documents", [documents_key])
     pairs = pd.concat([read_table(store, key) for key in keys])
     chosen = {(a, b): method for a, b, method in zip(pairs["doc_id_a"], pairs["doc_id_b"], pairs["method"], strict=True)}
     assert chosen == {

@@ -24,13 +24,14 @@ from bitextflow.config import DomainConfig, ExtractConfig
 from bitextflow.counts import StageCounts
 from bitextflow.extract import DocumentBuilder, extract_page, extract_shard, iter_documents
 from bitextflow.extract.dedup import SentenceDeduplicator, ShardDeduplicator
-from bitextflow.extract.encoding import binary_signature, decode_html, meta_charset, normalise, repair
 from bitextflow.extract.export import export_documents
-from bitextflow.extract.language import cld2, identify
-from bitextflow.extract.model import Document, PageMetadata, Paragraph
+from bitextflow.extract.language import identify
+from bitextflow.extract.model import ExtractedPage, PageMetadata, Paragraph
 from bitextflow.extract.relevance import TermMatcher, score
 from bitextflow.extract.sentences import ends_with_punctuation, normalise_punctuation, sentences_of, token_count
 from bitextflow.extract.warc import iter_responses
+from bitextflow.text.encoding import binary_signature, decode_html, meta_charset, normalise, repair
+from bitextflow.text.languages import cld2
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,7 +161,7 @@ def test_the_shortened_mojibake_check_answers_as_ftfy_does():
     """_looks_like_mojibake cuts ASCII runs before ftfy's is_bad; on any text it must answer as is_bad does."""
     from ftfy.badness import BADNESS_RE, is_bad
 
-    from bitextflow.extract.encoding import _looks_like_mojibake
+    from bitextflow.text.encoding import _looks_like_mojibake
 
     rng = random.Random(11)
     suspicious = sorted({ch for ch in BADNESS_RE.pattern if not ch.isascii()} | {chr(c) for c in range(0x80, 0xA0)})
@@ -349,7 +350,7 @@ def test_text_between_angle_brackets_is_read_as_text():
 def test_ilsp_relevance_with_locations_stems_and_paragraph_terms():
     matcher = TermMatcher({"package": 2.0, "boot loader": 3.0}, "en")
     assert matcher.count("Packages and one package; the Boot Loader loads.") == {"package": 2, "boot loader": 1}
-    document = Document(url="http://s/", warc_offset=0, warc_record_id="")
+    document = ExtractedPage(url="http://s/", warc_offset=0, warc_record_id="")
     document.metadata = PageMetadata(title="Package manual", description="All about packages", keywords="package")
     document.paragraphs = [
         Paragraph("title", "Package manual"),
@@ -466,7 +467,7 @@ def test_ilsp_fc_export_is_well_formed_xml_and_jsonl(tmp_path):
 
 # -- sentences --------------------------------------------------------------------------------------
 def test_sentence_filters_are_counted_by_reason():
-    document = Document(url="http://s/", warc_offset=0, warc_record_id="", language="en", language_set=[("en", 1.0)])
+    document = ExtractedPage(url="http://s/", warc_offset=0, warc_record_id="", language="en", language_set=[("en", 1.0)])
     document.paragraphs = [
         Paragraph("title", "Title is never split", language="en"),
         Paragraph("heading", "Short heading", language="en"),
@@ -492,7 +493,9 @@ def test_chinese_and_japanese_sentences_are_counted_in_words_not_spaces():
         "ja": ["パッケージをインストールする前に、リリースノートを読んでください。", "はい。", "システム" * 60 + "。"],
     }
     for language, (normal, short, long) in sentences.items():
-        document = Document(url="http://s/", warc_offset=0, warc_record_id="", language=language, language_set=[(language, 1.0)])
+        document = ExtractedPage(
+            url="http://s/", warc_offset=0, warc_record_id="", language=language, language_set=[(language, 1.0)]
+        )
         document.paragraphs = [Paragraph("text", text, language=language) for text in (normal, short, long)]
         counts = StageCounts("s")
         kept = sentences_of(document, ExtractConfig(), counts)  # the DSI window: 6-50 tokens

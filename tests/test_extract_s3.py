@@ -18,14 +18,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bitextflow import pipeline
 from bitextflow.config import load_pair_config
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError, StorageError
 from bitextflow.extract.warc import iter_responses
-from bitextflow.services.seaweed import SeaweedServer
+from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectReader, ObjectStore
 from bitextflow.storage.tables import read_table
+from bitextflow_local.services.seaweed import SeaweedServer
 from test_extract import EN, ES, html_page, make_warc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,8 +119,8 @@ def test_the_extract_task_reads_the_shard_from_s3_without_a_local_copy(store, mo
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
         {"crawl.seeds": [], "crawl.warcs": ["stream/crawl-00000.warc.gz"]}
     )
-    ctx = pipeline.RunContext(config, store, "test_extract_streams")
-    documents = read_table(store, pipeline.run_extract(ctx, "stream/crawl-00000.warc.gz"))
+    ctx = run_context(config, store, "test_extract_streams")
+    documents = read_table(store, REGISTRY.run(ctx, "extract", ["stream/crawl-00000.warc.gz"])[0])
     expected = {url: (offset, record_id) for url, offset, record_id in provenance(io.BytesIO(data))[0]}
     assert len(documents) == 6
     assert set(documents["warc_key"]) == {"stream/crawl-00000.warc.gz"}
@@ -167,20 +167,20 @@ def public_config(public_s3, locations: list[str]):
 
 def test_a_public_bucket_on_another_endpoint_is_read_anonymously(store, public_s3):
     config = public_config(public_s3, [f"s3://{PUBLIC_BUCKET}/{CC_PREFIX}*.warc.gz"])
-    ctx = pipeline.RunContext(config, store, "test_extract_public_bucket")
-    references = pipeline.run_crawl(ctx)
+    ctx = run_context(config, store, "test_extract_public_bucket")
+    references = REGISTRY.run(ctx, "crawl")
     assert references == [
         f"s3://{PUBLIC_BUCKET}/{CC_PREFIX}CC-MAIN-20990101000000-20990101010000-0000{i}.warc.gz" for i in (0, 1)
     ]
-    documents = pd.concat([read_table(store, pipeline.run_extract(ctx, reference)) for reference in references])
+    documents = pd.concat([read_table(store, REGISTRY.run(ctx, "extract", [reference])[0]) for reference in references])
     assert sorted(documents["language"]) == ["en"] * 3 + ["es"] * 3
     assert set(documents["warc_key"]) == set(references)
     assert store.exists(ctx.key("extract", "CC-MAIN-20990101000000-20990101010000-00000.sentences.parquet"))
 
 
 def test_a_bucket_that_is_not_public_is_one_clear_line(store, public_s3):
-    ctx = pipeline.RunContext(public_config(public_s3, ["s3://private-warcs/a.warc.gz"]), store, "test_extract_private_bucket")
+    ctx = run_context(public_config(public_s3, ["s3://private-warcs/a.warc.gz"]), store, "test_extract_private_bucket")
     with pytest.raises(
         (StageError, StorageError), match="refused an anonymous \\(unsigned\\) request to check s3://private-warcs/a"
     ):
-        pipeline.run_crawl(ctx)
+        REGISTRY.run(ctx, "crawl")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bitextflow.release import ReleaseInfo
-from bitextflow.release.incremental import PreviousRelease, page_changes, split_unchanged
+from bitextflow.catalog.incremental import PreviousRelease, page_changes, split_unchanged
+from bitextflow.catalog.releases import ReleaseInfo
 
 RELEASE = ReleaseInfo(3, "en-es", "s3://b/releases/en-es/v3/", 3, "2026-11-01T00:00:00Z", "scheduled__1")
 
@@ -55,9 +55,9 @@ def test_page_changes_counts_each_kind_and_lists_samples() -> None:
 
 @pytest.mark.integration
 def test_a_second_run_of_an_unchanged_site_carries_everything_over(store, site) -> None:
-    from bitextflow import pipeline
-    from bitextflow.cli import run_stage
     from bitextflow.config import load_pair_config
+    from bitextflow.stages.base import RunContext
+    from bitextflow.stages.registry import run_context, run_pipeline
     from conftest import ROOT
 
     # The English and Spanish Debian Reference only (about 35 pages), crawled completely both times.
@@ -67,11 +67,9 @@ def test_a_second_run_of_an_unchanged_site_carries_everything_over(store, site) 
     }  # fmt: skip
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(overrides)
 
-    def run(run_id: str, incremental: bool) -> tuple[pipeline.RunContext, dict]:
-        ctx = pipeline.RunContext(config.model_copy(update={"incremental": incremental}), store, run_id)
-        outputs: object = None
-        for stage in pipeline.STAGES:
-            outputs = run_stage(ctx, stage, None if stage == "crawl" else outputs if isinstance(outputs, list) else [outputs])
+    def run(run_id: str, incremental: bool) -> tuple[RunContext, dict]:
+        ctx = run_context(config.model_copy(update={"incremental": incremental}), store, run_id)
+        outputs = run_pipeline(ctx)["release"]
         assert isinstance(outputs, dict)
         return ctx, outputs
 

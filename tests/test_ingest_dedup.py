@@ -16,12 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 from lxml import etree
 
-from bitextflow import pipeline
 from bitextflow.config import ExtractConfig, load_pair_config
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import ConfigError, StageError
 from bitextflow.extract import extract_shard
 from bitextflow.extract.dedup import deduplicate_run, shingle_hashes
+from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.tables import read_table
 from test_extract import html_page, make_warc
@@ -119,16 +119,16 @@ def ingest_context(store):
             "extract.export_formats": ["xml", "jsonl"],
         }
     )
-    return pipeline.RunContext(config, store, "test_ingest_dedup")
+    return run_context(config, store, "test_ingest_dedup")
 
 
 def test_ingested_warcs_are_extracted_and_deduplicated_across_shards(ingest_context):
     ctx = ingest_context
-    warc_keys = pipeline.run_crawl(ctx)
+    warc_keys = REGISTRY.run(ctx, "crawl")
     assert warc_keys == ["ingest/own/crawl-00000.warc.gz", "ingest/foreign/site-a.warc.gz"]
     assert ctx.store.get_json(ctx.key("crawl", "crawl.counts.json"))["kept"] == 2
 
-    documents_keys = [pipeline.run_extract(ctx, key) for key in warc_keys]
+    documents_keys = [REGISTRY.run(ctx, "extract", [key])[0] for key in warc_keys]
     documents = pd.concat([read_table(ctx.store, key) for key in documents_keys], ignore_index=True)
     assert len(documents) == 6, "within each shard nothing is a duplicate"
     own_doc = documents[documents["url"].str.endswith("/en/upgrade.html")].iloc[0]
@@ -144,7 +144,7 @@ def test_ingested_warcs_are_extracted_and_deduplicated_across_shards(ingest_cont
     lines = gzip.decompress(ctx.store.get_bytes(ctx.key("extract", "export/site-a/documents.jsonl.gz"))).splitlines()
     assert [json.loads(line)["url"] for line in lines] == list(read_table(ctx.store, documents_keys[1])["url"])
 
-    pair_keys = pipeline.run_align_documents(ctx, documents_keys)
+    pair_keys = REGISTRY.run(ctx, "align_documents", documents_keys)
     pairs = pd.concat([read_table(ctx.store, key) for key in pair_keys])
     assert sorted(zip(pairs["url_a"].str.rsplit("/", n=1).str[1], pairs["url_b"].str.rsplit("/", n=1).str[1], strict=True)) == [
         ("network.html", "network.html"),
@@ -179,10 +179,10 @@ def test_a_warc_in_another_bucket_is_read_from_there(store, s3_env):
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
         {"crawl.seeds": [], "crawl.warcs": ["s3://bitextflow-ingest-other/cc/"]}
     )
-    ctx = pipeline.RunContext(config, store, "test_ingest_other_bucket")
-    (reference,) = pipeline.run_crawl(ctx)
+    ctx = run_context(config, store, "test_ingest_other_bucket")
+    (reference,) = REGISTRY.run(ctx, "crawl")
     assert reference == "s3://bitextflow-ingest-other/cc/CC-MAIN-00001.warc.gz"
-    documents = read_table(store, pipeline.run_extract(ctx, reference))
+    documents = read_table(store, REGISTRY.run(ctx, "extract", [reference])[0])
     assert list(documents["warc_key"]) == [reference]
     assert store.exists(ctx.key("extract", "CC-MAIN-00001.sentences.parquet"))
 
@@ -200,7 +200,7 @@ def test_a_location_that_names_no_warc_is_a_clear_error(store, location, message
         {"crawl.seeds": [], "crawl.warcs": [location]}
     )
     with pytest.raises(StageError) as error:
-        pipeline.run_crawl(pipeline.RunContext(config, store, "test_ingest_missing"))
+        REGISTRY.run(run_context(config, store, "test_ingest_missing"), "crawl")
     assert str(error.value).startswith(message)
 
 
@@ -211,7 +211,7 @@ def test_two_files_with_one_name_are_refused(store):
         {"crawl.seeds": [], "crawl.warcs": ["ingest-clash/"]}
     )
     with pytest.raises(StageError, match="would both be extract shard 'part'"):
-        pipeline.run_crawl(pipeline.RunContext(config, store, "test_ingest_clash"))
+        REGISTRY.run(run_context(config, store, "test_ingest_clash"), "crawl")
 
 
 def test_seeds_or_warcs_but_not_both():

@@ -27,9 +27,9 @@ from urllib.robotparser import RobotFileParser
 import pytest
 
 from bitextflow.errors import StageError
-from bitextflow.localsite import Site, SiteServer, Truth, build_site, serve
-from bitextflow.localsite.__main__ import main
-from bitextflow.localsite.composition import found_auc, measure
+from bitextflow_local.cli import main
+from bitextflow_local.localsite import Site, SiteServer, Truth, build_site, serve
+from bitextflow_local.localsite.composition import found_auc, measure
 
 pytestmark = pytest.mark.integration
 
@@ -218,7 +218,7 @@ def test_unknown_language_is_refused_before_any_download(tmp_path: Path) -> None
 
 
 def test_serve_command_runs_until_sigterm(site: Site) -> None:
-    command = [sys.executable, "-m", "bitextflow.localsite", "serve", "--port", "0", "--cache", str(site.cache_dir)]
+    command = [sys.executable, "-m", "bitextflow_local.localsite", "serve", "--port", "0", "--cache", str(site.cache_dir)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -296,8 +296,15 @@ def test_composition_walks_the_site_breadth_first_and_locates_the_pairs(site: Si
     figures = composition.as_dict()
     assert figures["one_language_documents"] == sum(len(group) == 1 for group in truth.groups)
     assert figures["max_auc_vs_bfs"] == pytest.approx(composition.ideal_auc / composition.bfs_auc, abs=1e-3)
-    assert main(["stats", "--pair", "en-fr"]) == 0
+    assert main(["site", "stats", "--pair", "en-fr"]) == 0
     assert json.loads(capsys.readouterr().out)["pair"] == "en-fr"
+
+
+def test_command_line_offers_services_site_and_demo() -> None:
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "bitextflow-local"), "--help"], capture_output=True, text=True, check=True
+    )
+    assert "{services,site,demo}" in result.stdout
 
 
 def test_found_auc_matches_the_benchmarks_trapezoids() -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from bitextflow.catalog.registry import DataRegistry, model_tag
 from bitextflow.config import load_pair_config
 from bitextflow.errors import StageError
-from bitextflow.release.registry import DataRegistry, model_tag
 from bitextflow.storage import ObjectStore
 
 pytestmark = pytest.mark.integration
@@ -89,7 +89,7 @@ def test_training_a_domain_classifier_records_it_with_its_s3_version(store: Obje
     from bitextflow.classify.data import read_labelled
     from bitextflow.classify.model import load_model
     from bitextflow.classify.offline import offline_set
-    from bitextflow.classify.train import train_domain, with_training
+    from bitextflow.stages.train_domain import train_domain, with_training
 
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
         registry_settings(store, tmp_path / "registry")
@@ -110,7 +110,7 @@ def test_training_a_domain_classifier_records_it_with_its_s3_version(store: Obje
 def test_no_registry_recording_when_the_pair_turns_it_off(store: ObjectStore, tmp_path: Path) -> None:
     from bitextflow.classify.data import read_labelled
     from bitextflow.classify.offline import offline_set
-    from bitextflow.classify.train import train_domain, with_training
+    from bitextflow.stages.train_domain import train_domain, with_training
 
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
         {**registry_settings(store, tmp_path / "registry"), "release.record_in_registry": False}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bitextflow import schemas
+from bitextflow import records
 from bitextflow.config import GateConfig
 from bitextflow.errors import GateFailed
 from bitextflow.quality import (
@@ -193,7 +193,7 @@ def test_optional_score_column_is_range_checked_when_present() -> None:
 
 # -- the other stage boundaries ----------------------------------------------------------------------
 def documents(n: int = 6) -> pd.DataFrame:
-    frame = pd.DataFrame({name: [None] * n for name in schemas.DOCUMENTS.names})
+    frame = pd.DataFrame({name: [None] * n for name in records.DOCUMENTS.names})
     frame["doc_id"] = [f"d{i}" for i in range(n)]
     frame["url"] = [f"http://site.example/{'en' if i % 2 else 'es'}/{i // 2}.html" for i in range(n)]
     frame["warc_key"] = "en-es/run/crawl/crawl-00000.warc.gz"
@@ -273,10 +273,9 @@ def test_rerun_renders_the_same_bytes(tmp_path: Path) -> None:
 def test_a_shard_with_the_wrong_language_on_one_side_stops_the_release(store, site) -> None:
     """Issue 7 acceptance: corrupt one classified shard (English on the Spanish side); the gate stops the run.
     Then a fault only the release files show (broken domain distributions): the release gate stops it."""
-    from bitextflow import pipeline
-    from bitextflow.cli import run_stage
+    from bitextflow.catalog.releases import list_releases
     from bitextflow.config import load_pair_config
-    from bitextflow.release import list_releases
+    from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
     from bitextflow.storage.tables import read_table, write_table
     from conftest import ROOT
 
@@ -287,30 +286,28 @@ def test_a_shard_with_the_wrong_language_on_one_side_stops_the_release(store, si
         "gate.max_volume_drop": None,
     }
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(overrides)
-    ctx = pipeline.RunContext(config, store, "test_corrupt_shard")
-    outputs: object = None
-    for stage in pipeline.STAGES[: pipeline.STAGES.index("gate")]:
-        outputs = run_stage(ctx, stage, None if stage == "crawl" else outputs if isinstance(outputs, list) else [outputs])
+    ctx = run_context(config, store, "test_corrupt_shard")
+    outputs = run_pipeline(ctx, until="gate")["classify"]
     shards = sorted(outputs, key=lambda key: len(read_table(store, key)))
     original = read_table(store, shards[-1])
     corrupted = original.assign(text_b=original["text_a"])
-    write_table(store, shards[-1], corrupted, schemas.CLASSIFIED_SENTENCE_PAIRS)
+    write_table(store, shards[-1], corrupted, records.CLASSIFIED_SENTENCE_PAIRS)
     before = list_releases(store, "en-es")
 
     with pytest.raises(GateFailed, match=r"expect_column_values_to_be_null\(other_language_b\): \d+ unexpected"):
-        run_stage(ctx, "gate", shards)
+        REGISTRY.run(ctx, "gate", shards)
     assert list_releases(store, "en-es") == before
     assert store.get_json(ctx.key("gate", "sentence_pairs.report.json"))["success"] is False
 
     # Its text restored but three domain distributions broken, the shard passes that gate; the release gate stops it.
     broken = original.copy()
     broken.loc[broken.index[:3], "domain_probs_b"] = '{"software": 0.4}'
-    write_table(store, shards[-1], broken, schemas.CLASSIFIED_SENTENCE_PAIRS)
-    gated = run_stage(ctx, "gate", shards)
+    write_table(store, shards[-1], broken, records.CLASSIFIED_SENTENCE_PAIRS)
+    gated = REGISTRY.run(ctx, "gate", shards)
     with pytest.raises(
         GateFailed, match=r"expect_column_values_to_be_null\(domain_probs_b_problem\): 3 unexpected.*adds up to 0.4000"
     ):
-        run_stage(ctx, "release", [gated])
+        REGISTRY.run(ctx, "release", gated)
     assert list_releases(store, "en-es") == before
     assert store.get_json(ctx.key("gate", "release_files.report.json"))["success"] is True
     assert store.get_json(ctx.key("gate", "release_pairs.report.json"))["success"] is False
@@ -322,7 +319,7 @@ def release_frame(n: int = 40) -> pd.DataFrame:
 
 
 def build(directory: Path, df: pd.DataFrame) -> Path:
-    from bitextflow.release import build_release
+    from bitextflow.release.build import build_release
 
     build_release(directory, "en-es", 1, df, [], "manual__1", {"success": True})
     return directory

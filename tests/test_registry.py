@@ -19,13 +19,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from bitextflow import schemas
+from bitextflow import records
+from bitextflow.catalog.registry import DataRegistry, registry_for, release_tag
+from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, publish_release, release_prefix
+from bitextflow.catalog.status import format_status, pair_status
 from bitextflow.config import load_pair_config
 from bitextflow.counts import StageCounts
-from bitextflow.release import MANIFEST_NAME, list_releases, publish_release, release_prefix
-from bitextflow.release.registry import DataRegistry, registry_for, release_tag
-from bitextflow.release.status import format_status, pair_status
-from bitextflow.storage import ObjectStore, stage_key
+from bitextflow.stages.registry import REGISTRY
+from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import stage_key
 from bitextflow.storage.tables import write_table
 
 pytestmark = pytest.mark.integration
@@ -135,7 +137,7 @@ def write_gated_run(store: ObjectStore, run_id: str, n: int) -> None:
         store,
         stage_key(PAIR, run_id, "gate", "sentence_pairs.parquet"),
         sentence_pairs(n, run_id),
-        schemas.CLASSIFIED_SENTENCE_PAIRS,
+        records.CLASSIFIED_SENTENCE_PAIRS,
     )
     store.put_json(
         stage_key(PAIR, run_id, "gate", "sentence_pairs.report.json"),
@@ -149,7 +151,7 @@ def write_gated_run(store: ObjectStore, run_id: str, n: int) -> None:
 def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
     bucket_store: ObjectStore, s3_env, tmp_path: Path, monkeypatch
 ) -> None:
-    from bitextflow.pipeline import RunContext, run_release
+    from bitextflow.stages.registry import run_context
 
     data = yaml.safe_load((ROOT / "include" / "pairs" / "en-es.yaml").read_text())
     data["storage"] = {"bucket": bucket_store.bucket}
@@ -163,7 +165,7 @@ def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
     classified = sentence_pairs(15, "r")
     write_table(
         bucket_store, stage_key(PAIR, run_id, "classify", "sentpairs-00000.parquet"),
-        pd.concat([classified, classified.head(2)], ignore_index=True), schemas.CLASSIFIED_SENTENCE_PAIRS,
+        pd.concat([classified, classified.head(2)], ignore_index=True), records.CLASSIFIED_SENTENCE_PAIRS,
     )  # fmt: skip
     pages = classified[["url_a", "url_b"]].drop_duplicates().reset_index(drop=True)
     document_pairs = pages.assign(
@@ -171,7 +173,7 @@ def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
         sentences_key_a="k", sentences_key_b="k", method="url", score=1.0,
     )  # fmt: skip
     write_table(
-        bucket_store, stage_key(PAIR, run_id, "align_documents", "docpairs-00000.parquet"), document_pairs, schemas.DOCUMENT_PAIRS
+        bucket_store, stage_key(PAIR, run_id, "align_documents", "docpairs-00000.parquet"), document_pairs, records.DOCUMENT_PAIRS
     )
 
     project = tmp_path / "project"
@@ -190,14 +192,16 @@ def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
     assert json.loads((project / "build" / "gate" / "en-es.json").read_text()).endswith("gate/sentence_pairs.parquet")
 
     config = load_pair_config(pairs_dir / "en-es.yaml")
-    published = run_release(RunContext(config, bucket_store, run_id), stage_key(PAIR, run_id, "gate", "sentence_pairs.parquet"))
+    published = REGISTRY.run(
+        run_context(config, bucket_store, run_id), "release", [stage_key(PAIR, run_id, "gate", "sentence_pairs.parquet")]
+    )
     assert published["sentence_pairs"] == 15 and "registry" not in published
     assert file_hashes(project / "build" / "releases" / PAIR) == manifest_hashes(bucket_store, published["version"])
 
 
 def test_status_shows_last_release_registry_tag_and_failing_gate(bucket_store: ObjectStore, tmp_path: Path) -> None:
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides({"storage.bucket": bucket_store.bucket})
-    assert pair_status(bucket_store, config)["last_run"] is None
+    assert pair_status(bucket_store, config, REGISTRY.names())["last_run"] is None
     info = publish_release(bucket_store, PAIR, sentence_pairs(8, "s"), [StageCounts("gate", 8, 8)], "run-ok", {"success": True})
     write_gated_run(bucket_store, "run-ok", 8)
     failing = {
@@ -208,7 +212,7 @@ def test_status_shows_last_release_registry_tag_and_failing_gate(bucket_store: O
     time.sleep(1.1)  # S3 times objects to the second: the failing run must be the newer one
     bucket_store.put_json(stage_key(PAIR, "run-bad", "gate", "sentence_pairs.report.json"), failing)
 
-    status = pair_status(bucket_store, config, registry_tags=["en-es-v1"])
+    status = pair_status(bucket_store, config, REGISTRY.names(), registry_tags=["en-es-v1"])
     assert status["releases"] == 1
     assert {k: status["last_release"][k] for k in ("version", "sentence_pairs", "gate_success", "registry_tag")} == {
         "version": info.version, "sentence_pairs": 8, "gate_success": True, "registry_tag": "en-es-v1",

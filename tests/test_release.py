@@ -16,24 +16,16 @@ import pandas as pd
 import pytest
 from lxml import etree
 
+from bitextflow.catalog.releases import MANIFEST_NAME, ReleaseInfo, list_releases, publish_release, release_prefix
 from bitextflow.config import load_pair_config
 from bitextflow.counts import StageCounts
 from bitextflow.errors import GateFailed, StageError, StorageError
-from bitextflow.release import (
-    MANIFEST_NAME,
-    ReleaseExtras,
-    ReleaseInfo,
-    build_release,
-    list_releases,
-    monolingual_corpus,
-    publish_release,
-    release_prefix,
-    validate_tmx,
-)
+from bitextflow.release.build import ReleaseExtras, build_release, monolingual_corpus
 from bitextflow.release.datasheet import read_licence
+from bitextflow.release.formats import validate_tmx
 from bitextflow.release.report import crawl_efficiency
-from bitextflow.services.seaweed import SeaweedServer
 from bitextflow.storage import ObjectStore, StorageSettings
+from bitextflow_local.services.seaweed import SeaweedServer
 
 pytestmark = pytest.mark.integration
 

@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from bitextflow import pipeline
-from bitextflow.cli import run_stage
+from bitextflow.catalog.releases import list_releases
+from bitextflow.catalog.status import collect_counts
 from bitextflow.config import load_pair_config
-from bitextflow.release import list_releases
-from bitextflow.services.seaweed import SeaweedServer
+from bitextflow.stages.base import RunContext
+from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
 from bitextflow.storage import ObjectStore, StorageSettings
+from bitextflow.storage.layout import stage_key
+from bitextflow_local.services.seaweed import SeaweedServer
 from conftest import BUCKET, ROOT
 
 SMALL_RUN = {"crawl.max_pages": 60, "gate.min_sentence_pairs": 1, "gate.max_volume_drop": None}
@@ -28,20 +30,17 @@ def snapshot(store: ObjectStore, *prefixes: str) -> dict[str, str]:
     return {key: hashlib.sha256(store.get_bytes(key)).hexdigest() for prefix in prefixes for key in store.list_keys(prefix)}
 
 
-def run_all_stages(ctx: pipeline.RunContext) -> object:
-    outputs: object = None
-    for stage in pipeline.STAGES:
-        outputs = run_stage(ctx, stage, None if stage == "crawl" else outputs if isinstance(outputs, list) else [outputs])
-    return outputs
+def run_all_stages(ctx: RunContext) -> object:
+    return run_pipeline(ctx)["release"]
 
 
 def test_every_stage_rerun_writes_the_same_keys_and_bytes(store, site) -> None:
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
         {**SMALL_RUN, "crawl.seeds": [site.base_url]}
     )
-    ctx = pipeline.RunContext(config, store, "test_rerun_idempotent")
+    ctx = run_context(config, store, "test_rerun_idempotent")
     first_release = run_all_stages(ctx)
-    prefixes = (pipeline.stage_key(config.pair, ctx.run_id, "", ""), f"releases/{config.pair}/")
+    prefixes = (stage_key(config.pair, ctx.run_id, "", ""), f"releases/{config.pair}/")
     before = snapshot(store, *prefixes)
     second_release = run_all_stages(ctx)  # every task retried after it succeeded
     after = snapshot(store, *prefixes)
@@ -94,8 +93,8 @@ def test_s3_outage_of_60_seconds_mid_run_loses_nothing(outage_server, airflow_db
 
     (release,) = list_releases(store, "en-es")
     assert release.run_id == run.run_id and release.sentence_pairs > 0
-    ctx = pipeline.RunContext(dag_config(), store, run.run_id)
-    counts = {c.stage: c for c in pipeline.collect_counts(ctx)}
+    ctx = run_context(dag_config(), store, run.run_id)
+    counts = {c.stage: c for c in collect_counts(ctx.store, ctx.config.pair, ctx.run_id, REGISTRY.names())}
     print({stage: (c.items_in, c.kept) for stage, c in counts.items()})
     # Nothing lost between stages: every kept pair of every shard reached the gate.
     assert counts["gate"].items_in == counts["classify"].kept

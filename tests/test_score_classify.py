@@ -2,9 +2,9 @@
 
 import pytest
 
-from bitextflow.classify import relevance, term_matches
 from bitextflow.config import ScoreConfig
 from bitextflow.score import hard_rule_violations, numbers_of
+from bitextflow.text.terms import relevance, term_matches
 
 RULES = ScoreConfig()
 

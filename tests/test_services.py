@@ -42,7 +42,7 @@ class Stack:
 
     def services(self, action: str, timeout: int = 420) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(BIN / "bitextflow"), "services", action], env=self.env, capture_output=True, text=True, timeout=timeout
+            [str(BIN / "bitextflow-local"), "services", action], env=self.env, capture_output=True, text=True, timeout=timeout
         )
 
     def airflow(self, *args: str) -> str:

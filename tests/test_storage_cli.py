@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bitextflow import cli, pipeline
+from bitextflow import cli
 from bitextflow.config import load_pair_config
 from bitextflow.errors import StorageError
+from bitextflow.stages.base import RunContext
+from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,15 +22,15 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def crawl_context(settings: StorageSettings) -> pipeline.RunContext:
+def crawl_context(settings: StorageSettings) -> RunContext:
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
-    return pipeline.RunContext(config, ObjectStore(settings, "bitextflow"), "test_errors")
+    return run_context(config, ObjectStore(settings, "bitextflow"), "test_errors")
 
 
 def test_unreachable_endpoint_fails_the_first_task_with_one_line():
     endpoint = f"http://127.0.0.1:{closed_port()}"
     with pytest.raises(StorageError) as caught:
-        pipeline.run_crawl(crawl_context(StorageSettings(endpoint, "key", "secret")))
+        REGISTRY.run(crawl_context(StorageSettings(endpoint, "key", "secret")), "crawl")
     message = str(caught.value)
     assert "\n" not in message
     assert f"cannot reach the S3 endpoint {endpoint}" in message and "BITEXTFLOW_S3_ENDPOINT_URL" in message
@@ -39,7 +41,7 @@ def test_bad_credentials_fail_with_one_line_and_never_show_the_secret(s3_server)
     secret = "not-the-right-secret-0123456789"
     settings = StorageSettings(s3_server.endpoint_url, s3_server.access_key_id, secret)
     with pytest.raises(StorageError) as caught:
-        pipeline.run_crawl(crawl_context(settings))
+        REGISTRY.run(crawl_context(settings), "crawl")
     message = str(caught.value)
     assert "rejected the credentials" in message and "BITEXTFLOW_S3_SECRET_ACCESS_KEY" in message
     assert secret not in message and secret not in repr(settings)
@@ -79,8 +81,8 @@ def test_every_stage_runs_from_the_cli_without_airflow(s3_env, site, capsys):
         "--set",
         "gate.max_volume_drop=null",
     ]
-    for stage in pipeline.STAGES:
-        assert cli.main([stage.replace("_", "-"), *common, *small]) == 0, stage
+    for stage in REGISTRY.run_stages(load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")):
+        assert cli.main([stage.name.replace("_", "-"), *common, *small]) == 0, stage.name
     capsys.readouterr()
     assert cli.main(["releases", "list", "--pair", "en-es", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)

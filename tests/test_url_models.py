@@ -15,22 +15,28 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bitextflow import pipeline, schemas
-from bitextflow.align.documents import Document, align_by_url
+from bitextflow import records
+from bitextflow.align.documents import align_by_url
+from bitextflow.catalog.checkpoints import STATE_NAME
+from bitextflow.catalog.models import list_url_versions, publish_url_models, resolve_url_models
 from bitextflow.config import load_pair_config
-from bitextflow.crawl.checkpoint import STATE_NAME
-from bitextflow.crawl.scoring import PageView, PairContext, SmartScorer, make_scorer
+from bitextflow.crawl.scoring import PageView, PairContext
+from bitextflow.crawl.smart_scorer import SmartScorer
 from bitextflow.crawl.urls import Link, parse_html
 from bitextflow.errors import StageError
-from bitextflow.models import url_models
+from bitextflow.models import url_models, url_training, url_training_data
+from bitextflow.records import Document
+from bitextflow.stages.base import RunContext
+from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.tables import write_table
+from bitextflow.text.urls import url_text
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ["intro", "setup", "usage", "faq", "about", "news", "contact", "help", "install", "upgrade"]
 PAGES = [(f"http://docs.test/{lang}/{key}.html", lang) for key in KEYS for lang in ("en", "es")]
 PAIRS = [(f"http://docs.test/en/{key}.html", f"http://docs.test/es/{key}.html") for key in KEYS]
-TINY = url_models.TrainingSettings(
+TINY = url_training.TrainingSettings(
     layers=1, trained_layers=1, max_length=32, epochs=40, batch_size=16, learning_rate=1e-3, max_steps=40, held_out_share=0.2
 )
 
@@ -47,18 +53,16 @@ def one_thread():
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("url-models")
-    url_models.train_url_models(PAGES, PAIRS, folder, TINY, required_languages=("en", "es"))
+    url_training.train_url_models(PAGES, PAIRS, folder, TINY, required_languages=("en", "es"))
     return folder
 
 
 def test_url_text_keeps_the_words_of_host_path_and_query():
-    assert (
-        url_models.url_text("https://es.example.org:8080/docs/ch01.es.html?lang=es") == "es example org docs ch01 es html lang es"
-    )
+    assert url_text("https://es.example.org:8080/docs/ch01.es.html?lang=es") == "es example org docs ch01 es html lang es"
 
 
 def test_parallel_examples_are_the_seed_negatives_around_each_positive():
-    examples = url_models.parallel_examples(PAIRS, PAGES, random.Random(0))
+    examples = url_training_data.parallel_examples(PAIRS, PAGES, random.Random(0))
     positives = [e for e in examples if e.label == 1]
     assert len(positives) == 2 * len(PAIRS) and {e.kind for e in positives} == {"positive"}
     kinds = {e.kind for e in examples if e.label == 0}
@@ -76,11 +80,11 @@ def test_parallel_examples_are_the_seed_negatives_around_each_positive():
 def test_wmt16_gold_pairs_add_url_pair_examples_from_other_sites():
     from conftest import eval_dir
 
-    gold = url_models.read_gold_pairs(eval_dir("wmt16_docalign_test_gold") / "test.pairs")
+    gold = url_training_data.read_gold_pairs(eval_dir("wmt16_docalign_test_gold") / "test.pairs")
     assert len(gold) == 2402 and all(a.startswith("http") and b.startswith("http") for a, b in gold[:50])
     # gold pairs beside a crawl's own: their URLs are in no crawl log, yet each gets the seed's negatives
     site_pages = [("http://h/en/a.html", "en"), ("http://h/es/a.html", "es"), ("http://h/es/b.html", "es")]
-    examples = url_models.parallel_examples(
+    examples = url_training_data.parallel_examples(
         [("http://h/en/a.html", "http://h/es/a.html"), *gold[:20]], site_pages, random.Random(0)
     )
     kinds = {kind: sum(e.kind == kind for e in examples) for kind in ("positive", "random_match", "max_jaccard", "monolingual")}
@@ -94,7 +98,7 @@ def test_pages_from_crawl_log_count_what_they_leave_out():
         {"url": "http://a/r", "outcome": "robots_disallowed", "status": 0, "detected_language": ""},
         {"url": "http://a/404", "outcome": "fetched", "status": 404, "detected_language": "en"},
     ]
-    pages, counts = url_models.pages_from_crawl_log(lines)
+    pages, counts = url_training_data.pages_from_crawl_log(lines)
     assert pages == [("http://a/en", "en")]
     assert counts.kept == 1 and counts.dropped == {"no_language_detected": 1, "not_downloaded": 2}
 
@@ -118,15 +122,15 @@ def test_a_tiny_model_ranks_the_other_language_first(trained):
 def test_versions_round_trip_through_s3_and_latest_picks_the_newest(trained, store, monkeypatch, tmp_path):
     monkeypatch.setenv("BITEXTFLOW_CACHE", str(tmp_path / "cache"))
     pair = "en-es-test-versions"
-    assert url_models.resolve_location("latest", store, pair) is None, "no version yet: the caller falls back"
-    first = url_models.publish_url_models(store, pair, trained)
-    second = url_models.publish_url_models(store, pair, trained)
+    assert resolve_url_models("latest", store, pair) is None, "no version yet: the caller falls back"
+    first = publish_url_models(store, pair, trained)
+    second = publish_url_models(store, pair, trained)
     assert first.endswith(f"models/{pair}/url/v1/") and second.endswith(f"models/{pair}/url/v2/")
-    assert url_models.list_versions(store, pair) == [1, 2]
-    latest = url_models.load_url_models("latest", store, pair)
+    assert list_url_versions(store, pair) == [1, 2]
+    latest = url_models.load_url_models(resolve_url_models("latest", store, pair)[0])
     assert latest is not None and latest.version == "v2"
     assert json.loads((latest.folder / url_models.METADATA_FILENAME).read_text())["pair"] == pair
-    pinned = url_models.load_url_models(first)  # an s3:// URI alone: the store comes from the environment
+    pinned = url_models.load_url_models(resolve_url_models(first)[0])  # an s3:// URI alone: the store comes from the environment
     assert pinned is not None and pinned.version == "v1"
     assert str(tmp_path / "cache") in str(pinned.folder), "versions are cached locally"
     assert pinned.language_probabilities(["http://x.test/es/a.html"], "es") == latest.language_probabilities(
@@ -134,16 +138,14 @@ def test_versions_round_trip_through_s3_and_latest_picks_the_newest(trained, sto
     )
     # a half-uploaded version (no metadata yet) is not a version
     store.put_bytes(f"models/{pair}/url/v3/language/config.json", b"{}")
-    assert url_models.list_versions(store, pair) == [1, 2]
+    assert list_url_versions(store, pair) == [1, 2]
     with pytest.raises(StageError, match="v3.*train-url-models"):
-        url_models.load_url_models(store.uri(f"models/{pair}/url/v3/"))
+        resolve_url_models(store.uri(f"models/{pair}/url/v3/"))
 
 
 def test_missing_or_corrupt_models_name_the_path_and_how_to_train(trained, tmp_path):
     with pytest.raises(StageError, match=r"/nowhere/url-models .*no such folder.*bitextflow train-url-models"):
         url_models.load_url_models("/nowhere/url-models")
-    with pytest.raises(StageError, match="/nowhere/url-models"):
-        make_scorer("smart", PairContext("en", "es"), url_models="/nowhere/url-models")
     broken = tmp_path / "broken"
     shutil.copytree(trained, broken)
     (broken / "parallel" / url_models.TRAINED_FILENAME).write_bytes(b"not safetensors")
@@ -153,7 +155,7 @@ def test_missing_or_corrupt_models_name_the_path_and_how_to_train(trained, tmp_p
     with pytest.raises(StageError, match=rf"{broken} cannot be loaded \(url-models.json"):
         url_models.load_url_models(str(broken))
     with pytest.raises(StageError, match="s3://<bucket>/models/<pair>/url/latest"):
-        url_models.load_url_models("latest")
+        resolve_url_models("latest")
 
 
 @pytest.mark.integration
@@ -174,13 +176,13 @@ def test_train_task_publishes_a_version_that_the_next_smart_crawl_uses(site, s3_
         "crawl.url_model_max_length": 32,
     }
     config = load_pair_config(ROOT / "include" / "pairs" / f"{pair_name}.yaml").with_overrides(overrides)
-    first = pipeline.RunContext(config, store, "url_models_first")
-    pipeline.run_crawl(first)
+    first = run_context(config, store, "url_models_first")
+    REGISTRY.run(first, "crawl")
     assert _strategy_used(first) == "url-rules", "no version yet: smart falls back to url-rules"
-    log = url_models.read_crawl_log(store.get_bytes(first.key("crawl", "crawl-log.jsonl.gz")))
+    log = url_training_data.read_crawl_log(store.get_bytes(first.key("crawl", "crawl-log.jsonl.gz")))
     # document pairs as align_documents finds them from these pages' URLs and languages
-    pages, _counts = url_models.pages_from_crawl_log(log)
-    documents = [Document(url, url, language) for url, language in pages]
+    pages, _counts = url_training_data.pages_from_crawl_log(log)
+    documents = [Document.of_text(url, url, language) for url, language in pages]
     pairs, _unmatched = align_by_url(documents, "en", "es")
     assert pairs, "the first 60 pages hold translated pairs"
     rows = pd.DataFrame(
@@ -198,8 +200,8 @@ def test_train_task_publishes_a_version_that_the_next_smart_crawl_uses(site, s3_
             for p in pairs
         ]  # fmt: skip
     )
-    key = write_table(store, first.key("align_documents", "docpairs-00000.parquet"), rows, schemas.DOCUMENT_PAIRS)
-    uri = pipeline.run_train_url_models(first, [key])
+    key = write_table(store, first.key("align_documents", "docpairs-00000.parquet"), rows, records.DOCUMENT_PAIRS)
+    uri = REGISTRY.run(first, "train_url_models", [key])
     assert uri == store.uri(f"models/{pair_name}/url/v1/")
     pointer = store.get_json(first.key("train_url_models", "url-models.json"))
     assert pointer["uri"] == uri and pointer["crawl_log"]["kept"] == len(pages) and pointer["crawl_log"]["in"] == len(log)
@@ -207,12 +209,12 @@ def test_train_task_publishes_a_version_that_the_next_smart_crawl_uses(site, s3_
     assert metadata["training_data"]["crawl_log"] == pointer["crawl_log"]
     assert metadata["training_data"]["pairs"] == len(pairs) and metadata["settings"]["layers"] == 1
 
-    second = pipeline.RunContext(config.with_overrides({"crawl.max_pages": 20}), store, "url_models_second")
-    pipeline.run_crawl(second)
+    second = run_context(config.with_overrides({"crawl.max_pages": 20}), store, "url_models_second")
+    REGISTRY.run(second, "crawl")
     assert _strategy_used(second) == "smart"
-    fetched = url_models.read_crawl_log(store.get_bytes(second.key("crawl", "crawl-log.jsonl.gz")))
+    fetched = url_training_data.read_crawl_log(store.get_bytes(second.key("crawl", "crawl-log.jsonl.gz")))
     assert fetched[0]["url"] == site.base_url and fetched[0]["priority"] == 1.0, "seeds first"
 
 
-def _strategy_used(ctx: pipeline.RunContext) -> str:
+def _strategy_used(ctx: RunContext) -> str:
     return json.loads(gzip.decompress(ctx.store.get_bytes(ctx.key("crawl", STATE_NAME))))["strategy_used"]

@@ -1,8 +1,9 @@
-"""``bitextflow``: run any stage, or the whole pipeline, without Airflow; list releases; run local services.
+"""``bitextflow``: run any stage, or the whole pipeline, without Airflow; list releases and pairs' status.
 
-Storage settings come from the environment (see bitextflow.storage); when none are set and the local
-services were started (``bitextflow services up``), their generated settings in ``.local/services.env``
-are used, so the commands work right after ``make demo``.
+One subcommand per stage of the registry (:mod:`bitextflow.stages.registry`). Storage settings come
+from the environment (see :mod:`bitextflow.storage`); when none are set and the local services run,
+their generated settings in ``.local/services.env`` are used (:func:`bitextflow.settings.load_services_env`),
+so the commands work right after ``make demo``.
 """
 
 from __future__ import annotations
@@ -11,49 +12,29 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from tqdm import tqdm
 
-from bitextflow import pipeline
-from bitextflow.config import PairConfig, load_pair_config
+from bitextflow.catalog.models import record_bicleaner_model
+from bitextflow.catalog.registry import registry_for
+from bitextflow.catalog.releases import list_releases, next_version
+from bitextflow.catalog.status import format_status, pair_status
+from bitextflow.config import PairConfig, discover_pair_configs, load_pair_config
 from bitextflow.errors import BitextflowError, ConfigError
-from bitextflow.storage import ObjectStore, stage_key
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-def project_home() -> Path:
-    """Where include/pairs and .local live: $BITEXTFLOW_HOME, the source checkout, or the current dir."""
-    if os.environ.get("BITEXTFLOW_HOME"):
-        return Path(os.environ["BITEXTFLOW_HOME"])
-    return PROJECT_ROOT if (PROJECT_ROOT / "include" / "pairs").is_dir() else Path.cwd()
-
-
-def load_services_env() -> None:
-    """Adopt the local services' settings unless the environment already names an endpoint.
-
-    ``BITEXTFLOW_SERVICES_ENV`` names another settings file; set it empty to never read one (tests do).
-    """
-    configured = os.environ.get("BITEXTFLOW_SERVICES_ENV")
-    if configured == "" or os.environ.get("BITEXTFLOW_S3_ENDPOINT_URL"):
-        return
-    env_file = Path(configured) if configured else project_home() / ".local" / "services.env"
-    if not env_file.is_file():
-        return
-    for line in env_file.read_text().splitlines():
-        name, sep, value = line.partition("=")
-        if sep and not name.startswith("#"):
-            os.environ.setdefault(name.strip(), value.strip())
+from bitextflow.release.build import build_release
+from bitextflow.settings import load_services_env, pairs_dir
+from bitextflow.stages.base import RunContext
+from bitextflow.stages.registry import REGISTRY, StageRegistry, run_context, run_pipeline, run_stage, stored_inputs
+from bitextflow.stages.release import release_inputs
+from bitextflow.storage import ObjectStore, StorageSettings
 
 
 def pair_config(args: argparse.Namespace) -> PairConfig:
-    pairs_dir = Path(args.pairs_dir or os.environ.get("BITEXTFLOW_PAIRS_DIR") or project_home() / "include" / "pairs")
-    config = load_pair_config(pairs_dir / f"{args.pair}.yaml")
+    config = load_pair_config(pairs_dir(args.pairs_dir) / f"{args.pair}.yaml")
     return config.with_overrides(command_overrides(args))
 
 
@@ -79,110 +60,35 @@ def command_overrides(args: argparse.Namespace) -> dict[str, object]:
     return overrides
 
 
-def _context(args: argparse.Namespace, run_id: str | None = None) -> pipeline.RunContext:
+def _context(args: argparse.Namespace, run_id: str | None = None) -> RunContext:
     config = pair_config(args)
-    store = ObjectStore.from_env(config.storage.bucket)
-    return pipeline.RunContext(config, store, run_id or args.run_id)
+    return run_context(config, ObjectStore.from_env(config.storage.bucket), run_id or args.run_id)
 
 
-# Where each stage finds its inputs when run alone: (stage folder, pattern of the input files' names).
-# Names, not suffixes: a folder also holds side outputs (rejected rows, duplicates, counts, reports).
-_SENTENCE_PAIR_SHARD = re.compile(r"^sentpairs-\d+\.parquet$")
-STAGE_INPUTS: dict[str, tuple[str, re.Pattern[str]]] = {
-    "extract": ("crawl", re.compile(r"\.warc\.gz$")),
-    "gate_documents": ("extract", re.compile(r"\.documents\.parquet$")),
-    "align_documents": ("extract", re.compile(r"\.documents\.parquet$")),
-    "align_sentences": ("align_documents", re.compile(r"^docpairs-\d+\.parquet$")),
-    "score": ("align_sentences", _SENTENCE_PAIR_SHARD),
-    "classify": ("score", _SENTENCE_PAIR_SHARD),
-    "gate": ("classify", _SENTENCE_PAIR_SHARD),
-    "release": ("gate", re.compile(r"^sentence_pairs\.parquet$")),
-}
+def _new_run_id() -> str:
+    return "cli__" + datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
 
 
-def stage_inputs(ctx: pipeline.RunContext, stage: str) -> list[str]:
-    folder, name = STAGE_INPUTS[stage]
-    prefix = stage_key(ctx.config.pair, ctx.run_id, folder, "")
-    keys = [key for key in ctx.store.list_keys(prefix) if "/" not in key[len(prefix) :] and name.search(key[len(prefix) :])]
-    if not keys:
-        raise BitextflowError(
-            f"no {folder} output for run {ctx.run_id!r} of {ctx.config.pair}; run `bitextflow {folder.replace('_', '-')}` first"
-        )
-    return keys
-
-
-def _mapped(
-    run: Callable[[pipeline.RunContext, str], str], ctx: pipeline.RunContext, keys: Sequence[str], stage: str
-) -> list[str]:
-    return [run(ctx, key) for key in tqdm(keys, desc=stage, unit="shard", file=sys.stderr)]
-
-
-def run_stage(ctx: pipeline.RunContext, stage: str, inputs: list[str] | None = None) -> object:
-    """Run one stage on its inputs (found in storage when not given); returns its output keys."""
-    if stage == "crawl":
-        return pipeline.run_crawl(ctx)
-    if stage == "train_domain":
-        from bitextflow.classify.train import train_domain
-
-        return train_domain(ctx.config, ctx.store, run_id=ctx.run_id).summary()
-    keys = inputs if inputs is not None else stage_inputs(ctx, stage)
-    mapped = {
-        "extract": pipeline.run_extract,
-        "align_sentences": pipeline.run_align_sentences,
-        "score": pipeline.run_score,
-        "classify": pipeline.run_classify,
-    }
-    if stage in mapped:
-        return _mapped(mapped[stage], ctx, keys, stage)
-    if stage == "gate_documents":
-        return pipeline.run_gate_documents(ctx, keys)
-    if stage == "align_documents":
-        return pipeline.run_align_documents(ctx, keys)
-    if stage == "gate":
-        return pipeline.run_gate(ctx, keys)
-    return pipeline.run_release(ctx, keys[0])
+def _progress(keys: Sequence[str], stage: str) -> Sequence[str]:
+    return tqdm(keys, desc=stage, unit="shard", file=sys.stderr)
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-    outputs = run_stage(_context(args), args.stage)
-    print(json.dumps(outputs, indent=2))
-    return 0
-
-
-def cmd_train_domain(args: argparse.Namespace) -> int:
-    from bitextflow.classify.train import train_domain, with_training
-
-    ctx = _context(args, args.run_id or "cli__" + datetime.now(UTC).strftime("%Y%m%dT%H%M%S"))
-    config = with_training(ctx.config, kind=args.kind, data=args.data)
-    trained = train_domain(config, ctx.store, out_dir=args.out, publish=not args.no_publish, run_id=ctx.run_id)
-    print(json.dumps(trained.summary(), indent=2))
-    return 0
-
-
-def cmd_train_url_models(args: argparse.Namespace) -> int:
-    ctx = _context(args)
-    document_pairs = stage_inputs(ctx, "align_sentences")
-    print(pipeline.run_train_url_models(ctx, document_pairs))
+    ctx = _context(args, args.run_id or _new_run_id())
+    stage = REGISTRY.get(args.stage)
+    print(json.dumps(run_stage(ctx, stage, stored_inputs(ctx, stage), _progress, vars(args)), indent=2))
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    run_id = args.run_id or "cli__" + datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    ctx = _context(args, run_id)
-    outputs: object = None
-    for stage in pipeline.STAGES:
-        outputs = run_stage(ctx, stage, None if stage == "crawl" else _as_list(outputs))
-    print(json.dumps(outputs, indent=2))
+    """Every stage of a run in order, each on the outputs of the stage it reads."""
+    ctx = _context(args, args.run_id or _new_run_id())
+    outputs = run_pipeline(ctx, progress=_progress)
+    print(json.dumps(list(outputs.values())[-1], indent=2))
     return 0
 
 
-def _as_list(outputs: object) -> list[str]:
-    return list(outputs) if isinstance(outputs, list) else [str(outputs)]
-
-
 def cmd_releases_list(args: argparse.Namespace) -> int:
-    from bitextflow.release import list_releases
-
     config = pair_config(args)
     releases = [info.to_dict() for info in list_releases(ObjectStore.from_env(config.storage.bucket), config.pair)]
     if args.json:
@@ -195,11 +101,9 @@ def cmd_releases_list(args: argparse.Namespace) -> int:
 
 def cmd_releases_build(args: argparse.Namespace) -> int:
     """Rebuild a run's release files locally from its stage outputs (what `dvc repro` runs)."""
-    from bitextflow.release import build_release, next_version
-
     ctx = _context(args)
     version, _ = next_version(ctx.store, ctx.config.pair, ctx.run_id)
-    inputs = pipeline.release_inputs(ctx, stage_inputs(ctx, "release")[0])
+    inputs = release_inputs(ctx, stored_inputs(ctx, REGISTRY.get("release"))[0])
     paths = build_release(Path(args.out), ctx.config.pair, version, *inputs)
     print(json.dumps({"version": version, "files": [str(p) for p in paths]}, indent=2))
     return 0
@@ -207,9 +111,6 @@ def cmd_releases_build(args: argparse.Namespace) -> int:
 
 def cmd_releases_record(args: argparse.Namespace) -> int:
     """Record a published release in the DVC registry (a retry, or a release published without it)."""
-    from bitextflow.release import list_releases
-    from bitextflow.release.registry import registry_for
-
     config = pair_config(args)
     store = ObjectStore.from_env(config.storage.bucket)
     releases = {info.version: info for info in list_releases(store, config.pair)}
@@ -224,18 +125,20 @@ def cmd_releases_record(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from bitextflow.config import discover_pair_configs
-    from bitextflow.release.registry import registry_for
-    from bitextflow.release.status import format_status, pair_status
-
-    pairs_dir = Path(args.pairs_dir or os.environ.get("BITEXTFLOW_PAIRS_DIR") or project_home() / "include" / "pairs")
     statuses = []
-    for path in discover_pair_configs(pairs_dir):
+    for path in discover_pair_configs(pairs_dir(args.pairs_dir)):
         config = load_pair_config(path)
         store = ObjectStore.from_env(config.storage.bucket)
         tags = registry_for(config, store.settings).tags() if config.release.record_in_registry else None
-        statuses.append(pair_status(store, config, tags))
+        statuses.append(pair_status(store, config, REGISTRY.names(), tags))
     print(json.dumps(statuses, indent=2) if args.json else format_status(statuses))
+    return 0
+
+
+def cmd_models_record_bicleaner(args: argparse.Namespace) -> int:
+    config = pair_config(args)
+    entry = record_bicleaner_model(config, StorageSettings.from_env())
+    print(f"{config.pair}: {'recorded' if entry.recorded else 'already recorded'}; fetch with `{entry.get_command}`")
     return 0
 
 
@@ -246,16 +149,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_services(args: argparse.Namespace) -> int:
-    from bitextflow.services import stack
-
-    return stack.main(args.action, project_home())
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(registry: StageRegistry = REGISTRY) -> argparse.ArgumentParser:
+    """The command line: one command per stage of ``registry``, then releases, models, status and validate."""
     parser = argparse.ArgumentParser(
         prog="bitextflow",
-        description="Build domain-specific parallel corpora from the web. Stages, in order: " + " -> ".join(pipeline.STAGES),
+        description="Build domain-specific parallel corpora from the web. Stages, in order: " + " -> ".join(registry.names()),
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors (no progress)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -268,27 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
             "--overrides", metavar="JSON", help='override options with a JSON object {"section.field": value} (--set wins)'
         )
 
-    for stage in pipeline.STAGES:
-        p = sub.add_parser(stage.replace("_", "-"), help=f"run the {stage} stage of one run")
+    for stage in registry:
+        p = sub.add_parser(stage.name.replace("_", "-"), help=stage.help or f"run the {stage.name} stage of one run")
         pair_options(p)
-        p.add_argument("--run-id", required=True, help="run whose earlier stage outputs to read")
-        p.set_defaults(func=cmd_stage, stage=stage)
-
-    p = sub.add_parser(
-        "train-domain", help="train the pair's domain classifier (domain.training) and publish it as models/<pair>/domain/v<N>/"
-    )
-    pair_options(p)
-    p.add_argument("--run-id", help="recorded in the model's metadata (default: cli__<UTC timestamp>)")
-    p.add_argument("--kind", choices=["svm", "transformer"], help="model kind (default: domain.training.kind)")
-    p.add_argument("--data", help="labelled sentences, JSONL path or s3://bucket/key (default: domain.training.data)")
-    p.add_argument("--out", type=Path, help="model folder to write (default: a temporary folder)")
-    p.add_argument("--no-publish", action="store_true", help="do not upload the model to the object store")
-    p.set_defaults(func=cmd_train_domain, stage="train_domain")
-
-    p = sub.add_parser("train-url-models", help="train the smart strategy's URL models on one run; publish a version")
-    pair_options(p)
-    p.add_argument("--run-id", required=True, help="run whose crawl log and document pairs to train on")
-    p.set_defaults(func=cmd_train_url_models)
+        if stage.partitioning == "model":
+            p.add_argument("--run-id", help="recorded in the model's metadata (default: cli__<UTC timestamp>)")
+        else:
+            p.add_argument("--run-id", required=True, help="run whose earlier stage outputs to read")
+        stage.add_arguments(p)
+        p.set_defaults(func=cmd_stage, stage=stage.name)
 
     p = sub.add_parser("run", help="run every stage in order, without Airflow")
     pair_options(p)
@@ -319,9 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", type=Path)
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("services", help="local S3 (SeaweedFS), site and Airflow for the demo")
-    p.add_argument("action", choices=["up", "down", "status"])
-    p.set_defaults(func=cmd_services)
+    models = sub.add_parser("models", help="models the stages use").add_subparsers(dest="action", required=True)
+    p = models.add_parser(
+        "record-bicleaner", help="record a pair's bicleaner-ai model in its DVC registry (model-bicleaner-<pair>-v<N>)"
+    )
+    pair_options(p)
+    p.set_defaults(func=cmd_models_record_bicleaner)
     return parser
 
 

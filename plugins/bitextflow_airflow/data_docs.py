@@ -1,6 +1,6 @@
 """The API server route that shows a gate's Data Docs: ``/bitextflow/data-docs/<bucket>/<key>``.
 
-Data Docs are static HTML in S3 (see :func:`bitextflow.pipeline.judge`); serving them through the
+Data Docs are static HTML in S3 (see :func:`bitextflow.stages.gating.judge`); serving them through the
 API server lets the "Data Docs" button of a gate task open them in the browser with the server's own
 S3 connection, instead of handing out credentials or presigned URLs. Only keys inside a run's
 ``gate/data_docs/`` folder are served: the route is a window on quality reports, not on the corpus.

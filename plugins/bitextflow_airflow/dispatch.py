@@ -2,9 +2,9 @@
 
 ``gpu_step("score", config)`` inside a DAG gives, by ``config.gpu.mode``:
 
-- ``in-process``: a TaskFlow task that parses the step's command with the ``bitextflow`` CLI's own
-  parser and runs it through the CLI's entry point (:func:`bitextflow.cli.run_stage`) in the worker,
-  with the DAG's pair config, the run's ``overrides`` param and the Airflow S3 connection;
+- ``in-process``: a TaskFlow task that runs the stage from the registry in the worker over every
+  input shard of the run (as its command would), with the DAG's pair config, the run's ``overrides``
+  param and the Airflow S3 connection;
 - ``kubernetes``: a ``KubernetesPodOperator`` running the same command
   (``bitextflow <stage> --pair <pair> --run-id {{ run_id }} --overrides <the run's overrides param>``)
   in ``gpu.image``, with an
@@ -12,18 +12,18 @@
   from the Kubernetes secret ``gpu.s3_secret`` (secret references only: no credential is ever
   written into the pod spec).
 
-Both paths build their argument list with :func:`step_command`, so they cannot drift apart. See
-docs/gpu.md for switching a pair to Kubernetes and for what the pod looks like.
+Both paths run the same registry stage (the pod through the ``bitextflow`` CLI, which iterates the same
+registry). See docs/gpu.md for switching a pair to Kubernetes and for what the pod looks like.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from typing import Any
 
 from bitextflow.config import GpuDispatchConfig, PairConfig
 from bitextflow.errors import ConfigError
+from bitextflow.stages.registry import REGISTRY, run_context, run_stage, stored_inputs
+from bitextflow.storage import ObjectStore
 
 EXECUTABLE = "bitextflow"
 RUN_ID_TEMPLATE = "{{ run_id }}"
@@ -40,85 +40,58 @@ S3_SECRET_KEYS: dict[str, bool] = {
 POD_ENV = {"BITEXTFLOW_SERVICES_ENV": "", "GX_ANALYTICS_ENABLED": "false"}
 
 
-def step_command(
-    stage: str, config: PairConfig, run_id: str = RUN_ID_TEMPLATE, overrides: str = OVERRIDES_TEMPLATE, args: Sequence[str] = ()
-) -> list[str]:
-    """The command of one step: ``bitextflow <stage> --pair <pair> --run-id <run_id> --overrides <json> [args]``."""
-    from bitextflow import pipeline
-
-    if stage not in (*pipeline.STAGES, *pipeline.MODEL_STEPS):
-        raise ConfigError(f"unknown step {stage!r}; steps: {', '.join((*pipeline.STAGES, *pipeline.MODEL_STEPS))}")
-    return [EXECUTABLE, stage.replace("_", "-"), "--pair", config.pair, "--run-id", run_id, "--overrides", overrides, *args]
+def step_command(stage: str, config: PairConfig, run_id: str = RUN_ID_TEMPLATE, overrides: str = OVERRIDES_TEMPLATE) -> list[str]:
+    """The command of one step: ``bitextflow <stage> --pair <pair> --run-id <run_id> --overrides <json>``."""
+    REGISTRY.get(stage)  # an unknown stage is one clear error, at DAG parse time
+    return [EXECUTABLE, stage.replace("_", "-"), "--pair", config.pair, "--run-id", run_id, "--overrides", overrides]
 
 
-def gpu_step(
-    stage: str,
-    config: PairConfig,
-    *,
-    args: Sequence[str] = (),
-    task_id: str | None = None,
-    **operator_kwargs: Any,
-) -> Any:
+def gpu_step(stage: str, config: PairConfig, *, task_id: str | None = None, **operator_kwargs: Any) -> Any:
     """The operator that runs ``stage`` for ``config`` where ``config.gpu.mode`` says; call it in a DAG.
 
-    ``args`` are extra CLI arguments (e.g. ``["--set", "score.max_length_ratio=2"]``), passed to both
-    paths alike; ``operator_kwargs`` go to the operator (retries, pool, ...). Returns the operator
-    (a TaskFlow task's operator in-process, a ``KubernetesPodOperator`` otherwise): chain it with ``>>``.
+    ``operator_kwargs`` go to the operator (retries, pool, ...). Returns the operator (a TaskFlow
+    task's operator in-process, a ``KubernetesPodOperator`` otherwise): chain it with ``>>``.
     """
-    step_command(stage, config, args=args)  # an unknown stage fails at DAG parse time, on both paths
+    step_command(stage, config)
     task_id = task_id or stage
     if config.gpu.mode == "kubernetes":
-        return pod_operator(stage, config, args=args, task_id=task_id, **operator_kwargs)
-    return _in_process_task(stage, config, args, task_id, operator_kwargs)
+        return pod_operator(stage, config, task_id=task_id, **operator_kwargs)
+    return _in_process_task(stage, config, task_id, operator_kwargs)
 
 
-def _in_process_task(stage: str, config: PairConfig, args: Sequence[str], task_id: str, operator_kwargs: dict) -> Any:
+def _in_process_task(stage: str, config: PairConfig, task_id: str, operator_kwargs: dict) -> Any:
     from airflow.sdk import task
 
     @task(task_id=task_id, **operator_kwargs)
     def run_step(**context: Any) -> object:
         overrides = (context.get("params") or {}).get("overrides") or {}
-        return run_in_process(stage, config, context["run_id"], args, overrides)
+        return run_in_process(stage, config, context["run_id"], overrides)
 
     return run_step().operator
 
 
 def run_in_process(
-    stage: str,
-    config: PairConfig,
-    run_id: str,
-    args: Sequence[str] = (),
-    overrides: dict[str, Any] | None = None,
-    store: Any = None,
+    stage: str, config: PairConfig, run_id: str, overrides: dict[str, Any] | None = None, store: ObjectStore | None = None
 ) -> object:
-    """Run the step's command in this process: the CLI parses it, :func:`bitextflow.cli.run_stage` runs it.
+    """Run the step in this process as its command would: every input shard of the run (found in the store),
+    with the DAG's config (not a file looked up again) and the run's ``overrides``; ``store`` defaults to
+    the Airflow S3 connection (or the environment)."""
+    from bitextflow_airflow.storage import object_store
 
-    The config is the DAG's (not a file looked up again), with the command's ``--overrides`` (the run's
-    ``overrides`` param) and ``--set`` values applied as the CLI applies them; ``store`` defaults to
-    the Airflow S3 connection (or the environment).
-    """
-    from bitextflow import cli, pipeline
-
-    argv = step_command(stage, config, run_id, json.dumps(overrides or {}), args)
-    parsed = cli.build_parser().parse_args(argv[1:])
-    effective = config.with_overrides(cli.command_overrides(parsed))
-    if store is None:
-        from bitextflow_airflow.storage import object_store
-
-        store = object_store(effective.storage.bucket)
-    return cli.run_stage(pipeline.RunContext(effective, store, parsed.run_id), parsed.stage)
+    effective = config.with_overrides(overrides or {})
+    ctx = run_context(effective, store or object_store(effective.storage.bucket), run_id)
+    step = REGISTRY.get(stage)
+    return run_stage(ctx, step, stored_inputs(ctx, step))
 
 
-def pod_operator(
-    stage: str, config: PairConfig, *, args: Sequence[str] = (), task_id: str | None = None, **operator_kwargs: Any
-) -> Any:
+def pod_operator(stage: str, config: PairConfig, *, task_id: str | None = None, **operator_kwargs: Any) -> Any:
     """A ``KubernetesPodOperator`` running the step's command with ``config.gpu``'s image and placement."""
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 
     gpu = config.gpu
     if not gpu.image:
         raise ConfigError(f"{config.pair}: gpu.image is empty; set it to the GPU worker image (docker/gpu-worker.Dockerfile)")
-    executable, *arguments = step_command(stage, config, args=args)
+    executable, *arguments = step_command(stage, config)
     defaults: dict[str, Any] = {
         "startup_timeout_seconds": 900,  # a GPU node may have to be provisioned first
         "on_finish_action": "delete_succeeded_pod",  # failed pods stay for `kubectl logs/describe`

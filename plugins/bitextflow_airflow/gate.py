@@ -1,26 +1,24 @@
 """Gate tasks with a "Data Docs" button: each gate task links to the Data Docs its suites rendered.
 
-The gates themselves live in :mod:`bitextflow.quality` and :func:`bitextflow.pipeline.judge`; this
-module only adds the link. ``@gate_task(bucket=..., pair=..., gate=...)`` is ``@task`` plus an operator
-extra link, and a failed gate fails the task at once (no retries: the data will not change), while
-storage errors are retried like in any task; Airflow computes the link when the task finishes (failed ones included, which is when it is
-wanted most) and the UI shows it on the task instance. It points at the API server's
+The gates themselves live in :mod:`bitextflow.quality` and :func:`bitextflow.stages.gating.judge`; this
+module adds the link and the verdict's handling. :class:`GateOperator` is a ``PythonOperator`` with an
+operator extra link: Airflow computes the link when the task finishes (failed ones included, which is
+when it is wanted most) and the UI shows it on the task instance. It points at the API server's
 ``/bitextflow/data-docs/`` route (:mod:`bitextflow_airflow.data_docs`), which streams the pages from S3,
-so no credential or expiring signature ends up in the link.
+so no credential or expiring signature ends up in the link. A failed gate fails the task at once (no
+retries: the data will not change), while storage errors are retried like in any task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from airflow.providers.standard.decorators.python import _PythonDecoratedOperator
+from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import BaseOperatorLink
-from airflow.sdk.bases.decorator import task_decorator_factory
 from airflow.sdk.exceptions import AirflowFailException
 
 from bitextflow.errors import GateFailed
-from bitextflow.pipeline import data_docs_key
+from bitextflow.storage.layout import data_docs_key
 
 DATA_DOCS_ROUTE = "/bitextflow/data-docs"
 
@@ -37,22 +35,18 @@ class DataDocsLink(BaseOperatorLink):
         return data_docs_url(operator.bucket, operator.pair, ti_key.run_id, operator.gate)
 
 
-class _GateOperator(_PythonDecoratedOperator):
+class GateOperator(PythonOperator):
+    """A ``PythonOperator`` for a gate: ``bucket``, ``pair`` and ``gate`` (the name given to ``judge``) make its link."""
+
     operator_extra_links = (DataDocsLink(),)
-    custom_operator_name = "@gate_task"
 
     def __init__(self, *, bucket: str, pair: str, gate: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.bucket, self.pair, self.gate = bucket, pair, gate
 
-    def execute(self, context: Any) -> Any:
+    def execute_callable(self) -> Any:
         # A failed expectation is not transient: fail without the retries that S3 hiccups deserve.
         try:
-            return super().execute(context)
+            return super().execute_callable()
         except GateFailed as exc:
             raise AirflowFailException(str(exc)) from None
-
-
-def gate_task(python_callable: Callable | None = None, **kwargs: Any) -> Any:
-    """``@task`` for a gate: takes ``bucket``, ``pair`` and ``gate`` (the name given to ``pipeline.judge``)."""
-    return task_decorator_factory(python_callable=python_callable, decorated_operator_class=_GateOperator, **kwargs)

@@ -1,8 +1,9 @@
-"""One DAG per pair config: the stages of bitextflow.pipeline as tasks, mapped over shards.
+"""One DAG per pair config: the stages of the registry as tasks, each on the outputs of the stage it reads.
 
-crawl -> extract[warc shard] -> gate_documents -> align_documents -> align_sentences[document-pair shard]
-      -> score[shard] -> classify[shard] -> gate -> release
-Shard keys travel as XCom; the data itself stays in S3.
+A ``shard`` stage is mapped over its input shards, a ``run`` stage is one task; a stage with an
+external step (bicleaner-ai) becomes prepare -> step -> finish per shard (:mod:`.external`); a stage
+that runs on a GPU is one step for all shards plus a mapped check of each output (:mod:`.dispatch`).
+Shard keys travel as XCom; the data itself stays in S3. The shape depends on the pair config alone.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Any
 
 from airflow.sdk import DAG, Asset, Param, task
 
-from bitextflow import pipeline
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
-from bitextflow_airflow.bicleaner import scored_shards
-from bitextflow_airflow.classify_step import classified_shards, runs_as_gpu_step
-from bitextflow_airflow.gate import gate_task
+from bitextflow.stages.base import RunContext, Stage
+from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, run_context
+from bitextflow_airflow.dispatch import gpu_step
+from bitextflow_airflow.external import external_step_tasks
+from bitextflow_airflow.gate import GateOperator
 from bitextflow_airflow.storage import object_store
 
 DOC_MD = """
@@ -32,7 +34,8 @@ Each task logs its counts (in, kept, dropped by reason) and shows them in its XC
 """
 
 
-def _context(config: PairConfig, context: dict[str, Any]) -> pipeline.RunContext:
+def task_context(config: PairConfig, context: dict[str, Any], registry: StageRegistry = REGISTRY) -> RunContext:
+    """The run context of a task: the DAG's config with the run's ``overrides`` param, the Airflow S3 connection."""
     overrides = (context.get("params") or {}).get("overrides") or {}
     effective = config.with_overrides(overrides)
     ti = context["ti"]
@@ -41,28 +44,71 @@ def _context(config: PairConfig, context: dict[str, Any]) -> pipeline.RunContext
         # XCom is the task instance's own record: the UI's XCom tab lists in/kept/dropped per shard.
         ti.xcom_push(key=f"counts.{shard}", value=counts.to_dict())
 
-    return pipeline.RunContext(effective, object_store(effective.storage.bucket), context["run_id"], on_counts=show_counts)
+    return run_context(effective, object_store(effective.storage.bucket), context["run_id"], show_counts, registry)
 
 
-def stage_assets(config: PairConfig) -> dict[str, Asset]:
+def stage_assets(config: PairConfig, registry: StageRegistry = REGISTRY) -> dict[str, Asset]:
     """The assets a pair's run updates, so other DAGs can be scheduled on them (data-aware scheduling).
 
     Each asset event's ``extra`` names the run and the objects it wrote.
     """
     bucket, pair = config.storage.bucket, config.pair
-    assets = {stage: Asset(name=f"bitextflow.{pair}.{stage}", uri=f"s3://{bucket}/{pair}/{stage}") for stage in _ASSET_STAGES}
-    assets["release"] = Asset(name=f"bitextflow.{pair}.release", uri=f"s3://{bucket}/releases/{pair}")
+    assets = {}
+    for stage in registry:
+        if stage.asset:
+            where = f"releases/{pair}" if stage.asset == "release" else f"{pair}/{stage.asset}"
+            assets[stage.name] = Asset(name=f"bitextflow.{pair}.{stage.asset}", uri=f"s3://{bucket}/{where}")
     return assets
 
 
-_ASSET_STAGES = ("documents", "document_pairs", "sentence_pairs")
+def _stage_callable(stage: type[Stage], config: PairConfig, registry: StageRegistry, asset: Asset | None) -> Any:
+    """The function a task of ``stage`` runs: setup, run, then announce the asset it updated."""
+
+    def run_task(inputs: Any = (), **context: Any) -> Any:
+        instance = stage(task_context(config, context, registry))
+        instance.setup()
+        written = instance.run(inputs if stage.partitioning == "shard" else as_inputs(inputs))
+        if asset is not None:
+            context["outlet_events"][asset].extra = {"run_id": context["run_id"], "written": written}
+        return written
+
+    run_task.__name__ = stage.name
+    return run_task
 
 
-def _announce(context: dict[str, Any], asset: Asset, run_id: str, written: Any) -> None:
-    context["outlet_events"][asset].extra = {"run_id": run_id, "written": written}
+def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, registry: StageRegistry, assets: dict) -> Any:
+    """Add ``stage``'s tasks to ``dag`` after ``upstream`` (an XComArg of the stage it reads, or None); returns its outputs."""
+    if stage.runs_on_gpu(config):
+        step = gpu_step(stage.name, config)
+
+        @task(task_id=f"{stage.name}_outputs", max_active_tis_per_dagrun=stage.resources.concurrency)
+        def outputs(input_key: str, **context: Any) -> str:
+            return stage(task_context(config, context, registry)).output_key(input_key)
+
+        keys = outputs.expand(input_key=upstream)
+        upstream >> step >> keys
+        return keys
+    external = stage.external_step(config)
+    if external is not None:
+        return external_step_tasks(stage, external, config, upstream, lambda context: task_context(config, context, registry))
+    asset = assets.get(stage.name)
+    outlets = [asset] if asset is not None else []
+    function = _stage_callable(stage, config, registry, asset)
+    if stage.gate:
+        operator = GateOperator(
+            task_id=stage.name, python_callable=function, op_args=[upstream] if upstream is not None else [],
+            outlets=outlets, bucket=config.storage.bucket, pair=config.pair, gate=stage.gate, dag=dag,
+        )  # fmt: skip
+        return operator.output
+    decorated = task(function, task_id=stage.name, outlets=outlets, max_active_tis_per_dagrun=stage.resources.concurrency)
+    if upstream is None:
+        return decorated()
+    if stage.partitioning == "shard":
+        return decorated.expand(inputs=upstream)
+    return decorated(upstream)
 
 
-def build_pair_dag(config: PairConfig, config_path: Path) -> DAG:
+def build_pair_dag(config: PairConfig, config_path: Path, registry: StageRegistry = REGISTRY) -> DAG:
     # Retries ride out a storage or network outage: waits of at least 15, 30 and 60 s (Airflow's
     # exponential backoff adds up to as much again), so an S3 endpoint down for 90 s loses nothing.
     default_args = {
@@ -84,70 +130,9 @@ def build_pair_dag(config: PairConfig, config_path: Path) -> DAG:
         params={"overrides": Param({}, type="object", description="section.field -> value, for this run only")},
         doc_md=DOC_MD.format(pair=config.pair, path=config_path.name),
     ) as dag:
-        assets = stage_assets(config)
-
-        @task
-        def crawl(**context: Any) -> list[str]:
-            return pipeline.run_crawl(_context(config, context))
-
-        @task(max_active_tis_per_dagrun=4)
-        def extract(warc_key: str, **context: Any) -> str:
-            return pipeline.run_extract(_context(config, context), warc_key)
-
-        @task(outlets=[assets["document_pairs"]])
-        def align_documents(documents_keys: list[str], **context: Any) -> list[str]:
-            pairs = pipeline.run_align_documents(_context(config, context), list(documents_keys))
-            _announce(context, assets["document_pairs"], context["run_id"], pairs)
-            return pairs
-
-        @task(max_active_tis_per_dagrun=4)
-        def align_sentences(document_pairs_key: str, **context: Any) -> str:
-            return pipeline.run_align_sentences(_context(config, context), document_pairs_key)
-
-        @task(max_active_tis_per_dagrun=4)
-        def score(sentence_pairs_key: str, **context: Any) -> str:
-            return pipeline.run_score(_context(config, context), sentence_pairs_key)
-
-        @task(max_active_tis_per_dagrun=4)
-        def classify(scored_key: str, **context: Any) -> str:
-            return pipeline.run_classify(_context(config, context), scored_key)
-
-        @gate_task(bucket=config.storage.bucket, pair=config.pair, gate="documents", outlets=[assets["documents"]])
-        def gate_documents(documents_keys: list[str], **context: Any) -> list[str]:
-            judged = pipeline.run_gate_documents(_context(config, context), list(documents_keys))
-            _announce(context, assets["documents"], context["run_id"], judged)
-            return judged
-
-        @gate_task(bucket=config.storage.bucket, pair=config.pair, gate="sentence_pairs", outlets=[assets["sentence_pairs"]])
-        def gate(classified_keys: list[str], **context: Any) -> str:
-            gated = pipeline.run_gate(_context(config, context), list(classified_keys))
-            _announce(context, assets["sentence_pairs"], context["run_id"], gated)
-            return gated
-
-        @gate_task(bucket=config.storage.bucket, pair=config.pair, gate="release", outlets=[assets["release"]])
-        def release(gated_key: str, **context: Any) -> dict[str, Any]:
-            info = pipeline.run_release(_context(config, context), gated_key)
-            _announce(context, assets["release"], context["run_id"], info)
-            return info
-
-        warcs = crawl()
-        documents = extract.expand(warc_key=warcs)
-        document_pairs = align_documents(gate_documents(documents))
-        if config.crawl.train_url_models:  # beside the corpus branch: the next run's smart crawl uses the version
-
-            @task
-            def train_url_models(document_pairs_keys: list[str], **context: Any) -> str:
-                return pipeline.run_train_url_models(_context(config, context), list(document_pairs_keys))
-
-            train_url_models(document_pairs)
-        sentence_pairs = align_sentences.expand(document_pairs_key=document_pairs)
-        if pipeline.bicleaner_enabled(config):  # score_rules -> bicleaner (its own environment) -> score
-            scored = scored_shards(config, sentence_pairs, _context)
-        else:
-            scored = score.expand(sentence_pairs_key=sentence_pairs)
-        if runs_as_gpu_step(config):  # a domain classifier: one GPU step (worker or pod) for the run's shards
-            classified = classified_shards(config, scored, _context)
-        else:
-            classified = classify.expand(scored_key=scored)
-        release(gate(classified))
+        assets = stage_assets(config, registry)
+        outputs: dict[str, Any] = {}
+        for stage in registry.run_stages(config):
+            upstream = outputs[stage.after] if stage.after else None
+            outputs[stage.name] = add_stage(dag, stage, config, upstream, registry, assets)
     return dag

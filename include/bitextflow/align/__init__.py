@@ -7,16 +7,12 @@ dictionary + length, with bilingual dictionaries built from Debian packages by :
 :mod:`.evaluation` scores sentence alignments against gold beads for tests and benchmarks.
 """
 
-from bitextflow.align.documents import Document, DocumentPair, align_by_url, normalise_language, url_key
+from bitextflow.align.documents import align_by_url
 from bitextflow.align.sentences import Bead, align_sentences, sentence_pairs
 
 __all__ = [
     "Bead",
-    "Document",
-    "DocumentPair",
     "align_by_url",
     "align_sentences",
-    "normalise_language",
     "sentence_pairs",
-    "url_key",
 ]

@@ -11,7 +11,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from scipy import sparse
 
-from bitextflow.align.documents import Document, site_key
+from bitextflow.records import Document
+from bitextflow.text.urls import site_key
 
 #: Similarity cells computed at once (rows of side a x all of side b): bounds memory, not the result.
 CHUNK_CELLS = 4_000_000
@@ -31,7 +32,7 @@ def by_site(docs_a: Sequence[Document], docs_b: Sequence[Document]) -> Iterator[
 
 def text_length(document: Document) -> int:
     """Characters of the document's title and main paragraphs."""
-    return sum(len(text) for _type, text in document.paragraphs)
+    return sum(len(text) for _type, text in document.content_paragraphs)
 
 
 def top_k_similar(

@@ -26,15 +26,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from bitextflow.align.content import EMBEDDINGS_METHOD, TFIDF_METHOD, embedding_pairs, tfidf_pairs
 from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
 from bitextflow.align.documents import METHOD as URL_METHOD
-from bitextflow.align.documents import Document, DocumentPair, normalise_language, url_matches
+from bitextflow.align.documents import url_matches
 from bitextflow.align.embedding import Encoder
 from bitextflow.align.structure import IMAGES_METHOD, STRUCTURE_METHOD, image_pairs, structure_pairs
 from bitextflow.config import AlignConfig
+from bitextflow.records import Document, DocumentPair
+from bitextflow.text.languages import normalise_language
 
 #: In the order of the default priority: precise and cheap first, images last (site icons mislead them).
 DOCUMENT_METHODS = (URL_METHOD, TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHOD, IMAGES_METHOD)
@@ -108,7 +109,7 @@ def align_documents(
             continue
         if doc.doc_id in url_reasons and url_reasons[doc.doc_id] == "other_language":
             reason = "other_language"
-        elif content_methods and not any(text.strip() for _type, text in doc.paragraphs):
+        elif content_methods and not any(text.strip() for _type, text in doc.content_paragraphs):
             reason = "empty_document"
         elif URL_METHOD in methods and doc.doc_id in url_reasons:
             reason = url_reasons[doc.doc_id]
@@ -129,14 +130,6 @@ def competitive_linking(proposals: Sequence[Sequence[DocumentPair]]) -> list[Doc
                 paired.update((pair.doc_id_a, pair.doc_id_b))
                 pairs.append(pair)
     return sorted(pairs, key=lambda p: (p.url_a, p.url_b))
-
-
-def document_from_row(row: Any) -> Document:
-    """The alignment view of a row of the documents table (:data:`bitextflow.schemas.DOCUMENTS`):
-    title and main paragraphs (boilerplate left out) and image names."""
-    paragraphs = () if row.paragraphs is None else tuple((p["type"], p["text"]) for p in row.paragraphs if not p["boilerplate"])
-    images = getattr(row, "images", None)
-    return Document(row.doc_id, row.url, row.language, paragraphs, () if images is None else tuple(images))
 
 
 def align_configured(

@@ -9,7 +9,7 @@
   dictionary still pairs documents by shared names and numbers. Words are folded and prefix-stemmed
   as in the Hunalign-style sentence aligner. IDF is fitted per site on both sides.
 - **Embeddings**: a document is the mean of the multilingual sentence embeddings of its title and
-  first main paragraphs (DESIGN.md section 5: multilingual-e5-small), compared by cosine after
+  first main paragraphs (the project's multilingual-e5-small encoder), compared by cosine after
   removing each language's mean vector (Libovický, Rosa and Fraser 2020, "On the language neutrality
   of pre-trained multilingual representations", Findings of EMNLP). Raw mean embeddings of e5 are
   all alike (cosine 0.93 to 0.99 between any two pages of the local site, right pair or not);
@@ -30,9 +30,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from bitextflow.align.candidates import by_site, top_k_similar
 from bitextflow.align.dictionary import BilingualDictionary
-from bitextflow.align.documents import Document, DocumentPair, normalise_language
 from bitextflow.align.embedding import Encoder
 from bitextflow.align.lexical import WordTranslations, matches_itself, word_translations, words
+from bitextflow.records import Document, DocumentPair
+from bitextflow.text.languages import normalise_language
 
 TFIDF_METHOD = "tfidf"
 EMBEDDINGS_METHOD = "embeddings"
@@ -83,13 +84,16 @@ def tfidf_pairs(
 
 
 def _joined(document: Document) -> str:
-    return "\n".join(text for _type, text in document.paragraphs)
+    return "\n".join(text for _type, text in document.content_paragraphs)
 
 
 def document_embeddings(documents: Sequence[Document], encoder: Encoder) -> np.ndarray:
     """One L2-normalised vector per document (zeros for a document with no text); each distinct
     paragraph text is encoded once."""
-    texts = [[text[:EMBEDDED_CHARS] for _type, text in doc.paragraphs[:EMBEDDED_PARAGRAPHS] if text.strip()] for doc in documents]
+    texts = [
+        [text[:EMBEDDED_CHARS] for _type, text in doc.content_paragraphs[:EMBEDDED_PARAGRAPHS] if text.strip()]
+        for doc in documents
+    ]
     distinct = sorted({text for group in texts for text in group})
     row = {text: i for i, text in enumerate(distinct)}
     encoded = np.asarray(encoder.encode(distinct), dtype=np.float64) if distinct else np.zeros((0, 1))
@@ -135,5 +139,5 @@ def _pairs(site_a: Sequence[Document], site_b: Sequence[Document], scored, metho
     return [
         DocumentPair(site_a[i].doc_id, site_b[j].doc_id, site_a[i].url, site_b[j].url, method, score)
         for i, j, score in scored
-        if site_a[i].paragraphs and site_b[j].paragraphs
+        if site_a[i].content_paragraphs and site_b[j].content_paragraphs
     ]

@@ -47,20 +47,18 @@ import re
 import sys
 import unicodedata
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
 from bitextflow.align.dictionary import BilingualDictionary
-from bitextflow.align.embedding import Encoder, align_sentences_embedding
 from bitextflow.align.sentences import (
     DEFAULT_MAX_CELLS,
     Bead,
     Bounds,
     LengthModel,
-    align_sentences,
     banded_search,
     beads_from_bounds,
     char_length,
@@ -78,12 +76,8 @@ STEM_CHARS = 5
 #: Identical tokens at least this long count as translations of each other (names, cognates).
 MIN_IDENTICAL_CHARS = 4
 
-SENTENCE_ALIGNERS = ("gale-church", "hunalign", "vecalign", "hybrid")
-
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d")
-
-SentenceAligner = Callable[[Sequence[str], Sequence[str]], list[Bead]]
 
 
 @functools.cache
@@ -280,29 +274,3 @@ def _bead_scores(bounds: Sequence[Bounds], length: LengthModel, matches: Lexical
     """Noisy-or of the length probability and the lexical similarity of each bead (the length probability for null beads)."""
     result: NDArray[np.float64] = 1.0 - (1.0 - length.probabilities(bounds)) * (1.0 - matches.bead_similarity(bounds))
     return result
-
-
-def sentence_aligner(
-    method: str, dictionary: BilingualDictionary | None = None, encoder: Encoder | None = None
-) -> SentenceAligner:
-    """The aligner a pair config names (``align.sentence_aligner``), as ``f(src, tgt) -> beads``.
-
-    ``vecalign`` needs ``encoder`` (anything with ``encode(texts) -> array``, e.g. a SentenceEncoder);
-    ``hybrid`` needs static embeddings there (anything with ``token_sums``, e.g.
-    :class:`bitextflow.models.static.StaticEmbeddings`) and uses ``dictionary`` too.
-    """
-    if method == "hybrid":
-        from bitextflow.align.hybrid import align_sentences_hybrid  # hybrid imports this module
-
-        if not hasattr(encoder, "token_sums"):
-            raise ValueError("the hybrid sentence aligner needs static embeddings (bitextflow.models.static.StaticEmbeddings)")
-        return functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary)
-    if method == "gale-church":
-        return align_sentences
-    if method == "hunalign":
-        return functools.partial(align_sentences_lexical, dictionary=dictionary)
-    if method == "vecalign":
-        if encoder is None:
-            raise ValueError("the vecalign sentence aligner needs an encoder")
-        return functools.partial(align_sentences_embedding, encoder=encoder)
-    raise ValueError(f"unknown sentence aligner {method!r}; choose one of {', '.join(SENTENCE_ALIGNERS)}")

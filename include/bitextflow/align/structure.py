@@ -36,7 +36,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from bitextflow.align.candidates import by_site, text_length
-from bitextflow.align.documents import Document, DocumentPair, url_depth
+from bitextflow.records import Document, DocumentPair
+from bitextflow.text.urls import url_depth
 
 IMAGES_METHOD = "images"
 STRUCTURE_METHOD = "structure"
@@ -84,7 +85,7 @@ def _density_valley(counts: np.ndarray) -> float:
 def _in_proportion(doc_a: Document, doc_b: Document) -> bool:
     return (
         abs(url_depth(doc_a.url) - url_depth(doc_b.url)) <= MAX_DEPTH_DIFFERENCE
-        and _ratio(len(doc_a.paragraphs), len(doc_b.paragraphs)) <= MAX_RATIO
+        and _ratio(len(doc_a.content_paragraphs), len(doc_b.content_paragraphs)) <= MAX_RATIO
         and _ratio(text_length(doc_a), text_length(doc_b)) <= MAX_RATIO
     )
 
@@ -141,7 +142,7 @@ def fingerprint(document: Document) -> list[str]:
     """Paragraph type marks with a length class each (characters, powers of 4): ``["T2", "H1", "P4", ...]``."""
     return [
         _TYPE_MARKS.get(kind, "P") + str(min(int(math.log(len(text) + 1, 4)), 6))
-        for kind, text in document.paragraphs[:MAX_FINGERPRINT]
+        for kind, text in document.content_paragraphs[:MAX_FINGERPRINT]
     ]
 
 
@@ -151,7 +152,7 @@ def structure_features(doc_a: Document, doc_b: Document, prints: dict[str, list[
     print_a, print_b = prints[doc_a.doc_id], prints[doc_b.doc_id]
     return [
         abs(math.log((text_length(doc_a) + 1) / (text_length(doc_b) + 1))),
-        abs(math.log((len(doc_a.paragraphs) + 1) / (len(doc_b.paragraphs) + 1))),
+        abs(math.log((len(doc_a.content_paragraphs) + 1) / (len(doc_b.content_paragraphs) + 1))),
         Levenshtein.normalized_distance(print_a, print_b),
         float(abs(url_depth(doc_a.url) - url_depth(doc_b.url))),
     ]
@@ -163,10 +164,10 @@ def _structure_candidates(docs_a: Sequence[Document], docs_b: Sequence[Document]
     candidates: list[tuple[Document, Document]] = []
     window = STRUCTURE_WINDOW_FACTOR * top_k
     for _site, site_a, site_b in by_site(docs_a, docs_b):
-        site_b = sorted((doc for doc in site_b if doc.paragraphs), key=text_length)
+        site_b = sorted((doc for doc in site_b if doc.content_paragraphs), key=text_length)
         lengths = [math.log(text_length(doc) + 1) for doc in site_b]
         for doc_a in site_a:
-            if not doc_a.paragraphs:
+            if not doc_a.content_paragraphs:
                 continue
             length = math.log(text_length(doc_a) + 1)
             position = bisect.bisect_left(lengths, length)

@@ -1,38 +1,8 @@
-"""Domain relevance from the pair config's weighted terms (walking-skeleton depth).
+"""Trained domain classifiers: a tf-idf SVM baseline and a fine-tuned transformer, each giving a full
+probability distribution over the domain labels per sentence (docs/classify.md).
 
-relevance(side) = 1 - exp(-sum(count(term) * weight) / tokens * 10): a saturating score in [0, 1)
-that grows with the weighted density of domain terms, so long sentences are not favoured merely for
-length. A pair's relevance is the larger of its two sides'.
-
-Trained domain classifiers (a tf-idf SVM baseline and a fine-tuned transformer, each giving a full
-probability distribution per sentence) live in the submodules: ``data``, ``offline``, ``baseline``,
-``transformer``, ``evaluation``, ``model``, ``train`` and ``inference`` (docs/classify.md). They are
-imported on demand, so this package stays free of scikit-learn and torch.
+They live in the submodules ``data``, ``offline``, ``baseline``, ``transformer``, ``training``,
+``evaluation``, ``model`` and ``inference``, which are imported on demand, so this package stays free of
+scikit-learn and torch. The relevance score from the pair config's weighted terms, which needs no
+model, is :func:`bitextflow.text.terms.relevance`.
 """
-
-from __future__ import annotations
-
-import math
-import re
-
-_WORD = re.compile(r"\w+(?:[-']\w+)*", re.UNICODE)
-# Scale so that one term of weight 1 in a 10-token sentence gives about 0.63.
-_DENSITY_SCALE = 10.0
-
-
-def term_matches(text: str, terms: dict[str, float]) -> dict[str, int]:
-    """Count of each (possibly multi-word) term, matched on whole lower-cased tokens."""
-    tokens = [t.lower() for t in _WORD.findall(text)]
-    joined = f" {' '.join(tokens)} "
-    return {term: n for term in terms if (n := joined.count(f" {' '.join(_WORD.findall(term))} ")) > 0}
-
-
-def relevance(text: str, terms: dict[str, float]) -> tuple[float, list[str]]:
-    """Relevance in [0, 1) and the matched terms, most weighted first."""
-    tokens = len(_WORD.findall(text))
-    if not tokens or not terms:
-        return 0.0, []
-    matches = term_matches(text, terms)
-    weighted = sum(count * terms[term] for term, count in matches.items())
-    score = 1.0 - math.exp(-_DENSITY_SCALE * weighted / tokens)
-    return score, sorted(matches, key=lambda term: (-terms[term], term))

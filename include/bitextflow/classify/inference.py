@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bitextflow.classify.model import DomainClassifier, load_model, resolve_classifier
+from bitextflow.classify.model import DomainClassifier, load_model
 from bitextflow.config import PairConfig
 from bitextflow.errors import StageError
-from bitextflow.storage import ObjectStore
 
 #: Probabilities are stored rounded: four decimals are plenty for thresholds and keep the column small.
 DECIMALS = 4
@@ -32,9 +31,8 @@ class PairDistributions:
     label_probability: np.ndarray  # per pair, the larger of the two sides' probability of the label
 
 
-def configured_classifier(config: PairConfig, store: ObjectStore) -> tuple[DomainClassifier, str]:
-    """The pair's classifier (loaded once per process) and the label it thresholds."""
-    folder = resolve_classifier(config.domain.classifier, config.pair, store)
+def configured_classifier(config: PairConfig, folder: Path) -> tuple[DomainClassifier, str]:
+    """The pair's classifier from its local ``folder`` (loaded once per process) and the label it thresholds."""
     if folder not in _LOADED:
         _LOADED[folder] = load_model(folder, config.pair)[0]
     classifier = _LOADED[folder]

@@ -17,7 +17,7 @@ Other         fortune-cookie files on general topics (``fortunes``): wisdom, lov
 
 Sentences are split with sentencex, whitespace-normalised, kept at 6-50 tokens (the DSI window) and
 de-duplicated across the whole set (licences repeat each other). Packages are fetched with ``apt-get
-download`` into ``$BITEXTFLOW_CACHE/domain-data`` once (the local site's package cache code).
+download`` into ``$BITEXTFLOW_CACHE/domain-data`` once (:mod:`bitextflow.training.debian`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from pathlib import Path
 
 from sentencex import segment
 
-from bitextflow.classify.data import OTHER, LabelledSentence
+from bitextflow.classify.data import OTHER, LabelledSentence, write_labelled
 from bitextflow.errors import StageError
-from bitextflow.localsite.packages import fetch_packages
+from bitextflow.settings import cache_dir
+from bitextflow.training.debian import fetch_packages
 
 LABELS = ("computing", "religion", "legal", OTHER)
 #: Bump when the sources or the sentence filters change, so cached sets are rebuilt.
@@ -55,8 +56,7 @@ _TAG = re.compile(r"<[^>]+>")
 
 
 def default_data_dir() -> Path:
-    root = os.environ.get("BITEXTFLOW_CACHE") or Path.home() / ".cache" / "bitextflow"
-    return Path(root) / "domain-data"
+    return cache_dir("domain-data")
 
 
 def sentences_of_text(text: str, language: str) -> Iterator[str]:
@@ -125,8 +125,6 @@ def _fortunes(root: Path) -> Iterator[tuple[str, str]]:
 
 def offline_set(language: str = "en") -> Path:
     """The labelled JSONL file of `language`, built on first use (a minute or two) and cached beside the packages."""
-    from bitextflow.classify.data import write_labelled
-
     path = default_data_dir() / f"offline-{language}-v{OFFLINE_SET_VERSION}.jsonl"
     if not path.is_file():
         partial = write_labelled(path.with_suffix(f".{os.getpid()}.tmp"), build_offline_set(language))

@@ -2,7 +2,7 @@
 
 The DSI classifier fine-tunes XLM-R on English and applies it zero-shot to other languages; any
 transformers folder works here (``AutoModelForSequenceClassification``): the default is the converted
-multilingual-e5-small (DESIGN.md section 5), ``xlm-roberta-large`` where a deployment has it.
+multilingual-e5-small (the project's offline encoder), ``xlm-roberta-large`` where a deployment has it.
 
 The word embeddings are frozen during fine-tuning: they hold the shared multilingual vocabulary, and
 leaving them untouched keeps the languages not seen in training (zero-shot) aligned with the one that

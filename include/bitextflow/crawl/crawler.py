@@ -5,18 +5,16 @@ concurrency limit and a per-host delay (the larger of ``crawl.delay_seconds`` an
 Crawl-delay), always taking the best-ranked URL of a host that may be contacted now. Each response is
 written to WARC (request + response records), its language identified with CLD2, its links scored by
 the pair's strategy (:mod:`bitextflow.crawl.scoring`) and admitted to the frontier after exact URL
-dedup and the scope rules (seed hosts and ``allowed_hosts``, depth, extensions, per-host path
-patterns, per-host page limit, hosts dropped by language scouting).
+dedup and the scope rules of :class:`bitextflow.crawl.crawl_state.CrawlState`; a host whose first pages
+are not in the pair's target language is dropped (language scouting).
 
 Every URL that enters the crawl (``counts.in``) ends fetched (``kept``: a response in the WARC, any
 status) or dropped for a named reason; every URL the crawler acts on gets a crawl-log line.
 
-Checkpoints (when a :class:`CheckpointStore` is given): every ``checkpoint_every_pages`` pages or
-``checkpoint_every_seconds``, dispatching pauses until in-flight requests finish; then the open WARC
-shard (as far as it goes), the log lines since the last checkpoint and, last, the state (frontier,
-seen-set, host states, counts, scorer state) are written. The state object is the commit point: a
-crawl killed at any moment resumes from the last one, re-fetching exactly the pages whose records
-were not yet committed, so no page is lost and none is in the WARC twice.
+Checkpoints (when a :class:`bitextflow.crawl.crawl_state.CheckpointStore` is given): every
+``checkpoint_every_pages`` pages or ``checkpoint_every_seconds``, dispatching pauses until in-flight
+requests finish, then :meth:`bitextflow.crawl.crawl_state.CrawlState.checkpoint` commits what was
+fetched so far.
 """
 
 from __future__ import annotations
@@ -24,97 +22,24 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import re
 import time
-from collections import Counter
-from collections.abc import Callable, Coroutine
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from collections.abc import Coroutine
+from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from protego import Protego
 
-from bitextflow.config import CrawlConfig
-from bitextflow.counts import StageCounts
+from bitextflow.crawl.crawl_state import CrawlLogEntry, CrawlState, HostState
 from bitextflow.crawl.fetcher import Fetcher, FetchResult
-from bitextflow.crawl.frontier import Entry, Frontier
+from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
-from bitextflow.crawl.scoring import LinkScorer, PageView, PairContext, SmartSettings, make_scorer
-from bitextflow.crawl.urls import (
-    decode_html,
-    has_skipped_extension,
-    host_of,
-    normalise_url,
-    origin_of,
-    parse_html,
-    predicted_language,
-)
-from bitextflow.crawl.warc import RotatingWarcWriter
+from bitextflow.crawl.scoring import PageView
+from bitextflow.crawl.urls import decode_html, host_of, normalise_url, origin_of, parse_html
 
 log = logging.getLogger(__name__)
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-CHECKPOINT_VERSION = 1
-
-
-@dataclass
-class CrawlLogEntry:
-    """One line of the crawl log: a URL the crawler fetched or refused, and what it learnt."""
-
-    url: str
-    status: int
-    mime: str
-    bytes: int
-    depth: int
-    priority: float
-    parent: str | None
-    predicted_language: str
-    detected_language: str
-    fetch_seconds: float
-    outcome: str  # "fetched" (response in the WARC) or the reason it is not
-    error: str = ""
-    attempts: int = 0
-    truncated: bool = False
-    time: float = 0.0
-
-
-def log_records(entries: list[CrawlLogEntry]) -> list[dict]:
-    return [asdict(entry) for entry in entries]
-
-
-class CheckpointStore(Protocol):
-    """Where a crawl keeps its checkpoints (the pipeline's is S3, under the run's ``crawl/`` prefix)."""
-
-    def load(self) -> dict[str, Any] | None: ...
-
-    def save(self, state: dict[str, Any]) -> None: ...
-
-    def save_log(self, part: int, entries: list[dict[str, Any]]) -> None: ...
-
-
-@dataclass
-class HostState:
-    pages: int = 0  # responses written
-    html_pages: int = 0
-    languages: Counter[str] = field(default_factory=Counter)
-    dropped: str = ""  # reason, once the host is dropped
-    target_seen: bool = False
-    # not checkpointed: learnt again after a resume
-    robots: Protego | None = None
-    robots_state: str = "unknown"  # unknown | fetching | ready
-    delay: float = 0.0
-    next_allowed: float = 0.0
-    in_flight: int = 0
-
-    def to_state(self) -> dict[str, Any]:
-        return {"pages": self.pages, "html_pages": self.html_pages, "languages": dict(self.languages),
-                "dropped": self.dropped, "target_seen": self.target_seen}  # fmt: skip
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> HostState:
-        return cls(state["pages"], state["html_pages"], Counter(state["languages"]), state["dropped"], state["target_seen"])
 
 
 def run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
@@ -127,67 +52,10 @@ def run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-class Crawler:
+class Crawler(CrawlState):
     """Crawls from ``config.seeds``; see the module docstring. ``crawl()`` runs it to the end."""
 
-    def __init__(
-        self,
-        config: CrawlConfig,
-        warc: RotatingWarcWriter,
-        pair: PairContext | None = None,
-        checkpoints: CheckpointStore | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        on_entry: Callable[[CrawlLogEntry], None] | None = None,
-    ):
-        self.config = config
-        self.warc = warc
-        self.pair = pair or PairContext()
-        self.checkpoints = checkpoints
-        self._transport = transport
-        self._on_entry = on_entry
-        self.scorer: LinkScorer = make_scorer(
-            config.strategy,
-            self.pair,
-            other_language_bonus=config.terms_other_language_bonus,
-            url_models=config.url_models,
-            smart=SmartSettings.from_config(config),
-        )
-        self.counts = StageCounts("crawl")
-        self.log: list[CrawlLogEntry] = []
-        self.frontier = Frontier()
-        self.seen: set[str] = set()
-        self.hosts: dict[str, HostState] = {}
-        self.scope: set[str] = {host_of(url) for url in (normalise_url(str(s)) for s in config.seeds) if url}
-        self.fetched = 0
-        self.resumed = False
-        self.complete = False
-        self.stop_reason = ""
-        self.keys: list[str] = []
-        self._elapsed_before = 0.0
-        self._log_flushed = 0
-        self._log_parts = 0
-        self._include = {host: [re.compile(p) for p in ps] for host, ps in config.include_paths.items()}
-        self._exclude = {host: [re.compile(p) for p in ps] for host, ps in config.exclude_paths.items()}
-        self._skip = {ext.lower().lstrip(".") for ext in config.skip_extensions}
-        self._any_host = "*" in config.allowed_hosts
-        self.scope |= {host.lower() for host in config.allowed_hosts if host != "*"}
-
-    @property
-    def strategy_used(self) -> str:
-        return self.scorer.name
-
-    @property
-    def log_parts(self) -> int:
-        """Crawl-log parts written to the checkpoint store so far."""
-        return self._log_parts
-
     # -- bookkeeping ----------------------------------------------------------------------------
-    def _host(self, host: str) -> HostState:
-        state = self.hosts.get(host)
-        if state is None:
-            state = self.hosts[host] = HostState(delay=self.config.delay_seconds)
-        return state
-
     def _record(self, entry: Entry, outcome: str, result: FetchResult | None = None, detected: str = "", error: str = "") -> None:
         line = CrawlLogEntry(
             url=entry.url,
@@ -210,46 +78,6 @@ class Crawler:
         log.debug("crawl: %s %s %s", outcome, line.status, entry.url)
         if self._on_entry is not None:
             self._on_entry(line)
-
-    def _path_allowed(self, url: str, host: str) -> bool:
-        parts = urlsplit(url)
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        include = self._include.get(host, []) + self._include.get("*", [])
-        if include and not any(p.search(target) for p in include):
-            return False
-        exclude = self._exclude.get(host, []) + self._exclude.get("*", [])
-        return not any(p.search(target) for p in exclude)
-
-    def _admit(self, url: str, depth: int, parent: str | None, priority: float, *, seed: bool = False,
-               redirects: list[str] | None = None) -> bool:  # fmt: skip
-        """Put a new URL in the frontier, or count why not; URLs already seen are ignored."""
-        if url in self.seen:
-            return False
-        self.seen.add(url)
-        self.counts.seen()
-        host = host_of(url)
-        state = self.hosts.get(host)
-        reason = ""
-        if not seed and not (self._any_host or host in self.scope):
-            reason = "off_host"
-        elif depth > self.config.max_depth:
-            reason = "too_deep"
-        elif not seed and has_skipped_extension(url, self._skip):
-            reason = "skipped_extension"
-        elif not seed and not self._path_allowed(url, host):
-            reason = "excluded_path"
-        elif state is not None and state.dropped:
-            reason = "host_dropped"
-        elif self.config.max_pages_per_host and state is not None and state.pages >= self.config.max_pages_per_host:
-            reason = "host_page_limit"
-        if reason:
-            self.counts.drop(reason)
-            return False
-        language, _trust = predicted_language(url)
-        self.frontier.push(Entry(url, host, depth, parent, priority, seed, language, list(redirects or [])))
-        self.scorer.queued(url, priority)
-        self._host(host)
-        return True
 
     def _drop_host(self, host: str, reason: str) -> None:
         state = self._host(host)
@@ -526,68 +354,3 @@ class Crawler:
         if self.checkpoints is not None:
             self._save_state()
         log.info("crawl: finished (%s): %s", self.stop_reason, self.counts.summary())
-
-    # -- checkpoints ----------------------------------------------------------------------------
-    def _flush_log(self) -> None:
-        assert self.checkpoints is not None
-        self.checkpoints.save_log(self._log_parts, log_records(self.log[self._log_flushed :]))
-        self._log_flushed = len(self.log)
-        self._log_parts += 1
-
-    def _save_state(self) -> None:
-        assert self.checkpoints is not None
-        warc_state = {"index": 0, "bytes": 0, "uploaded": self.keys} if self.complete else self.warc.checkpoint()
-        self._flush_log()
-        elapsed = time.monotonic() - getattr(self, "_started", time.monotonic() - self._elapsed_before)
-        self.checkpoints.save(
-            {
-                "version": CHECKPOINT_VERSION,
-                "complete": self.complete,
-                "strategy": self.config.strategy,
-                "strategy_used": self.strategy_used,
-                "stop_reason": self.stop_reason,
-                "fetched": self.fetched,
-                "elapsed_seconds": elapsed,
-                "frontier": self.frontier.to_state(),
-                "seen": sorted(self.seen),
-                "scope": sorted(self.scope),
-                "hosts": {host: state.to_state() for host, state in self.hosts.items()},
-                "counts": self.counts.to_dict(),
-                "warc": warc_state,
-                "log_parts": self._log_parts,
-                "scorer": self.scorer.state(),
-            }
-        )
-
-    def checkpoint(self) -> None:
-        """Commit everything fetched so far (call with no request in flight)."""
-        self._save_state()
-        log.info("crawl: checkpoint after %d pages (%d waiting, %d seen)", self.fetched, len(self.frontier), len(self.seen))
-
-    def _restore(self, state: dict[str, Any]) -> None:
-        if state.get("version") != CHECKPOINT_VERSION:
-            raise ValueError(f"crawl checkpoint version {state.get('version')} is not {CHECKPOINT_VERSION}")
-        self.resumed = True
-        self.complete = state["complete"]
-        self.stop_reason = state["stop_reason"]
-        self.fetched = state["fetched"]
-        self._elapsed_before = state["elapsed_seconds"]
-        self.frontier = Frontier.from_state(state["frontier"])
-        self.seen = set(state["seen"])
-        self.scope = set(state["scope"])
-        self.hosts = {host: HostState.from_state(data) for host, data in state["hosts"].items()}
-        for host_state in self.hosts.values():
-            host_state.delay = self.config.delay_seconds
-        self.counts = StageCounts.from_dict(state["counts"])
-        self._log_parts = state["log_parts"]
-        self.scorer.restore(state["scorer"], {entry.url: entry.priority for entry in self.frontier.entries()})
-        if self.complete:
-            self.keys = list(state["warc"]["uploaded"])
-        else:
-            self.warc.resume(state["warc"])
-        log.info(
-            "crawl: resumed from checkpoint: %d pages fetched, %d waiting, %d seen",
-            self.fetched,
-            len(self.frontier),
-            len(self.seen),
-        )

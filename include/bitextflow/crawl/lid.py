@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bitextflow.align.documents import normalise_language
-from bitextflow.extract.language import UNKNOWN, cld2
+from bitextflow.text.languages import UNKNOWN, cld2, normalise_language
 
 _MAX_CHARS = 100_000  # a page's language shows in its first 100k characters; CLD2 time grows with length
 

@@ -7,7 +7,7 @@ Matching is one-to-one per web site, in passes from the most to the least certai
 only keys that exactly one unmatched URL of each language shares:
 
 1. ``url_key``: the WMT16 token-removal rule over every language
-   (:func:`bitextflow.align.documents.url_key`: ISO 639-1/2 codes, English names, endonyms,
+   (:func:`bitextflow.text.urls.url_key`: ISO 639-1/2 codes, English names, endonyms,
    language-country tags as whole tokens);
 2. ``pair_markers``: markers only a pair makes safe, removed as whole tokens: the languages' initials
    (``news-e/`` and ``news-f/``, ``_e_12911`` and ``_f_12911``) and their names in the major languages
@@ -24,7 +24,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
-from bitextflow.align.documents import normalise_language, url_key
+from bitextflow.text.languages import normalise_language
+from bitextflow.text.urls import url_key
 
 # Locales whose names of languages appear in URLs often enough to be worth removing.
 _NAME_LOCALES = (

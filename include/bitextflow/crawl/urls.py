@@ -4,7 +4,7 @@ Canonicalisation is courlan's (lower-case scheme and host, default port dropped,
 normalised, tracking parameters dropped, query sorted) after resolving dot segments and dropping the
 fragment, so one resource has one string and the seen-set dedups exactly.
 
-Language markers are recognised by :func:`bitextflow.align.documents.url_key` (every ISO 639-1
+Language markers are recognised by :func:`bitextflow.text.urls.url_key` (every ISO 639-1
 language, ISO 639-2 codes, English names, endonyms, language-country tags); this module only says
 *where* in the URL a marker is, because the crawler trusts the components differently (order of the
 smart-crawling seed): language parameter values, then directory and file names, then the public
@@ -24,8 +24,9 @@ import lxml.etree
 import lxml.html
 from courlan import normalize_url
 
-from bitextflow.align.documents import normalise_language, url_key
-from bitextflow.extract import encoding
+from bitextflow.text import encoding
+from bitextflow.text.languages import normalise_language
+from bitextflow.text.urls import url_key
 
 # Trust in a language marker by URL component (the order of the smart-crawling seed).
 COMPONENT_TRUST: dict[str, float] = {"parameter": 0.95, "path": 0.9, "public_suffix": 0.75, "subdomain": 0.7}
@@ -134,7 +135,7 @@ _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNOR
 
 
 def decode_html(body: bytes, content_type: str = "") -> str:
-    """Text of an HTML body, decoded as extraction will decode it (:func:`bitextflow.extract.encoding.decode_html`)."""
+    """Text of an HTML body, decoded as extraction will decode it (:func:`bitextflow.text.encoding.decode_html`)."""
     declared = _HEADER_CHARSET.search(content_type)
     return encoding.decode_html(body, declared.group(1) if declared else None).text
 
@@ -266,18 +267,3 @@ def language_of_anchor(link: Link) -> str:
         if len(code) == 2 and (code != anchor.lower() or len(anchor) == 2) and code.isalpha():
             return code
     return ""
-
-
-_URL_SEPARATORS = re.compile(r"[/._\-?=&:;,+~%#]+")
-
-
-def url_text(url: str) -> str:
-    """A URL as the URL models read it: host (no port), path and query, separators turned into spaces."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return " ".join(_URL_SEPARATORS.sub(" ", f"{host} {parts.path} {parts.query}").split())
-
-
-def url_tokens(url: str) -> frozenset[str]:
-    """The lower-cased words of :func:`url_text`: what URL similarity (Jaccard, shared tokens) compares."""
-    return frozenset(url_text(url).lower().split())

@@ -1,9 +1,9 @@
-"""From WARC responses to clean, language-tagged, de-duplicated documents and sentences (issue 4).
+"""From WARC responses to clean, language-tagged, de-duplicated documents and sentences.
 
 Modules, in the order a record goes through them:
 
 - :mod:`~bitextflow.extract.warc`: FastWARC streaming with provenance, tolerant of damaged files;
-- :mod:`~bitextflow.extract.encoding`: charset (HTTP, meta, detection), binary sniffing, ftfy, spaces;
+- :mod:`~bitextflow.text.encoding`: charset (HTTP, meta, detection), binary sniffing, ftfy, spaces;
 - :mod:`~bitextflow.extract.structure`: trafilatura main content as typed paragraphs, boilerplate flagged;
 - :mod:`~bitextflow.extract.language`: CLD2 document language set, paragraph language, fastText second opinion;
 - :mod:`~bitextflow.extract.relevance`: ILSP-FC domain relevance with stemmed terms;
@@ -15,13 +15,13 @@ Every record, document or sentence that does not make it is counted under a name
 """
 
 from bitextflow.extract.documents import DocumentBuilder, iter_documents
-from bitextflow.extract.model import Document, PageMetadata, Paragraph, WarcResponse
+from bitextflow.extract.model import ExtractedPage, PageMetadata, Paragraph, WarcResponse
 from bitextflow.extract.sentences import Sentence, sentences_of
 from bitextflow.extract.shard import ShardResult, extract_shard
 from bitextflow.extract.structure import page as extract_page
 
 __all__ = [
-    "Document",
+    "ExtractedPage",
     "DocumentBuilder",
     "PageMetadata",
     "Paragraph",

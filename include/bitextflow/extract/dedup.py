@@ -150,7 +150,7 @@ class RunDeduplication:
 
 
 def deduplicate_run(documents: pd.DataFrame, threshold: float = 0.8, num_perm: int = 128) -> RunDeduplication:
-    """Exact and near-duplicate documents across all the shards of a run (``schemas.DOCUMENTS`` rows).
+    """Exact and near-duplicate documents across all the shards of a run (``records.DOCUMENTS`` rows).
 
     - ``duplicate_url_cross_shard`` (the same URL, so the same ``doc_id``) and
       ``duplicate_content_cross_shard`` (the same letters-only main text) as an earlier document (in the

@@ -12,9 +12,11 @@ from typing import IO
 
 from bitextflow.config import DomainConfig, ExtractConfig
 from bitextflow.counts import StageCounts
-from bitextflow.extract import encoding, language, relevance, structure
-from bitextflow.extract.model import Document, PageMetadata, Paragraph, WarcResponse
+from bitextflow.extract import language, relevance, structure
+from bitextflow.extract.model import ExtractedPage, PageMetadata, Paragraph, WarcResponse
 from bitextflow.extract.warc import iter_responses
+from bitextflow.text import encoding
+from bitextflow.text.languages import UNKNOWN, cld2, cld2_top
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,7 @@ class DocumentBuilder:
             self._matchers[lang] = relevance.TermMatcher(terms, lang, stem) if terms else None
         return self._matchers[lang]
 
-    def build(self, response: WarcResponse, counts: StageCounts) -> Document | None:
+    def build(self, response: WarcResponse, counts: StageCounts) -> ExtractedPage | None:
         """The document of ``response``, or None after counting why there is none."""
         try:
             return self._build(response, counts)
@@ -47,7 +49,7 @@ class DocumentBuilder:
             counts.drop("extraction_error")
             return None
 
-    def _build(self, response: WarcResponse, counts: StageCounts) -> Document | None:
+    def _build(self, response: WarcResponse, counts: StageCounts) -> ExtractedPage | None:
         if response.status != 200:
             counts.drop("http_status_not_200")
             return None
@@ -61,7 +63,7 @@ class DocumentBuilder:
             counts.drop("binary_payload")
             return None
         decoded = encoding.decode_html(response.body, response.http_charset)
-        document = Document(
+        document = ExtractedPage(
             url=response.url, warc_offset=response.offset, warc_record_id=response.record_id, warc_date=response.date,
             encoding=decoded.encoding, encoding_source=decoded.source,
         )  # fmt: skip
@@ -91,7 +93,7 @@ class DocumentBuilder:
         return self.domain.location_weights if self.domain else relevance.DEFAULT_LOCATION_WEIGHTS
 
     @staticmethod
-    def _repair(metadata: PageMetadata, paragraphs: list[Paragraph], document: Document):
+    def _repair(metadata: PageMetadata, paragraphs: list[Paragraph], document: ExtractedPage):
         """ftfy on every text (mojibake, leftover entities) or NFC composition, then spaces and controls normalised.
 
         All texts of the page are repaired at once, one per line (ftfy works line by line). They come
@@ -115,9 +117,9 @@ class DocumentBuilder:
         return metadata, kept
 
     @staticmethod
-    def _identify(document: Document) -> None:
+    def _identify(document: ExtractedPage) -> None:
         """Document language and language set from the main text; each paragraph's language."""
-        lang, reliable, shares = language.cld2(document.main_text)
+        lang, reliable, shares = cld2(document.main_text)
         document.language, document.language_reliable, document.language_set = lang, reliable, shares
         candidates = frozenset(code for code, _share in shares) | {lang}
         for paragraph in document.paragraphs:
@@ -128,18 +130,18 @@ class DocumentBuilder:
                 if len(paragraph.text) < MIN_BOILERPLATE_LID_CHARS:
                     paragraph.language = lang
                     continue
-                detected, reliable = language.cld2_top(paragraph.text)
+                detected, reliable = cld2_top(paragraph.text)
                 paragraph.language = detected if reliable else lang
                 paragraph.out_of_language = paragraph.language != lang
                 continue
             detected, _sure = language.identify(paragraph.text, candidates)
-            paragraph.language = detected if detected != language.UNKNOWN else lang
+            paragraph.language = detected if detected != UNKNOWN else lang
             paragraph.out_of_language = paragraph.language != lang
 
 
 def iter_documents(
     source: str | IO[bytes], counts: StageCounts, config: ExtractConfig | None = None, domain: DomainConfig | None = None
-) -> Iterator[Document]:
+) -> Iterator[ExtractedPage]:
     """Documents of the responses of one WARC file (path or binary stream), without de-duplication."""
     builder = DocumentBuilder(config, domain)
     for response in iter_responses(source, counts, builder.config.max_page_bytes):

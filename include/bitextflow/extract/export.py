@@ -34,7 +34,7 @@ def _add(parent: etree._Element, tag: str, text: Any = None, **attributes: str) 
 
 
 def document_xml(row: dict[str, Any], domain: str = "") -> bytes:
-    """One document (a ``schemas.DOCUMENTS`` row) as a cesDoc XML file."""
+    """One document (a ``records.DOCUMENTS`` row) as a cesDoc XML file."""
     root = etree.Element("cesDoc", {"version": "0.4"}, nsmap={None: XCES})
     header = _add(root, "cesHeader", version="0.4")
     file_desc = _add(header, "fileDesc")

@@ -7,6 +7,9 @@
   err): CLD2 when it is reliable and names a language of the set, else the second identifier's best
   language of the set, else CLD2's reliable answer outside the set, else ``un`` (see :func:`identify`).
   Language codes are CLD2's (ISO 639-1 where one exists).
+
+The CLD2 calls themselves (:func:`~bitextflow.text.languages.cld2`, :func:`~bitextflow.text.languages.cld2_top`)
+are in :mod:`bitextflow.text.languages`, which the crawler's page identification shares.
 """
 
 from __future__ import annotations
@@ -14,11 +17,10 @@ from __future__ import annotations
 import functools
 import logging
 
-import pycld2
+from bitextflow.text.languages import UNKNOWN, cld2_top
 
 log = logging.getLogger(__name__)
 
-UNKNOWN = "un"
 _MAX_CHARS = 1000  # the second opinion is for short texts; a longer one is cut here
 # fastText codes that CLD2 spells differently.
 _FASTTEXT_TO_CLD2 = {"he": "iw", "jv": "jw", "nb": "no", "fil": "tl"}
@@ -26,61 +28,6 @@ _FASTTEXT_TO_CLD2 = {"he": "iw", "jv": "jw", "nb": "no", "fil": "tl"}
 # identifications in a crawl of the local site; 4,096 texts catch nine in ten of those): the answers for the
 # texts seen last are kept.
 _REMEMBERED_TEXTS = 4096
-
-
-def _code(cld2_code: str) -> str:
-    return cld2_code.split("-")[0].lower() if cld2_code else UNKNOWN
-
-
-def _printable(text: str) -> str:
-    return "".join(ch for ch in text if ch.isprintable() or ch.isspace())
-
-
-def _detect(text: str, best_effort: bool):
-    """The one CLD2 call of the project: ``pycld2.detect``'s (reliable, bytes, details), or None.
-
-    Every text identified here is already text (trafilatura's paragraphs, sentences, a page's text), so
-    CLD2 reads it as plain text: its HTML mode would skip anything between ``<`` and ``>`` and decode
-    entities, misreading code samples, formulas and a literal ``&amp;``, and it is a fifth slower.
-    """
-    try:
-        return pycld2.detect(text, isPlainText=True, bestEffort=best_effort)
-    except pycld2.error:
-        # CLD2 rejects some code points (lone surrogates, some controls): drop them, not the text.
-        try:
-            cleaned = _printable(text).encode("utf-8", "ignore").decode("utf-8")
-            return pycld2.detect(cleaned, isPlainText=True, bestEffort=best_effort)
-        except pycld2.error:
-            return None
-
-
-def cld2(text: str, best_effort: bool = False) -> tuple[str, bool, list[tuple[str, float]]]:
-    """CLD2's top language, whether it is reliable, and the languages with their share of the text.
-
-    The crawler's page LID uses it too; ``best_effort`` is CLD2's own ``bestEffort``.
-    """
-    found = _detect(text, best_effort)
-    if found is None:
-        return UNKNOWN, False, []
-    reliable, _bytes, details = found
-    shares: dict[str, float] = {}
-    for _name, code, percent, _score in details:
-        code = _code(code)
-        if code != UNKNOWN and percent > 0:
-            shares[code] = shares.get(code, 0.0) + percent / 100
-    top = _code(details[0][1]) if details else UNKNOWN
-    return top, bool(reliable) and top != UNKNOWN, sorted(shares.items(), key=lambda item: -item[1])
-
-
-@functools.lru_cache(maxsize=_REMEMBERED_TEXTS)
-def cld2_top(text: str) -> tuple[str, bool]:
-    """:func:`cld2`'s top language and reliability without the shares: paragraphs and sentences need no more."""
-    found = _detect(text, False)
-    if found is None:
-        return UNKNOWN, False
-    reliable, _bytes, details = found
-    top = _code(details[0][1]) if details else UNKNOWN
-    return top, bool(reliable) and top != UNKNOWN
 
 
 @functools.cache

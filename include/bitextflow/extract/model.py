@@ -1,4 +1,4 @@
-"""The records passed between the extract modules: a WARC response in, a document with paragraphs out."""
+"""What the extract modules pass between them: a WARC response in, an extracted page with paragraphs out."""
 
 from __future__ import annotations
 
@@ -46,7 +46,10 @@ class PageMetadata:
 
 
 @dataclass
-class Document:
+class ExtractedPage:
+    """A fetched page on its way to a :class:`bitextflow.records.Document`: built and refined record by record
+    (repairs, language, relevance), then written as a row of the documents table."""
+
     url: str
     warc_offset: int
     warc_record_id: str

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from bitextflow.extract.model import Document
+from bitextflow.extract.model import ExtractedPage
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # ISO 639-1 -> Snowball algorithm (the languages PyStemmer ships).
@@ -99,7 +99,7 @@ class TermMatcher:
         return found
 
 
-def score(document: Document, matcher: TermMatcher | None, location_weights: Mapping[str, float]) -> None:
+def score(document: ExtractedPage, matcher: TermMatcher | None, location_weights: Mapping[str, float]) -> None:
     """Set ``relevance`` (p), ``relevance_terms`` (m) and each paragraph's ``terms`` on ``document``."""
     if matcher is None or not matcher.weights:
         document.relevance, document.relevance_terms = 0.0, 0

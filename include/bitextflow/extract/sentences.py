@@ -21,8 +21,9 @@ from sentencex import segment
 
 from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
-from bitextflow.extract.language import UNKNOWN, identify
-from bitextflow.extract.model import SENTENCE_SOURCE_TYPES, Document
+from bitextflow.extract.language import identify
+from bitextflow.extract.model import SENTENCE_SOURCE_TYPES, ExtractedPage
+from bitextflow.text.languages import UNKNOWN
 
 # Languages whose script has no spaces between words; ICU segments them with its word dictionaries.
 UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
@@ -173,7 +174,7 @@ def ends_with_punctuation(text: str) -> bool:
     return bool(stripped) and unicodedata.category(stripped[-1]).startswith("P") and stripped[-1] not in "-_,;:(["
 
 
-def sentences_of(document: Document, config: ExtractConfig, counts: StageCounts) -> list[Sentence]:
+def sentences_of(document: ExtractedPage, config: ExtractConfig, counts: StageCounts) -> list[Sentence]:
     """The document's sentences that pass the filters; the others are counted in ``counts``."""
     found: list[Sentence] = []
     language = document.language

@@ -26,12 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bitextflow import schemas
+from bitextflow import records
 from bitextflow.config import DomainConfig, ExtractConfig
 from bitextflow.counts import StageCounts
 from bitextflow.extract.dedup import SentenceDeduplicator, ShardDeduplicator
 from bitextflow.extract.documents import DocumentBuilder
-from bitextflow.extract.model import Document
+from bitextflow.extract.model import ExtractedPage
 from bitextflow.extract.sentences import sentences_of
 from bitextflow.extract.warc import iter_responses
 
@@ -95,7 +95,7 @@ def _with_column(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
     return table.set_column(table.schema.get_field_index(name), name, values)
 
 
-def document_row(document: Document, warc_key: str, sentences_key: str) -> dict[str, Any]:
+def document_row(document: ExtractedPage, warc_key: str, sentences_key: str) -> dict[str, Any]:
     return {
         "doc_id": document.doc_id,
         "url": document.url,
@@ -174,9 +174,9 @@ def extract_shard(
     doc_counts, sent_counts = StageCounts("extract_documents"), StageCounts("extract_sentences")
     dedup = ShardDeduplicator(config.near_duplicate_threshold)
     workdir.mkdir(parents=True, exist_ok=True)
-    spill_docs = _BatchWriter(workdir / "spill-documents.parquet", schemas.DOCUMENTS, DOCUMENT_BATCH, "none")
-    spill_sents = _BatchWriter(workdir / "spill-sentences.parquet", schemas.SENTENCES, SENTENCE_BATCH, "none")
-    rejected = _BatchWriter(workdir / "rejected.parquet", schemas.DOCUMENTS, DOCUMENT_BATCH)
+    spill_docs = _BatchWriter(workdir / "spill-documents.parquet", records.DOCUMENTS, DOCUMENT_BATCH, "none")
+    spill_sents = _BatchWriter(workdir / "spill-sentences.parquet", records.SENTENCES, SENTENCE_BATCH, "none")
+    rejected = _BatchWriter(workdir / "rejected.parquet", records.DOCUMENTS, DOCUMENT_BATCH)
     doc_ids: list[str] = []  # index -> doc_id of the documents spilled in pass 1
     min_p = domain.min_document_relevance if domain else 0.0
     min_m = domain.min_document_terms if domain else 0
@@ -220,7 +220,7 @@ def extract_shard(
 
     # -- pass 2 ----------------------------------------------------------------------------------
     near = {doc_ids[loser]: doc_ids[winner] for loser, winner in dedup.near_duplicates().items()}
-    sentences = _BatchWriter(workdir / "sentences.parquet", schemas.SENTENCES, SENTENCE_BATCH)
+    sentences = _BatchWriter(workdir / "sentences.parquet", records.SENTENCES, SENTENCE_BATCH)
     per_document: Counter[str] = Counter()
     seen = SentenceDeduplicator()
     drop_repeats = config.duplicate_sentences == "drop"
@@ -238,7 +238,7 @@ def extract_shard(
                 keep.append(len(duplicate))
             duplicate.append(repeat)
         sentences.add_table(_with_column(table, "duplicate", pa.array(duplicate, pa.bool_())).take(keep))
-    documents = _BatchWriter(workdir / "documents.parquet", schemas.DOCUMENTS, DOCUMENT_BATCH)
+    documents = _BatchWriter(workdir / "documents.parquet", records.DOCUMENTS, DOCUMENT_BATCH)
     for table in _read_tables(spill_docs.path, DOCUMENT_BATCH):
         doc_ids = table["doc_id"].to_pylist()
         is_near = pa.array([doc_id in near for doc_id in doc_ids], pa.bool_())

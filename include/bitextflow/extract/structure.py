@@ -21,8 +21,8 @@ from htmldate import find_date
 from trafilatura.metadata import extract_title
 from trafilatura.utils import repair_faulty_html
 
-from bitextflow.extract.encoding import clean_line
 from bitextflow.extract.model import PageMetadata, Paragraph
+from bitextflow.text.encoding import clean_line
 
 # trafilatura XML element -> our paragraph type; the outermost matching element is one paragraph.
 MAIN_TAGS = {"head": "heading", "p": "text", "item": "listitem", "cell": "cell", "quote": "quote", "code": "code"}

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import shutil
 import sys
 import time
@@ -48,6 +47,7 @@ from tokenizers import Tokenizer
 
 from bitextflow.errors import BitextflowError, StageError
 from bitextflow.models.folders import built_in_place
+from bitextflow.settings import cache_dir
 
 MODEL_DIRNAME = "multilingual-e5-small-static"
 BUILD_COMMAND = "python -m bitextflow.models.static"
@@ -63,9 +63,8 @@ STAMP_FILENAME = "bitextflow-distillation.json"
 
 
 def default_static_dir() -> Path:
-    """Next to the teacher: ``$BITEXTFLOW_CACHE/models/multilingual-e5-small-static`` (else under ~/.cache/bitextflow)."""
-    root = os.environ.get("BITEXTFLOW_CACHE") or Path.home() / ".cache" / "bitextflow"
-    return Path(root) / "models" / MODEL_DIRNAME
+    """Next to the teacher: ``<cache>/models/multilingual-e5-small-static`` (:func:`bitextflow.settings.cache_dir`)."""
+    return cache_dir("models", MODEL_DIRNAME)
 
 
 def zipf_sif_weights(vocabulary_size: int, sif: float = SIF) -> NDArray[np.float64]:

@@ -32,14 +32,14 @@ from typing import Any
 import pandas as pd
 
 from bitextflow.config import GateConfig
-from bitextflow.extract.language import cld2
 from bitextflow.quality.engine import Check
+from bitextflow.text.languages import cld2
 
 SENTENCE_PAIR_COLUMNS: tuple[str, ...] = (
     "url_a", "url_b", "lang_a", "lang_b", "text_a", "text_b", "alignment_score",
     "rule_tags", "domain_relevance", "domain_terms", "pair_hash",
 )  # fmt: skip
-"""Columns every sentence-pair frame carries (DESIGN.md, section 3)."""
+"""Columns every sentence-pair frame carries (the sentence-pair schema of :mod:`bitextflow.records`)."""
 
 OPTIONAL_SCORE_COLUMNS: tuple[str, ...] = ("bicleaner_score",)
 """Scores in [0, 1] that only some configurations write; checked when present."""

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from bitextflow import schemas
+from bitextflow import records
 from bitextflow.config import GateConfig
 from bitextflow.quality.engine import Check
 
@@ -33,7 +33,7 @@ def documents_check(frame: pd.DataFrame, gate: GateConfig, languages: tuple[str,
 
     def expectations(gxe: Any) -> list[Any]:
         return [
-            gxe.ExpectTableColumnsToMatchSet(column_set=schemas.DOCUMENTS.names, exact_match=False),
+            gxe.ExpectTableColumnsToMatchSet(column_set=records.DOCUMENTS.names, exact_match=False),
             *(gxe.ExpectColumnValuesToNotBeNull(column=c) for c in ("doc_id", "url", "warc_key", "language", "content_hash")),
             gxe.ExpectColumnValuesToBeUnique(column="doc_id"),
             gxe.ExpectColumnValuesToBeBetween(column="relevance", min_value=0.0),
@@ -50,7 +50,7 @@ def sentences_check(frame: pd.DataFrame, languages: tuple[str, str]) -> Check:
 
     def expectations(gxe: Any) -> list[Any]:
         return [
-            gxe.ExpectTableColumnsToMatchSet(column_set=schemas.SENTENCES.names, exact_match=False),
+            gxe.ExpectTableColumnsToMatchSet(column_set=records.SENTENCES.names, exact_match=False),
             *(gxe.ExpectColumnValuesToNotBeNull(column=c) for c in ("doc_id", "text", "language")),
             gxe.ExpectColumnValuesToMatchRegex(column="text", regex=r"\S"),
             gxe.ExpectColumnValuesToBeInSet(column="language", value_set=list(languages)),
@@ -69,7 +69,7 @@ def document_pairs_check(frame: pd.DataFrame, gate: GateConfig) -> Check:
 
     def expectations(gxe: Any) -> list[Any]:
         return [
-            gxe.ExpectTableColumnsToMatchSet(column_set=schemas.DOCUMENT_PAIRS.names, exact_match=False),
+            gxe.ExpectTableColumnsToMatchSet(column_set=records.DOCUMENT_PAIRS.names, exact_match=False),
             *(gxe.ExpectColumnValuesToNotBeNull(column=c) for c in ("doc_id_a", "doc_id_b", "url_a", "url_b", "method")),
             *(gxe.ExpectColumnValuesToBeUnique(column=c) for c in ("doc_id_a", "doc_id_b")),
             gxe.ExpectColumnValuesToBeNull(column=SAME_URL_COLUMN),

@@ -1,40 +1,8 @@
-"""Releases: corpus files (TSV, TMX, JSONL, monolingual text, statistics, report, datasheet) published as
-numbered versions in the object store, and recorded in a DVC data registry.
+"""Release files: the corpus (TSV, TMX, JSONL, monolingual text), statistics, an HTML report and a
+datasheet, written into a local folder from a run's gated sentence pairs.
 
-See :mod:`bitextflow.release.formats` for the file formats, :mod:`bitextflow.release.publish` for the
-layout and the guarantees (manifest written last, one version per run), :mod:`bitextflow.release.registry`
-for the DVC registry and :mod:`bitextflow.release.status` for the state of every pair.
+:mod:`~bitextflow.release.formats` holds the file formats, :mod:`~bitextflow.release.build` writes a
+release's files, :mod:`~bitextflow.release.report` and :mod:`~bitextflow.release.datasheet` render the
+report and the datasheet. Publishing them as numbered versions in the object store and recording them
+in a DVC registry is :mod:`bitextflow.catalog`.
 """
-
-from bitextflow.release.formats import corpus_stats, validate_tmx, write_jsonl, write_tmx, write_tsv, xml_safe
-from bitextflow.release.publish import (
-    MANIFEST_NAME,
-    RELEASES_PREFIX,
-    ReleaseExtras,
-    ReleaseInfo,
-    build_release,
-    list_releases,
-    monolingual_corpus,
-    next_version,
-    publish_release,
-    release_prefix,
-)
-
-__all__ = [
-    "MANIFEST_NAME",
-    "RELEASES_PREFIX",
-    "ReleaseExtras",
-    "ReleaseInfo",
-    "build_release",
-    "corpus_stats",
-    "list_releases",
-    "monolingual_corpus",
-    "next_version",
-    "publish_release",
-    "release_prefix",
-    "validate_tmx",
-    "write_jsonl",
-    "write_tmx",
-    "write_tsv",
-    "xml_safe",
-]

@@ -2,7 +2,7 @@
 
 Written from what the run knows: the pair config (seeds, domain terms, every threshold), the release
 statistics and stage counts, and the licences of the sources where they can be read. For the local
-demo site (served on loopback, built from Debian documentation packages by :mod:`bitextflow.localsite`)
+demo site (served on loopback, built from Debian documentation packages by the ``bitextflow-local`` tools)
 the licences come from each package's ``copyright`` file; for any other site the datasheet says the
 licence is unknown, which is the honest answer for crawled web text.
 """
@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bitextflow.config import PairConfig
-from bitextflow.localsite.paths import default_cache_dir
+from bitextflow.settings import cache_dir as cache_folder
 
 _STAMP = "site.stamp.json"
 _LICENCE_SENTENCE = re.compile(r"[^.]*\blicen[cs]ed?\b[^.]*\.", re.IGNORECASE)
@@ -68,7 +68,7 @@ def local_site_licences(config: PairConfig, cache_dir: Path | None = None) -> li
     """
     if not any(_loopback(str(seed)) for seed in config.crawl.seeds):
         return []
-    cache = cache_dir or Path(os.environ.get("BITEXTFLOW_SITE_CACHE") or default_cache_dir())  # set by the local stack
+    cache = cache_dir or Path(os.environ.get("BITEXTFLOW_SITE_CACHE") or cache_folder("localsite"))  # set by the local stack
     stamp = cache / _STAMP
     if not stamp.is_file():
         return []

@@ -1,23 +1,18 @@
-"""Hard rules on sentence pairs (walking-skeleton depth of the ParaCrawl cleaning step).
+"""Hard rules on sentence pairs.
 
 Each rule returns the tag of the violation or nothing; a pair with any tag is rejected, kept for
-inspection with its tags, and counted under each tag. bifixer, bicleaner-hardrules and bicleaner-ai
-replace and extend these rules later.
+inspection with its tags, and counted under each tag. With ``score.use_bicleaner``, bifixer,
+bicleaner-hardrules and bicleaner-ai (:mod:`~bitextflow.score.bicleaner`) run after these rules.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from bitextflow.config import ScoreConfig
+from bitextflow.text.comparison import normalise_for_comparison
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def normalise_for_comparison(text: str) -> str:
-    """Case-folded letters and digits only: two sides equal under this are 'identical'."""
-    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
 
 
 def numbers_of(text: str) -> list[str]:

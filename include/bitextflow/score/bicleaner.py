@@ -1,9 +1,9 @@
-"""bifixer + bicleaner-hardrules + bicleaner-ai, run in their own environment (DESIGN.md section 4).
+"""bifixer + bicleaner-hardrules + bicleaner-ai, run in their own environment.
 
 bicleaner-ai needs tensorflow 2.20, transformers 4.57 and numpy < 2, which would downgrade Airflow's
 environment, so it lives in ``.venv-bicleaner`` (``make setup``) or in the bicleaner image
 (docker/bicleaner.Dockerfile). This module, in the main environment, finds that environment and the
-model, and builds the one command both places run (``envscripts/score_pairs.py``); the pipeline
+model, and builds the one command both places run (``envscripts/score_pairs.py``); the score stage
 passes it presigned S3 URLs, so the other environment needs no credentials and no S3 library.
 
 The model: bicleaner-ai's models come from a model hub, which is unreachable here, so
@@ -32,23 +32,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bitextflow.errors import StageError
-
-if TYPE_CHECKING:
-    from bitextflow.config import PairConfig
-    from bitextflow.release.registry import RegistryEntry
-    from bitextflow.storage import StorageSettings
+from bitextflow.score.training_data import bible_verse_pairs, catalog_pairs, dictionary_pairs, documentation_pairs
+from bitextflow.settings import bicleaner_python, cache_dir
 
 MODEL_VERSION = 4
 MODEL_METADATA = "bitextflow-model.json"
 SCRIPTS_DIR = Path(__file__).resolve().parent / "envscripts"
 SCORE_SCRIPT = SCRIPTS_DIR / "score_pairs.py"
 TRAIN_SCRIPT = SCRIPTS_DIR / "train_model.py"
-_REPO_ROOT = Path(__file__).resolve().parents[3]
 _RULE = re.compile(r"[^(,]+(?:\([^)]*\))?")
 # Sized for `make setup` on 2 cores (docs/score.md has the measured minutes and what each setting buys);
 # the model's metadata records them. Classifier settings go to envscripts/train_model.py, noise ratios
@@ -63,18 +58,8 @@ TRAINING = {
 CLASSIFIER_SETTINGS = ("vocab_size", "emb_dim", "maxlen", "n_hidden", "lr", "batch_size", "epochs", "steps_per_epoch")
 
 
-def bicleaner_python() -> Path:
-    """``$BITEXTFLOW_BICLEANER_PYTHON``, else ``.venv-bicleaner/bin/python`` of this checkout."""
-    return Path(os.environ.get("BITEXTFLOW_BICLEANER_PYTHON") or _REPO_ROOT / ".venv-bicleaner" / "bin" / "python")
-
-
-def models_root() -> Path:
-    """``$BITEXTFLOW_CACHE/models``, else ``~/.cache/bitextflow/models``."""
-    return Path(os.environ.get("BITEXTFLOW_CACHE") or Path.home() / ".cache" / "bitextflow") / "models"
-
-
 def default_model_dir(pair: str, version: int = MODEL_VERSION) -> Path:
-    return models_root() / f"bicleaner-{pair}" / f"v{version}"
+    return cache_dir("models", f"bicleaner-{pair}", f"v{version}")
 
 
 def model_dir(pair: str, configured: str = "default") -> Path:
@@ -255,8 +240,6 @@ def training_corpus(source: str, target: str) -> TrainingCorpus:
     (dictionary entries are no sentences); the held-out documentation pages
     (:mod:`bitextflow.score.training_data`) are in neither set.
     """
-    from bitextflow.score.training_data import bible_verse_pairs, catalog_pairs, dictionary_pairs, documentation_pairs
-
     rng = random.Random(TRAINING["seed"])
     documentation = documentation_pairs(source, target)
     valid_verses, verses = _split_off(list(dict.fromkeys(bible_verse_pairs(source, target))), TRAINING["valid_verses"], rng)
@@ -310,41 +293,16 @@ def separation(true: Sequence[float], false: Sequence[float], threshold: float |
     return {name: round(value, 4) for name, value in figures.items()}
 
 
-def publish_model(store, pair: str, model: Path) -> str:  # noqa: ANN001 - an ObjectStore, imported lazily by callers
-    """Upload the model once under ``models/<pair>/bicleaner/v<N>/``; returns that prefix."""
-    version = model_metadata(model)["version"]
-    prefix = f"models/{pair}/bicleaner/v{version}/"
-    if not store.exists(prefix + MODEL_METADATA):
-        store.put_tree(prefix, model)
-    return prefix
-
-
-def record_model(config: PairConfig, settings: StorageSettings, model: Path | None = None) -> RegistryEntry:
-    """Record the pair's model in its DVC registry (``release`` section): ``models/bicleaner-<pair>/v<N>``, tagged
-    ``model-bicleaner-<pair>-v<N>``; a no-op when that tag exists."""
-    from bitextflow.release.registry import registry_for
-
-    model = model or require_available(config.pair, config.score.bicleaner_model)
-    version = model_metadata(model)["version"]
-    return registry_for(config, settings).record_model(f"bicleaner-{config.pair}", version, model)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bitextflow.score.bicleaner",
-        description="Build a pair's bicleaner-ai lite model, or record it in the DVC registry.",
+        description="Build a pair's bicleaner-ai lite model (`bitextflow models record-bicleaner` records it in the DVC registry).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="train the model of a pair into the cache (no-op when built)")
     build.add_argument("pairs", nargs="+", help="language pairs, e.g. en-es")
     build.add_argument("--force", action="store_true", help="train again even when the model is there")
-    record = sub.add_parser(
-        "record", help="record a pair's model in the DVC registry of its pair config (tag model-bicleaner-<pair>-v<N>)"
-    )
-    record.add_argument("pairs", nargs="+", help="language pairs, e.g. en-es")
     args = parser.parse_args(argv)
-    if args.command == "record":
-        return _record(args.pairs)
     for pair in args.pairs:
         try:
             model = build_model(pair, force=args.force)
@@ -353,23 +311,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         metadata = model_metadata(model)
         print(f"{pair}: {model} ({metadata['training_data']['train_pairs']} training pairs, sha256 {metadata['sha256'][:12]})")
-    return 0
-
-
-def _record(pairs: Sequence[str]) -> int:
-    from bitextflow import cli
-    from bitextflow.errors import BitextflowError
-    from bitextflow.storage import StorageSettings
-
-    cli.load_services_env()
-    for pair in pairs:
-        try:
-            config = cli.pair_config(argparse.Namespace(pair=pair, pairs_dir=None, overrides=None, set=None))
-            entry = record_model(config, StorageSettings.from_env())
-        except BitextflowError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        print(f"{pair}: {'recorded' if entry.recorded else 'already recorded'}; fetch with `{entry.get_command}`")
     return 0
 
 

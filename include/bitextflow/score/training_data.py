@@ -14,13 +14,12 @@
   translators (placeholders, markup and accelerator marks taken out of both sides).
 
 Packages are fetched with ``apt-get download`` and unpacked with ``dpkg -x`` into the cache
-(:func:`bitextflow.localsite.packages.fetch_packages`).
+(:func:`bitextflow.training.debian.fetch_packages`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ import polib
 
 from bitextflow.classify.offline import BIBLES  # language -> (Debian package, SWORD module)
 from bitextflow.errors import StageError
-from bitextflow.localsite.packages import FetchedPackage, fetch_packages
+from bitextflow.settings import cache_dir
+from bitextflow.training.debian import FetchedPackage, fetch_packages
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,8 @@ _EMPTY_QUOTES = re.compile(r"[\"'`«“‘]\s*[\"'»”’]")
 
 
 def default_cache_dir() -> Path:
-    """``$BITEXTFLOW_CACHE/bible``, else ``~/.cache/bitextflow/bible``."""
-    root = os.environ.get("BITEXTFLOW_CACHE") or Path.home() / ".cache" / "bitextflow"
-    return Path(root) / "bible"
+    """``<cache>/bible`` (:func:`bitextflow.settings.cache_dir`)."""
+    return cache_dir("bible")
 
 
 def bible_verse_pairs(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> list[tuple[str, str]]:

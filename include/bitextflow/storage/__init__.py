@@ -16,7 +16,6 @@ import io
 import json
 import mimetypes
 import os
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -64,11 +63,6 @@ class StorageSettings:
             "BITEXTFLOW_S3_REGION": self.region,
         }
         return {k: v for k, v in values.items() if v}
-
-
-def safe_key_part(text: str) -> str:
-    """A run id or name turned into a key component that needs no URL escaping."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
 
 
 class ObjectStore:
@@ -335,8 +329,3 @@ class ObjectReader(io.RawIOBase):
     def close(self) -> None:
         self._close_body()
         super().close()
-
-
-def stage_key(pair: str, run_id: str, stage: str, name: str) -> str:
-    """``<pair>/<run_id>/<stage>/<name>``: the key layout of DESIGN.md section 3."""
-    return f"{pair}/{safe_key_part(run_id)}/{stage}/{name}"

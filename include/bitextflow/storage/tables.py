@@ -8,8 +8,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bitextflow.schemas import OPTIONAL
-from bitextflow.storage import ObjectStore, stage_key
+from bitextflow.records import OPTIONAL
+from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import stage_key
 
 
 def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Schema) -> str:

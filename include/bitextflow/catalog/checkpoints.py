@@ -1,0 +1,50 @@
+"""Crawl checkpoints in the object store, under the run's ``crawl/`` prefix.
+
+- ``crawl/checkpoint.json.gz``: the state (frontier, seen-set, hosts, counts, scorer, WARC position);
+  written last at every checkpoint, so it is the commit point;
+- ``crawl/log/part-NNNNN.jsonl.gz``: the crawl-log lines of each checkpoint interval, merged into
+  ``crawl/crawl-log.jsonl.gz`` when the crawl ends.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from typing import Any
+
+from bitextflow.storage import ObjectStore
+
+STATE_NAME = "checkpoint.json.gz"
+LOG_PART = "log/part-{:05d}.jsonl.gz"
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> bytes:
+    lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return gzip.compress(lines.encode("utf-8"), mtime=0)
+
+
+class ObjectStoreCheckpoints:
+    """A :class:`bitextflow.crawl.crawl_state.CheckpointStore` in the object store; ``key(name)`` gives the object key."""
+
+    def __init__(self, store: ObjectStore, key: Callable[[str], str]):
+        self.store = store
+        self.key = key
+
+    def load(self) -> dict[str, Any] | None:
+        key = self.key(STATE_NAME)
+        if not self.store.exists(key):
+            return None
+        return json.loads(gzip.decompress(self.store.get_bytes(key)))
+
+    def save(self, state: dict[str, Any]) -> None:
+        data = gzip.compress(json.dumps(state, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), mtime=0)
+        self.store.put_bytes(self.key(STATE_NAME), data, "application/gzip")
+
+    def save_log(self, part: int, entries: list[dict[str, Any]]) -> None:
+        self.store.put_bytes(self.key(LOG_PART.format(part)), _jsonl(entries), "application/gzip")
+
+    def merged_log(self, parts: int) -> bytes:
+        """Every log part, in order, as one gzip JSON-lines object."""
+        chunks = [gzip.decompress(self.store.get_bytes(self.key(LOG_PART.format(i)))) for i in range(parts)]
+        return gzip.compress(b"".join(chunks), mtime=0)

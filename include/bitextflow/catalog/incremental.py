@@ -1,0 +1,123 @@
+"""Incremental runs: re-use the previous release for page pairs whose content has not changed.
+
+A pair is crawled again to find new and changed pages, but aligning, scoring and classifying a page
+pair costs far more than fetching it. With ``incremental: true`` in the pair config, a document pair
+whose two pages have the same content hash as in the run of the pair's latest release, and which that
+run already paired, is not sent to sentence alignment again: its released sentence pairs are
+carried over into this run's gate. Everything else (new pages, changed pages, new pairings) goes
+through the stages as usual, and the gate judges carried and new pairs together, so the new release
+is complete, not a delta.
+
+What changed is reported per run (``align_documents/changes.json``): pages new, changed, unchanged
+and gone since the previous release, document pairs carried or re-aligned, sentence pairs carried.
+
+The reference is the previous release's run outputs in the store (its extract documents and gated
+pairs); if they were deleted, the run processes everything and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from bitextflow import records
+from bitextflow.catalog.releases import ReleaseInfo, list_releases
+from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import stage_key
+from bitextflow.storage.tables import read_table, read_tables, stage_outputs
+
+log = logging.getLogger(__name__)
+
+_SAMPLE = 20  # URLs listed per kind of change: enough to look into, short enough to read
+
+
+@dataclass(frozen=True)
+class PreviousRelease:
+    """The latest release of a pair and what its run saw: page hashes and the released sentence pairs."""
+
+    release: ReleaseInfo
+    page_hashes: dict[str, str]
+    page_pairs: set[tuple[str, str]]  # document pairs of that run, whether or not they yielded released pairs
+    pairs: pd.DataFrame = field(repr=False)
+
+
+def previous_release(store: ObjectStore, pair: str, run_id: str) -> PreviousRelease | None:
+    """The latest release of ``pair`` made by another run, with its run's outputs; None if there is none."""
+    earlier = [info for info in list_releases(store, pair) if info.run_id != run_id]
+    if not earlier:
+        return None
+    release = earlier[-1]
+    documents_keys = stage_outputs(store, pair, release.run_id, "extract", suffix=".documents.parquet")
+    gated_key = stage_key(pair, release.run_id, "gate", "sentence_pairs.parquet")
+    if not documents_keys or not store.exists(gated_key):
+        log.warning(
+            "incremental: the outputs of run %s (release v%d) are gone from the store; processing every page",
+            release.run_id, release.version,
+        )  # fmt: skip
+        return None
+    documents = read_tables(store, documents_keys, records.DOCUMENTS)
+    pair_keys = stage_outputs(store, pair, release.run_id, "align_documents", prefix="docpairs-")
+    document_pairs = read_tables(store, pair_keys, records.DOCUMENT_PAIRS)
+    return PreviousRelease(
+        release,
+        dict(zip(documents["url"], documents["content_hash"], strict=True)),
+        set(zip(document_pairs["url_a"], document_pairs["url_b"], strict=True)),
+        read_table(store, gated_key),
+    )
+
+
+@dataclass(frozen=True)
+class Split:
+    """Document pairs to align, those carried over with their released sentence pairs, and what changed."""
+
+    to_align: pd.DataFrame
+    carried_document_pairs: pd.DataFrame
+    carried_sentence_pairs: pd.DataFrame
+    changes: dict[str, Any]
+
+
+def split_unchanged(document_pairs: pd.DataFrame, page_hashes: dict[str, str], previous: PreviousRelease) -> Split:
+    """Split this run's document pairs by whether the previous release can stand for them.
+
+    ``page_hashes`` are this run's url -> content hash.
+    """
+    old = previous.page_hashes
+
+    def unchanged(url_a: str, url_b: str) -> bool:
+        return (
+            (url_a, url_b) in previous.page_pairs
+            and page_hashes.get(url_a) == old.get(url_a) is not None
+            and page_hashes.get(url_b) == old.get(url_b) is not None
+        )
+
+    keep_old = pd.Series(
+        [unchanged(a, b) for a, b in zip(document_pairs["url_a"], document_pairs["url_b"], strict=True)],
+        index=document_pairs.index, dtype=bool,
+    )  # fmt: skip
+    carried_document_pairs = document_pairs[keep_old].reset_index(drop=True)
+    carried_urls = set(zip(carried_document_pairs["url_a"], carried_document_pairs["url_b"], strict=True))
+    in_carried = [pair in carried_urls for pair in zip(previous.pairs["url_a"], previous.pairs["url_b"], strict=True)]
+    carried_sentence_pairs = previous.pairs[in_carried].reset_index(drop=True)
+    to_align = document_pairs[~keep_old].reset_index(drop=True)
+    changes = {
+        "previous_release": previous.release.to_dict(),
+        "pages": page_changes(page_hashes, old),
+        "document_pairs": {"carried": len(carried_document_pairs), "aligned": len(to_align)},
+        "sentence_pairs_carried": len(carried_sentence_pairs),
+    }
+    return Split(to_align, carried_document_pairs, carried_sentence_pairs, changes)
+
+
+def page_changes(current: dict[str, str], previous: dict[str, str]) -> dict[str, Any]:
+    """Counts and a sample of URLs per kind of change between two url -> content hash maps."""
+    kinds = {
+        "new": sorted(set(current) - set(previous)),
+        "gone": sorted(set(previous) - set(current)),
+        "changed": sorted(url for url in set(current) & set(previous) if current[url] != previous[url]),
+    }
+    summary: dict[str, Any] = {kind: {"count": len(urls), "sample": urls[:_SAMPLE]} for kind, urls in kinds.items()}
+    summary["unchanged"] = {"count": len(set(current) & set(previous)) - len(kinds["changed"])}
+    return summary

@@ -1,0 +1,199 @@
+"""Published model versions in the object store: ``models/<pair>/<kind>/v<N>/`` (domain classifiers,
+the smart crawl's URL models, bicleaner-ai models).
+
+As with releases, a version exists once its metadata file does (uploaded last), so readers never see
+half a model, and a version never changes, so a downloaded copy in the cache
+(``<cache>/models/<kind>/<bucket>/<prefix>``) is reused. A pair config names its domain classifier in
+``domain.classifier``: a local folder, ``s3://bucket/prefix`` or ``latest`` (the highest published
+version of the pair).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from bitextflow.catalog.registry import RegistryEntry, registry_for
+from bitextflow.classify.model import METADATA_FILENAME, MODELS_PREFIX, train_command
+from bitextflow.config import PairConfig
+from bitextflow.errors import StageError
+from bitextflow.models import url_models
+from bitextflow.score import bicleaner
+from bitextflow.settings import cache_dir
+from bitextflow.storage import ObjectStore, StorageSettings
+
+LATEST = "latest"
+_VERSION = re.compile(r"/v(\d+)/" + re.escape(METADATA_FILENAME) + "$")
+_PUBLISHED_VERSION = re.compile(r"/v(\d+)/$")
+
+
+def domain_prefix(pair: str) -> str:
+    return f"{MODELS_PREFIX}/{pair}/domain/"
+
+
+def published_versions(store: ObjectStore, pair: str) -> list[int]:
+    """Versions of the pair's domain models whose metadata exists, ascending."""
+    return sorted(int(m.group(1)) for key in store.iter_keys(domain_prefix(pair)) if (m := _VERSION.search(key)))
+
+
+def publish_model(store: ObjectStore, pair: str, folder: Path) -> str:
+    """Upload `folder` as the next version ``models/<pair>/domain/v<N>/`` (metadata last); returns its s3:// URI."""
+    version = max(published_versions(store, pair), default=0) + 1
+    prefix = f"{domain_prefix(pair)}v{version}/"
+    files = sorted(path for path in folder.rglob("*") if path.is_file() and path.name != METADATA_FILENAME)
+    for path in [*files, folder / METADATA_FILENAME]:
+        store.put_file(prefix + path.relative_to(folder).as_posix(), path)
+    return store.uri(prefix)
+
+
+def record_in_registry(config: PairConfig, store: ObjectStore, folder: Path, uri: str) -> RegistryEntry:
+    """Record the model published at ``uri`` in the pair's DVC registry: ``models/domain-<pair>/v<N>``, tag
+    ``model-domain-<pair>-v<N>`` with the same N as in S3 (docs/classify.md)."""
+    version = int(_PUBLISHED_VERSION.search(uri).group(1))  # type: ignore[union-attr] - publish_model's URIs end in /v<N>/
+    return registry_for(config, store.settings).record_model(f"domain-{config.pair}", version, folder)
+
+
+def model_cache_dir() -> Path:
+    return cache_dir("models", "domain")
+
+
+def resolve_classifier(location: str, pair: str, store: ObjectStore) -> Path:
+    """A local folder for `location`: a path, ``s3://bucket/prefix`` or ``latest`` (downloaded and cached)."""
+    if location == LATEST:
+        versions = published_versions(store, pair)
+        if not versions:
+            raise StageError(
+                f"domain.classifier is 'latest' but no model is published under {store.uri(domain_prefix(pair))}; train one with `{train_command(pair)}`"
+            )
+        return _download(store, f"{domain_prefix(pair)}v{versions[-1]}/", pair)
+    if location.startswith("s3://"):
+        bucket, _, prefix = location.removeprefix("s3://").partition("/")
+        prefix = prefix.rstrip("/") + "/"
+        other = store if bucket == store.bucket else ObjectStore(store.settings, bucket)
+        return _download(other, prefix, pair)
+    return Path(location).expanduser()
+
+
+def _download(store: ObjectStore, prefix: str, pair: str) -> Path:
+    """Copy a published model into the cache once (a version never changes); atomically, metadata included."""
+    target = model_cache_dir() / store.bucket / prefix.rstrip("/")
+    if (target / METADATA_FILENAME).is_file():
+        return target
+    keys = store.list_keys(prefix)
+    if prefix + METADATA_FILENAME not in keys:
+        raise StageError(
+            f"{store.uri(prefix)} holds no domain classifier (no {METADATA_FILENAME}); train one with `{train_command(pair)}` or fix domain.classifier"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".download-", dir=target.parent))
+    try:
+        for key in keys:
+            local = staging / key.removeprefix(prefix)
+            local.parent.mkdir(parents=True, exist_ok=True)
+            store.download_file(key, local)
+        shutil.rmtree(target, ignore_errors=True)  # a download that died before its metadata arrived
+        staging.replace(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def publish_bicleaner_model(store: ObjectStore, pair: str, model: Path) -> str:
+    """Upload the pair's bicleaner-ai model once under ``models/<pair>/bicleaner/v<N>/``; returns that prefix."""
+    version = bicleaner.model_metadata(model)["version"]
+    prefix = f"{MODELS_PREFIX}/{pair}/bicleaner/v{version}/"
+    if not store.exists(prefix + bicleaner.MODEL_METADATA):
+        store.put_tree(prefix, model)
+    return prefix
+
+
+def record_bicleaner_model(config: PairConfig, settings: StorageSettings, model: Path | None = None) -> RegistryEntry:
+    """Record the pair's bicleaner-ai model in its DVC registry (``release`` section): ``models/bicleaner-<pair>/v<N>``,
+    tagged ``model-bicleaner-<pair>-v<N>``; a no-op when that tag exists."""
+    model = model or bicleaner.require_available(config.pair, config.score.bicleaner_model)
+    version = bicleaner.model_metadata(model)["version"]
+    return registry_for(config, settings).record_model(f"bicleaner-{config.pair}", version, model)
+
+
+def url_versions_prefix(pair: str) -> str:
+    return f"models/{pair}/url/"
+
+
+def list_url_versions(store: ObjectStore, pair: str) -> list[int]:
+    """Complete versions (metadata present) of a pair's URL models, oldest first."""
+    prefix = url_versions_prefix(pair)
+    found = set()
+    for key in store.list_keys(prefix):
+        match = re.fullmatch(re.escape(prefix) + r"v(\d+)/" + re.escape(url_models.METADATA_FILENAME), key)
+        if match:
+            found.add(int(match.group(1)))
+    return sorted(found)
+
+
+def publish_url_models(store: ObjectStore, pair: str, folder: Path) -> str:
+    """Upload a trained folder as the pair's next version; returns its ``s3://`` URI. The metadata goes
+    last, so a reader never sees a half-uploaded version."""
+    store.ensure_bucket()
+    versions = list_url_versions(store, pair)
+    version = (versions[-1] + 1) if versions else 1
+    prefix = f"{url_versions_prefix(pair)}v{version}/"
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != url_models.METADATA_FILENAME):
+        store.put_file(prefix + path.relative_to(folder).as_posix(), path)
+    metadata = json.loads((folder / url_models.METADATA_FILENAME).read_text(encoding="utf-8"))
+    store.put_json(prefix + url_models.METADATA_FILENAME, {**metadata, "version": f"v{version}", "pair": pair})
+    return store.uri(prefix)
+
+
+def _fetch_url_version(store: ObjectStore, prefix: str) -> Path:
+    """A local copy of the version at ``prefix`` (downloaded once; versions never change)."""
+    prefix = prefix.rstrip("/") + "/"
+    local = cache_dir("url-models") / store.bucket / prefix
+    if (local / url_models.METADATA_FILENAME).is_file():
+        return local
+    keys = store.list_keys(prefix)
+    if prefix + url_models.METADATA_FILENAME not in keys:
+        raise url_models.unloadable(Path(store.uri(prefix)), f"no {url_models.METADATA_FILENAME}: not a complete version")
+    local.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=local.parent))
+    for key in keys:
+        target = staging / key[len(prefix) :]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        store.download_file(key, target)
+    shutil.rmtree(local, ignore_errors=True)
+    staging.rename(local)
+    return local
+
+
+def resolve_url_models(location: str, store: ObjectStore | None = None, pair: str | None = None) -> tuple[Path, str] | None:
+    """``crawl.url_models`` -> (local folder, version name), or None where no version exists yet.
+
+    A location is a local folder, ``s3://bucket/models/<pair>/url/v<N>/``, ``s3://bucket/models/<pair>/url/latest``
+    (the newest complete version), or ``latest`` (that, in ``store``'s bucket for ``pair``).
+    """
+    if location == "latest":
+        if store is None or pair is None:
+            raise StageError("crawl.url_models 'latest' needs the pair's bucket; use s3://<bucket>/models/<pair>/url/latest here")
+        location = store.uri(url_versions_prefix(pair) + "latest")
+    if not location.startswith("s3://"):
+        folder = Path(location).expanduser()
+        if not folder.is_dir():
+            raise url_models.unloadable(folder, "no such folder")
+        return folder, folder.name
+    bucket, _, prefix = location.removeprefix("s3://").partition("/")
+    if store is None or store.bucket != bucket:
+        store = ObjectStore.from_env(bucket)
+    if prefix.rstrip("/").endswith("/latest"):
+        model_pair = prefix.rstrip("/").removesuffix("/latest")
+        match = re.fullmatch(r"models/(.+)/url", model_pair)
+        if match is None:
+            raise StageError(f"{location}: expected s3://<bucket>/models/<pair>/url/latest")
+        versions = list_url_versions(store, match.group(1))
+        if not versions:
+            return None
+        prefix = f"{url_versions_prefix(match.group(1))}v{versions[-1]}/"
+    folder = _fetch_url_version(store, prefix)
+    version = _PUBLISHED_VERSION.search("/" + prefix.rstrip("/") + "/")
+    return folder, f"v{version.group(1)}" if version else folder.name

@@ -1,0 +1,81 @@
+"""Stage ``align_sentences``: one shard of document pairs -> sentence pairs with an alignment score.
+
+Counted in beads: each bead becomes a pair or is dropped (unaligned sentence, low score). The
+aligner's dictionary (``hunalign``, ``hybrid``) and encoder (``vecalign``, ``hybrid``) load once per
+task, in :meth:`AlignSentences.setup`.
+"""
+
+from __future__ import annotations
+
+from bitextflow import records
+from bitextflow.align import sentences as sent_align
+from bitextflow.align.aligners import sentence_aligner
+from bitextflow.align.dictionary import load_dictionary
+from bitextflow.counts import StageCounts
+from bitextflow.records import SentencePair
+from bitextflow.stages.base import Resources, Stage, shard_name
+from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
+from bitextflow.storage.tables import read_table, read_tables, write_table
+from bitextflow.text.comparison import pair_hash
+
+
+class AlignSentences(Stage):
+    name = "align_sentences"
+    after = "align_documents"
+    outputs = SENTENCE_PAIR_SHARDS
+    partitioning = "shard"
+    resources = Resources(concurrency=4)
+    help = "align the sentences of each document pair (align.sentence_aligner)"
+
+    def setup(self) -> None:
+        config = self.ctx.config
+        method = config.align.sentence_aligner
+        dictionary = load_dictionary(config.source, config.target) if method in ("hunalign", "hybrid") else None
+        encoder = None
+        if method == "vecalign":
+            from bitextflow.models import SentenceEncoder  # torch: imported only by the aligners that need it
+
+            encoder = SentenceEncoder.from_path(config.align.encoder_model)
+        if method == "hybrid":
+            from bitextflow.models.static import StaticEmbeddings
+
+            encoder = StaticEmbeddings.from_path(config.align.static_model)
+        self.align = sentence_aligner(method, dictionary, encoder)
+
+    def run(self, document_pairs_key: str) -> str:
+        ctx = self.ctx
+        shard = shard_name(document_pairs_key).replace("docpairs", "sentpairs")
+        doc_pairs = read_table(ctx.store, document_pairs_key)
+        sentences = self._document_sentences(set(doc_pairs["sentences_key_a"]) | set(doc_pairs["sentences_key_b"]))
+        counts = StageCounts("align_sentences")
+        aligned_pairs: list[SentencePair] = []
+        for pair in doc_pairs.itertuples():
+            src, tgt = sentences.get(pair.doc_id_a, []), sentences.get(pair.doc_id_b, [])
+            beads = self.align(src, tgt)
+            counts.seen(len(beads))
+            aligned, dropped = sent_align.sentence_pairs(beads, src, tgt, ctx.config.align.min_alignment_score)
+            for reason, n in dropped.items():
+                counts.drop(reason, n)
+            aligned_pairs.extend(
+                SentencePair(
+                    pair.url_a,
+                    pair.url_b,
+                    ctx.config.source,
+                    ctx.config.target,
+                    text_a,
+                    text_b,
+                    score,
+                    pair_hash=pair_hash(text_a, text_b),
+                )  # fmt: skip
+                for text_a, text_b, score in aligned
+            )
+        counts.keep(len(aligned_pairs))
+        frame = records.frame_of(aligned_pairs, records.SENTENCE_PAIRS)
+        key = write_table(ctx.store, ctx.key("align_sentences", f"{shard}.parquet"), frame, records.SENTENCE_PAIRS)
+        ctx.write_counts("align_sentences", shard, counts)
+        return key
+
+    def _document_sentences(self, keys: set[str]) -> dict[str, list[str]]:
+        frame = read_tables(self.ctx.store, sorted(keys), records.SENTENCES)
+        frame = frame.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
+        return {doc_id: list(group["text"]) for doc_id, group in frame.groupby("doc_id", sort=False)}

@@ -1,0 +1,160 @@
+"""The stage contract: what every stage module declares, and the run context a stage works in.
+
+A stage is one module with one :class:`Stage` subclass. It declares its ``name``, the stage whose
+outputs it reads (``after``), the pattern of its output shards (``outputs``), how its work splits into
+tasks (``partitioning``) and what a task needs (``resources``); ``setup()`` loads what every shard of
+a task shares (models, dictionaries) once, and ``run()`` processes its inputs. The registry
+(:mod:`bitextflow.stages.registry`) orders the stages; the CLI, the Airflow DAG factory and GPU
+dispatch all iterate it, so a new stage is one module plus one registry line (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from bitextflow.config import PairConfig
+from bitextflow.counts import StageCounts
+from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import stage_key
+
+log = logging.getLogger(__name__)
+
+#: ``shard``: one task per input shard (Airflow maps the stage over its inputs); ``run``: one task for
+#: all of the run's inputs; ``model``: a step that trains a model for later runs (its own DAG).
+Partitioning = Literal["shard", "run", "model"]
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one task of a stage needs. ``gpu``: the step runs where ``gpu.mode`` says (worker or pod),
+    once for all shards so that its model loads once; ``concurrency``: tasks at a time per run."""
+
+    gpu: bool = False
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a stage needs to know about its run. ``on_counts`` sees every count a stage writes (the
+    Airflow glue shows them on the task instance); ``stage_order``: the names of the registry's stages
+    in order, which orders a run's counts (:func:`bitextflow.stages.registry.run_context` fills it)."""
+
+    config: PairConfig
+    store: ObjectStore
+    run_id: str
+    on_counts: Callable[[str, StageCounts], None] | None = None
+    stage_order: tuple[str, ...] = ()
+
+    def key(self, stage: str, name: str) -> str:
+        return stage_key(self.config.pair, self.run_id, stage, name)
+
+    def write_counts(self, stage: str, shard: str, counts: StageCounts) -> None:
+        self.store.put_json(self.key(stage, f"{shard}.counts.json"), counts.to_dict())
+        log.info("%s [%s]", counts.summary(), shard)
+        if self.on_counts is not None:
+            self.on_counts(shard, counts)
+
+    def outputs(self, stage: str, pattern: re.Pattern[str]) -> list[str]:
+        """Keys directly under the stage's folder of the run whose names match ``pattern``, sorted."""
+        prefix = self.key(stage, "")
+        return sorted(
+            key for key in self.store.list_keys(prefix) if "/" not in key[len(prefix) :] and pattern.search(key[len(prefix) :])
+        )
+
+
+def shard_name(key: str) -> str:
+    """``.../crawl/crawl-00003.warc.gz`` -> ``crawl-00003``: output shards keep their input's name."""
+    return Path(key).name.split(".")[0]
+
+
+@dataclass(frozen=True)
+class ExternalStep:
+    """A step of a stage that runs in another Python environment (bicleaner-ai's): ``script`` is called with
+    the job's ``arguments``; locally with ``python``, in a pod with ``image``'s interpreter. In a DAG the
+    stage becomes three tasks per shard: ``prepare_task_id`` (:meth:`Stage.prepare`), ``task_id`` (this
+    step) and the stage's own name (:meth:`Stage.finish`)."""
+
+    task_id: str
+    prepare_task_id: str
+    script: Path
+    python: Path
+    image: str
+    #: The pair config option that names ``image`` (for errors).
+    image_setting: str
+    #: How the step's image runs ``script``, and where it keeps the model (passed to :meth:`Stage.prepare` for a pod).
+    image_command: tuple[str, ...]
+    image_model_dir: str
+    concurrency: int = 2
+
+
+class Stage:
+    """Base class of every stage; subclasses set the class attributes and override :meth:`run`."""
+
+    name: ClassVar[str]
+    #: The stage whose outputs are this stage's inputs (None: the first stage).
+    after: ClassVar[str | None] = None
+    #: Names of this stage's output shards, as written under ``<pair>/<run>/<folder>/`` (folder = the name).
+    outputs: ClassVar[re.Pattern[str] | None] = None
+    #: The folder of the run those outputs are in, when not the stage's own (a gate passes its inputs on).
+    output_folder: ClassVar[str | None] = None
+    partitioning: ClassVar[Partitioning] = "shard"
+    resources: ClassVar[Resources] = Resources()
+    #: The quality gate this stage runs (its Data Docs get a link on the task), if any.
+    gate: ClassVar[str | None] = None
+    #: The asset the stage updates (data-aware scheduling), if any.
+    asset: ClassVar[str | None] = None
+    help: ClassVar[str] = ""
+
+    def __init__(self, ctx: RunContext, options: Mapping[str, Any] | None = None) -> None:
+        self.ctx = ctx
+        self.options = dict(options or {})
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """Command-line options of the stage's ``bitextflow <stage>`` command beyond pair and run (its ``options``)."""
+
+    @classmethod
+    def folder(cls) -> str:
+        """The folder of the run that holds this stage's output shards."""
+        return cls.output_folder or cls.name
+
+    @classmethod
+    def enabled(cls, config: PairConfig) -> bool:
+        """Whether a pair's runs include this stage; decided by the pair config alone (never by the host)."""
+        return True
+
+    @classmethod
+    def runs_on_gpu(cls, config: PairConfig) -> bool:
+        """Whether this pair runs the stage as one GPU step (see :class:`Resources`)."""
+        return cls.resources.gpu
+
+    @classmethod
+    def external_step(cls, config: PairConfig) -> ExternalStep | None:
+        """A step in another environment between :meth:`prepare` and :meth:`finish`, when the pair needs one."""
+        return None
+
+    def setup(self) -> None:
+        """Load what every shard of the task shares (models, dictionaries); called once per task."""
+
+    def run(self, inputs: Sequence[str]) -> Any:
+        """Process ``inputs`` (one key for a ``shard`` stage, every input key for a ``run`` stage)."""
+        raise NotImplementedError
+
+    def prepare(self, input_key: str, model_dir: str | None = None) -> dict[str, Any]:
+        """With an external step: the work before it; returns the job (``arguments`` for the script, if any).
+        ``model_dir``: the model folder as the step sees it (an image's), by default the local one."""
+        raise NotImplementedError
+
+    def finish(self, job: dict[str, Any]) -> Any:
+        """With an external step: the work after it."""
+        raise NotImplementedError
+
+    def output_key(self, input_key: str) -> str:
+        """The output of one input shard (a GPU step writes them elsewhere; the DAG checks they exist)."""
+        raise NotImplementedError

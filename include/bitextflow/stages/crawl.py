@@ -1,0 +1,113 @@
+"""Stage ``crawl``: the focused bilingual crawl from the seeds (or existing WARC files) into WARC shards.
+
+Resumable: the crawl checkpoints under its folder and a rerun of the task with the same run id
+continues from the last checkpoint (or, if the crawl had finished, returns its shards).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bitextflow.catalog.checkpoints import ObjectStoreCheckpoints
+from bitextflow.catalog.models import resolve_url_models
+from bitextflow.catalog.warcs import resolve_warcs
+from bitextflow.counts import StageCounts
+from bitextflow.crawl.crawl_state import CrawlLogEntry
+from bitextflow.crawl.crawler import Crawler
+from bitextflow.crawl.scoring import PairContext
+from bitextflow.crawl.warc import RotatingWarcWriter
+from bitextflow.errors import StageError
+from bitextflow.models.url_models import TRAIN_COMMAND
+from bitextflow.stages.base import Stage, shard_name
+from bitextflow.storage.layout import CRAWL_LOG, WARC_SHARDS
+
+log = logging.getLogger(__name__)
+
+_CRAWLED_SHARD = re.compile(r"crawl-\d{5}\.warc\.gz$")
+
+
+class Crawl(Stage):
+    name = "crawl"
+    outputs = WARC_SHARDS
+    partitioning = "run"
+    help = "crawl from the seeds (or ingest crawl.warcs) into WARC shards"
+
+    def run(self, inputs: Sequence[str] = ()) -> list[str]:
+        """Returns the WARC shard keys (the shards of the extract stage)."""
+        ctx = self.ctx
+        ctx.store.ensure_bucket()
+        config = ctx.config.crawl
+        if config.warcs:
+            return self._ingest()
+
+        def upload(path: Path, name: str) -> str:
+            return ctx.store.put_file(ctx.key("crawl", name), path, "application/warc")
+
+        def download(name: str, path: Path) -> None:
+            ctx.store.download_file(ctx.key("crawl", name), path)
+
+        info = {
+            "software": "bitextflow/0.1 (httpx, warcio)",
+            "format": "WARC File Format 1.1",
+            "http-header-user-agent": config.user_agent,
+            "robots": "obey",
+            "isPartOf": f"{ctx.config.pair}/{ctx.run_id}",
+        }
+        warc = RotatingWarcWriter(upload, config.warc_max_bytes, download=download, info=info)
+        checkpoints = ObjectStoreCheckpoints(ctx.store, lambda name: ctx.key("crawl", name))
+        pair = PairContext(ctx.config.source, ctx.config.target, ctx.config.domain.terms)
+        started = time.monotonic()
+
+        def progress(entry: CrawlLogEntry) -> None:
+            if crawler.fetched and crawler.fetched % 50 == 0 and entry.outcome == "fetched":
+                log.info(
+                    "crawl: %d pages fetched, %d waiting, %.0f s",
+                    crawler.fetched,
+                    len(crawler.frontier),
+                    time.monotonic() - started,
+                )
+
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would bury the task log
+        if config.strategy == "smart" and config.url_models:  # fetched with the run's store: the crawler reads a folder
+            resolved = resolve_url_models(config.url_models, ctx.store, ctx.config.pair)
+            if resolved is None:
+                log.warning("crawl: no URL model version at %s yet; train one with `%s`", config.url_models, TRAIN_COMMAND)
+            config = config.model_copy(update={"url_models": str(resolved[0]) if resolved else None})
+        crawler = Crawler(config, warc, pair, checkpoints=checkpoints, on_entry=progress)
+        if crawler.strategy_used != config.strategy:
+            log.warning("crawl: strategy %s is not available; ranking with %s", config.strategy, crawler.strategy_used)
+        crawler.crawl()
+        keys = crawler.keys
+        # Shards of a killed attempt that the resumed crawl did not write again are not part of the crawl.
+        for key in ctx.store.list_keys(ctx.key("crawl", "")):
+            if _CRAWLED_SHARD.search(key) and key not in keys:
+                ctx.store.delete_prefix(key)
+        ctx.store.put_bytes(ctx.key("crawl", CRAWL_LOG), checkpoints.merged_log(crawler.log_parts), "application/gzip")
+        ctx.write_counts("crawl", "crawl", crawler.counts)
+        if not keys:
+            seeds = ", ".join(str(s) for s in config.seeds)
+            raise StageError(
+                f"crawl fetched no page from the seeds ({seeds}); check they are reachable, allowed by robots.txt "
+                "and, for private addresses such as 127.0.0.1, listed in crawl.allow_private_addresses"
+            )
+        return keys
+
+    def _ingest(self) -> list[str]:
+        """``crawl.warcs``: existing WARC files are the extract shards; nothing is fetched."""
+        ctx = self.ctx
+        keys = resolve_warcs(ctx.store, ctx.config.crawl.warcs, ctx.config.crawl.warc_buckets)
+        by_shard: dict[str, str] = {}
+        for key in keys:
+            if (other := by_shard.setdefault(shard_name(key), key)) != key:
+                raise StageError(
+                    f"crawl.warcs: {other} and {key} would both be extract shard {shard_name(key)!r}; rename one of the files"
+                )
+        counts = StageCounts("crawl_ingest")  # WARC files, not pages: the pages are counted by extract
+        counts.seen(len(keys))
+        counts.keep(len(keys))
+        ctx.write_counts("crawl", "crawl", counts)
+        return keys

@@ -1,0 +1,51 @@
+"""Stage ``extract``: one WARC shard -> documents, rejected documents and sentences (Parquet).
+
+The WARC is streamed from the store through a bounded buffer, never copied whole (see
+:class:`bitextflow.storage.ObjectReader` and :mod:`bitextflow.extract.shard`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from bitextflow.catalog.warcs import warc_object
+from bitextflow.extract import extract_shard
+from bitextflow.extract.export import export_documents
+from bitextflow.extract.warc import WARC_READ_BUFFER
+from bitextflow.stages.base import Resources, Stage, shard_name
+from bitextflow.storage.layout import DOCUMENT_SHARDS
+
+_PARQUET = "application/vnd.apache.parquet"
+
+
+class Extract(Stage):
+    name = "extract"
+    after = "crawl"
+    outputs = DOCUMENT_SHARDS
+    partitioning = "shard"
+    resources = Resources(concurrency=4)
+    help = "WARC shards -> documents and sentences, cleaned, language-tagged, de-duplicated"
+
+    def run(self, warc_key: str) -> str:
+        """Returns the shard's documents key."""
+        ctx = self.ctx
+        shard = shard_name(warc_key)
+        sentences_key = ctx.key("extract", f"{shard}.sentences.parquet")
+        # an ingested WARC may be in another bucket, or on another endpoint (crawl.warc_buckets)
+        store, key = warc_object(ctx.store, warc_key, ctx.config.crawl.warc_buckets)
+        with tempfile.TemporaryDirectory(prefix="bitextflow-extract-") as tmp, store.open_read(key, WARC_READ_BUFFER) as warc:
+            result = extract_shard(
+                warc, Path(tmp) / "out", warc_key=warc_key, sentences_key=sentences_key,
+                languages={ctx.config.source, ctx.config.target}, config=ctx.config.extract, domain=ctx.config.domain,
+            )  # fmt: skip
+            ctx.store.put_file(sentences_key, result.sentences, _PARQUET)
+            ctx.store.put_file(ctx.key("extract", f"{shard}.documents.rejected.parquet"), result.rejected, _PARQUET)
+            documents_key = ctx.store.put_file(ctx.key("extract", f"{shard}.documents.parquet"), result.documents, _PARQUET)
+            for name, data, content_type in export_documents(
+                result.documents, ctx.config.extract.export_formats, ctx.config.domain.name
+            ):
+                ctx.store.put_bytes(ctx.key("extract", f"export/{shard}/{name}"), data, content_type)
+        ctx.write_counts("extract", f"{shard}.documents", result.document_counts)
+        ctx.write_counts("extract", f"{shard}.sentences", result.sentence_counts)
+        return documents_key

@@ -1,0 +1,159 @@
+"""The one list of stages. The CLI, the Airflow DAG factory and GPU dispatch iterate it.
+
+Adding a stage is a module with a :class:`~bitextflow.stages.base.Stage` subclass plus one line in
+:data:`REGISTRY` below (docs/architecture.md walks through it). Order matters: a stage comes after
+the stage it reads (its ``after``); side steps such as ``train_url_models`` read an earlier stage and
+nothing reads them; model steps (``partitioning = "model"``) get a DAG of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bitextflow.config import PairConfig
+from bitextflow.counts import StageCounts
+from bitextflow.errors import ConfigError, StageError
+from bitextflow.stages.align_documents import AlignDocuments
+from bitextflow.stages.align_sentences import AlignSentences
+from bitextflow.stages.base import RunContext, Stage
+from bitextflow.stages.classify import Classify
+from bitextflow.stages.crawl import Crawl
+from bitextflow.stages.extract import Extract
+from bitextflow.stages.gate import Gate
+from bitextflow.stages.gate_documents import GateDocuments
+from bitextflow.stages.release import Release
+from bitextflow.stages.score import Score
+from bitextflow.stages.train_domain import TrainDomain
+from bitextflow.stages.train_url_models import TrainUrlModels
+from bitextflow.storage import ObjectStore
+
+
+@dataclass(frozen=True)
+class StageRegistry:
+    """Stages in run order; :meth:`with_stage` gives a registry with one more (tests, plugins)."""
+
+    stages: tuple[type[Stage], ...]
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for stage in self.stages:
+            if stage.name in seen:
+                raise ConfigError(f"stage {stage.name!r} is registered twice")
+            if stage.after is not None and stage.after not in seen:
+                raise ConfigError(f"stage {stage.name!r} reads {stage.after!r}, which is not registered before it")
+            seen.add(stage.name)
+
+    def __iter__(self) -> Iterator[type[Stage]]:
+        return iter(self.stages)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(stage.name for stage in self.stages)
+
+    def get(self, name: str) -> type[Stage]:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise ConfigError(f"unknown stage {name!r}; stages: {', '.join(self.names())}")
+
+    def run_stages(self, config: PairConfig) -> tuple[type[Stage], ...]:
+        """The stages of one run of ``config``'s pair, in order (model steps have their own DAG)."""
+        return tuple(stage for stage in self.stages if stage.partitioning != "model" and stage.enabled(config))
+
+    def model_steps(self, config: PairConfig) -> tuple[type[Stage], ...]:
+        return tuple(stage for stage in self.stages if stage.partitioning == "model" and stage.enabled(config))
+
+    def run(self, ctx: RunContext, name: str, inputs: Sequence[str] | str = ()) -> Any:
+        """Run the stage ``name`` on ``inputs`` (keys, or one key) in this process (see :func:`run_stage`)."""
+        return run_stage(ctx, self.get(name), as_inputs(inputs))
+
+    def with_stage(self, stage: type[Stage]) -> StageRegistry:
+        """This registry plus ``stage`` at the end (its ``after`` must name a registered stage)."""
+        return StageRegistry((*self.stages, stage))
+
+
+REGISTRY = StageRegistry(
+    (
+        Crawl,
+        Extract,
+        GateDocuments,
+        AlignDocuments,
+        TrainUrlModels,
+        AlignSentences,
+        Score,
+        Classify,
+        Gate,
+        Release,
+        TrainDomain,
+    )
+)
+
+
+def run_context(
+    config: PairConfig,
+    store: ObjectStore,
+    run_id: str,
+    on_counts: Callable[[str, StageCounts], None] | None = None,
+    registry: StageRegistry = REGISTRY,
+) -> RunContext:
+    """The context of one run, with the registry's stage order (which orders the run's counts)."""
+    return RunContext(config, store, run_id, on_counts, registry.names())
+
+
+def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry = REGISTRY) -> list[str]:
+    """A stage's inputs when it runs alone (a CLI command, a GPU step): the output shards of the stage it
+    reads, found in the store; none for the first stage and model steps."""
+    if stage.after is None:
+        return []
+    upstream = registry.get(stage.after)
+    keys = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
+    if not keys:
+        raise StageError(
+            f"no {upstream.folder()} output for run {ctx.run_id!r} of {ctx.config.pair}; "
+            f"run `bitextflow {upstream.name.replace('_', '-')}` first"
+        )
+    return keys
+
+
+def run_stage(
+    ctx: RunContext,
+    stage: type[Stage],
+    inputs: list[str],
+    progress: Callable[[list[str], str], Iterable[str]] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> object:
+    """Run one stage on its inputs in this process: ``setup()`` once, then ``run`` per shard (a ``shard``
+    stage; a list of outputs) or once on every input (a ``run`` or ``model`` stage). ``progress`` wraps
+    the shards (a progress bar); ``options`` are the stage's command-line options."""
+    task = stage(ctx, options)
+    task.setup()
+    if stage.partitioning == "shard":
+        shards = progress(inputs, stage.name) if progress else inputs
+        return [task.run(key) for key in shards]
+    return task.run(inputs)
+
+
+def as_inputs(outputs: Any) -> list[str]:
+    """A stage's outputs as the next stage's inputs: one key (a ``run`` stage's) or a sequence of keys."""
+    if outputs is None:
+        return []
+    if isinstance(outputs, str):
+        return [outputs]
+    return list(outputs)
+
+
+def run_pipeline(
+    ctx: RunContext,
+    registry: StageRegistry = REGISTRY,
+    until: str | None = None,
+    progress: Callable[[list[str], str], Iterable[str]] | None = None,
+) -> dict[str, Any]:
+    """Every stage of the run in order (up to, not including, ``until``), each on the outputs of the stage it
+    reads; returns each stage's outputs by name."""
+    outputs: dict[str, Any] = {}
+    for stage in registry.run_stages(ctx.config):
+        if stage.name == until:
+            break
+        outputs[stage.name] = run_stage(ctx, stage, as_inputs(outputs[stage.after] if stage.after else None), progress)
+    return outputs

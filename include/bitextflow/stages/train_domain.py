@@ -1,0 +1,212 @@
+"""Model step ``train_domain``: train, evaluate, save and publish a pair's domain classifier.
+
+Steps: labelled sentences (``domain.training.data`` or the offline Debian set) -> label check ->
+sequential split per site -> down-sampling (Other at half) -> SVM or transformer training (dev fits the
+temperature) -> evaluation on test and, zero-shot, on the other language -> a model folder with its
+reports and metadata -> ``models/<pair>/domain/v<N>/`` in the store -> the DVC registry (tag
+``model-domain-<pair>-v<N>``). The pair DAG's runs pick the newest with ``domain.classifier: latest``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bitextflow import records
+from bitextflow.catalog.models import publish_model, record_in_registry
+from bitextflow.classify.data import LabelledSentence, check_labels, downsample, label_crawled_sentences, read_labelled
+from bitextflow.classify.model import save_model
+from bitextflow.classify.training import evaluate_into, prepare_split, split_cap, train_classifier
+from bitextflow.config import DomainTrainingConfig, PairConfig
+from bitextflow.errors import StageError
+from bitextflow.stages.base import Resources, Stage
+from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import stage_key
+from bitextflow.storage.tables import read_tables
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    folder: Path
+    metadata: dict[str, Any]
+    uri: str | None  # where it was published; None when not uploaded
+    dvc_get: str | None = None  # how to fetch it from the DVC registry; None when not recorded there
+
+    def summary(self) -> dict[str, Any]:
+        """What the CLI prints and the Airflow task returns (XCom): where the model is and how good."""
+        metrics = self.metadata["metrics"]
+        return {
+            "uri": self.uri,
+            "dvc_get": self.dvc_get,
+            "folder": str(self.folder),
+            "kind": self.metadata["kind"],
+            "labels": self.metadata["labels"],
+            "temperature": self.metadata["temperature"],
+            **{f"{name}_macro_f1": round(m["macro_f1"], 4) for name, m in metrics.items()},
+            **{f"{name}_accuracy": round(m["accuracy"], 4) for name, m in metrics.items()},
+        }
+
+
+def with_training(config: PairConfig, **updates: Any) -> PairConfig:
+    """`config` with ``domain.training`` fields replaced by the non-empty `updates` (CLI options), re-validated."""
+    training = (config.domain.training or DomainTrainingConfig()).model_dump()
+    training.update({name: value for name, value in updates.items() if value is not None})
+    domain = config.domain.model_copy(update={"training": DomainTrainingConfig.model_validate(training)})
+    return config.model_copy(update={"domain": domain})
+
+
+def load_sentences(location: str, store: ObjectStore | None) -> list[LabelledSentence]:
+    """A labelled JSONL from a local path or ``s3://bucket/key``."""
+    if not location.startswith("s3://"):
+        return read_labelled(Path(location).expanduser())
+    if store is None:
+        raise StageError(
+            f"training data {location} is in S3 but no object store is configured; set BITEXTFLOW_S3_* or pass a local file"
+        )
+    bucket, _, key = location.removeprefix("s3://").partition("/")
+    source = store if bucket == store.bucket else ObjectStore(store.settings, bucket)
+    with tempfile.TemporaryDirectory(prefix="bitextflow-train-domain-") as scratch:
+        return read_labelled(source.download_file(key, Path(scratch) / Path(key).name))
+
+
+def crawled_sentences(config: PairConfig, store: ObjectStore) -> list[LabelledSentence]:
+    """Source-language sentences of ``domain.training.crawl_runs``, labelled by the site they came from (DSI)."""
+    training = config.domain.training or DomainTrainingConfig()
+    keys = [
+        key
+        for run_id in training.crawl_runs
+        for key in store.list_keys(stage_key(config.pair, run_id, "extract", ""))
+        if key.endswith(".sentences.parquet")
+    ]
+    if not keys:
+        raise StageError(
+            f"domain.training.crawl_runs {training.crawl_runs} have no extracted sentences in {store.uri(config.pair + '/')}; check the run ids"
+        )
+    frame = read_tables(store, keys, records.SENTENCES)
+    frame = frame[frame["language"] == config.source]
+    labelled, dropped = label_crawled_sentences(frame.to_dict("records"), training.site_labels, training.other_sites)
+    log.info(
+        "train-domain %s: %d crawled sentences labelled, %d from unlabelled sites",
+        config.pair,
+        len(labelled),
+        dropped["unlabelled_site"],
+    )
+    return labelled
+
+
+def training_sentences(
+    config: PairConfig, store: ObjectStore | None
+) -> tuple[list[LabelledSentence], list[LabelledSentence] | None, str]:
+    """(training sentences, zero-shot sentences or None, where they came from), as ``domain.training`` says."""
+    training = config.domain.training or DomainTrainingConfig()
+    if training.data:
+        return load_sentences(training.data, store), None, training.data
+    if training.crawl_runs:
+        if store is None:
+            raise StageError(
+                "domain.training.crawl_runs needs the object store; set BITEXTFLOW_S3_* (or `bitextflow services up`)"
+            )
+        return crawled_sentences(config, store), None, f"crawl runs {', '.join(training.crawl_runs)}"
+    from bitextflow.classify.offline import LANGUAGES, offline_set
+
+    zero_shot = read_labelled(offline_set(config.target)) if config.target in LANGUAGES else None
+    return read_labelled(offline_set(config.source)), zero_shot, f"offline Debian set ({config.source})"
+
+
+def train_domain(
+    config: PairConfig,
+    store: ObjectStore | None,
+    out_dir: Path | None = None,
+    sentences: Sequence[LabelledSentence] | None = None,
+    zero_shot: Sequence[LabelledSentence] | None = None,
+    publish: bool = True,
+    run_id: str | None = None,
+) -> TrainedModel:
+    """Train the pair's classifier as ``domain.training`` says; publish it unless `publish` is false or no store."""
+    training = config.domain.training or DomainTrainingConfig()
+    if sentences is None:
+        sentences, default_zero_shot, data_source = training_sentences(config, store)
+        zero_shot = default_zero_shot if zero_shot is None else zero_shot
+    else:
+        data_source = "sentences given by the caller"
+    if zero_shot is None and training.zero_shot_data:
+        zero_shot = load_sentences(training.zero_shot_data, store)
+    split = prepare_split(sentences, training, data_source)
+    log.info("train-domain %s: %s", config.pair, split.counts())
+    started = time.perf_counter()
+
+    def progress(step: int, steps: int, loss: float) -> None:
+        if step == steps or step % 25 == 0:
+            log.info("train-domain: step %d/%d, loss %.3f, %.0f s", step, steps, loss, time.perf_counter() - started)
+
+    classifier = train_classifier(split, training, progress)
+    training_seconds = time.perf_counter() - started
+    folder = out_dir or Path(tempfile.mkdtemp(prefix=f"bitextflow-domain-{config.pair}-"))
+    languages = sorted({s.language for s in split.train})
+    metrics = {
+        "test": evaluate_into(
+            classifier, split.test, folder / "evaluation" / "test", f"{training.kind} on {'+'.join(languages)} test"
+        )
+    }
+    if zero_shot:
+        check_labels(zero_shot, training.labels, training.zero_shot_data or "offline zero-shot set", require_all=False)
+        languages_zero = "+".join(sorted({s.language for s in zero_shot}))
+        metrics["zero_shot"] = evaluate_into(
+            classifier, downsample(zero_shot, split_cap(training, training.test_share), training.seed),
+            folder / "evaluation" / "zero-shot", f"{training.kind} zero-shot on {languages_zero}",
+        )  # fmt: skip
+    metadata = {
+        "pair": config.pair,
+        "run_id": run_id,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "data": data_source,
+        "train_languages": languages,
+        "data_counts": split.counts(),
+        "metrics": {name: {k: v for k, v in m.items() if k != "confusion_matrix"} for name, m in metrics.items()},
+        "training": training.model_dump(mode="json"),
+        "training_seconds": round(training_seconds, 1),
+    }
+    metadata = save_model(classifier, folder, metadata)
+    uri = publish_model(store, config.pair, folder) if publish and store is not None else None
+    dvc_get = None
+    if uri:
+        log.info("train-domain %s: published %s (test macro F1 %.3f)", config.pair, uri, metrics["test"]["macro_f1"])
+        if config.release.record_in_registry:  # models are versioned in the registry as releases are
+            dvc_get = record_in_registry(config, store, folder, uri).get_command  # type: ignore[arg-type] - uri implies a store
+            log.info("train-domain %s: recorded in the DVC registry: %s", config.pair, dvc_get)
+    return TrainedModel(folder, metadata, uri, dvc_get)
+
+
+class TrainDomain(Stage):
+    name = "train_domain"
+    partitioning = "model"
+    resources = Resources(gpu=True)
+    help = "train the pair's domain classifier (domain.training) and publish it as models/<pair>/domain/v<N>/"
+
+    @classmethod
+    def enabled(cls, config: PairConfig) -> bool:
+        return config.domain.training is not None
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--kind", choices=["svm", "transformer"], help="model kind (default: domain.training.kind)")
+        parser.add_argument("--data", help="labelled sentences, JSONL path or s3://bucket/key (default: domain.training.data)")
+        parser.add_argument("--out", type=Path, help="model folder to write (default: a temporary folder)")
+        parser.add_argument("--no-publish", action="store_true", help="do not upload the model to the object store")
+
+    def run(self, inputs: Sequence[str] = ()) -> dict[str, Any]:
+        options = self.options
+        config = with_training(self.ctx.config, kind=options.get("kind"), data=options.get("data"))
+        trained = train_domain(
+            config, self.ctx.store, out_dir=options.get("out"), publish=not options.get("no_publish"), run_id=self.ctx.run_id
+        )
+        return trained.summary()

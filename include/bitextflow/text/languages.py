@@ -1,0 +1,213 @@
+"""Language codes and names, and language identification with CLD2.
+
+Codes and names: :func:`normalise_language` turns a language tag or name (``spa``, ``es-ES``,
+``Spanish``, ``español``) into its ISO 639-1 code, and :func:`three_letter_code` gives a language's
+ISO 639-2/T code. The tokens that name a language (:func:`language_markers`, also the language markers
+that :mod:`bitextflow.text.urls` removes from URLs) come from babel's CLDR data:
+
+- every ISO 639-1 code;
+- the English name of each, when it is one word (folded to ASCII: ``Māori`` -> ``maori``);
+- for the languages of ``_NATIVE_NAMES``, the language's name for itself and, when accents are all
+  that differ, its ASCII spelling (``español``, ``espanol``);
+- the ISO 639-2 codes of ``_THREE_LETTER_CODES``.
+
+The few codes and spellings that CLDR lacks or names differently are listed below, each with the reason.
+The table is built on first use: reading some fifty CLDR locales takes a fifth of a second, which a
+process that only identifies languages does not pay.
+
+Identification: :func:`cld2` and :func:`cld2_top` are the project's CLD2 calls (language codes are
+CLD2's, ISO 639-1 where one exists, ``un`` when unknown).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Mapping
+
+import pycld2
+
+# -- codes and names -------------------------------------------------------------------------------
+
+# Two-letter codes that CLDR names but that are no ISO 639-1 language of their own: ``sh``
+# (Serbo-Croatian) is deprecated in ISO 639-1 in favour of ``sr``, ``hr`` and ``bs``.
+_DEPRECATED_CODES = frozenset({"sh"})
+
+# English names used instead of CLDR's where CLDR's is several words (a marker is one token) or a newer
+# name (``Bangla``, ``Kyrgyz``, ``Odia``, ``Uyghur``: those are kept as other spellings below). ``bh``
+# (Bihari languages) is an ISO 639-1 code for a group of languages that CLDR no longer names.
+# fmt: off
+_ENGLISH_NAMES = {
+    "bh": "bihari", "bn": "bengali", "cu": "slavonic", "ff": "fulah", "fy": "frisian", "gd": "gaelic",
+    "ho": "motu", "ht": "haitian", "ii": "yi", "ky": "kirghiz", "lu": "luba", "nb": "bokmal",
+    "nd": "ndebele", "nn": "nynorsk", "nr": "southndebele", "ny": "chichewa", "or": "oriya",
+    "os": "ossetian", "se": "sami", "st": "sotho", "to": "tonga", "ug": "uighur",
+}
+# fmt: on
+
+# Languages whose own name (CLDR's) marks their pages: the languages of the web sites crawled, where
+# a site names its versions in their own languages (``/deutsch/``, ``/español/``).
+_NATIVE_NAMES = frozenset(
+    "ar be bg bn br bs ca cs cy da de el es et eu fa fi fo fr fy ga gl he hi hr hu hy is it ja ka ko la lb lt lv mk ms mt "
+    "nl no pl pt ro ru sk sl sq sr sv sw th tr uk zh".split()
+)
+
+# Spellings that sites use and CLDR does not have: romanisations (``nihongo``, ``russkij``), other
+# names (``castellano``, ``farsi``, ``filipino``), adjectives (``česky``, ``қазақша``), CLDR's English
+# name where the name above is an older one (``bangla``, ``kyrgyz``), and a native name whose ASCII
+# spelling is left out (``gàidhlig``, not ``gaidhlig``).
+# fmt: off
+_OTHER_SPELLINGS = {
+    "azerbaycan": "az", "azərbaycanca": "az", "belaruskaya": "be", "balgarski": "bg", "bangla": "bn",
+    "cesky": "cs", "česky": "cs", "ellinika": "el", "castellano": "es", "farsi": "fa", "gàidhlig": "gd",
+    "ivrit": "he", "hayeren": "hy", "nihongo": "ja", "kartuli": "ka", "қазақша": "kk", "qazaqsha": "kk",
+    "hangugeo": "ko", "kurdî": "ku", "kyrgyz": "ky", "makedonski": "mk", "bokmål": "nb", "odia": "or",
+    "russkij": "ru", "russkiy": "ru", "slovensky": "sk", "slovene": "sl", "srpski": "sr", "filipino": "tl",
+    "uyghur": "ug", "ukrainska": "uk", "zhongwen": "zh",
+}
+# fmt: on
+
+# ISO 639-2 codes that name a language (babel maps each to its ISO 639-1 code). Codes that are also
+# common words or abbreviations in URLs ("may", "per", "cat", "fin", "mar", "mon") are left out, and so
+# are the bibliographic codes other than the five of ``_BIBLIOGRAPHIC_CODES``.
+_THREE_LETTER_CODES = frozenset(
+    "afr amh ara aze bel ben bre bul ces cym cze deu dut ell eng epo eus fao fas fra fre ger gla gle glg guj hau heb hin "
+    "hrv hun hye ibo isl ita jpn kat kaz khm kor lav ltz mkd mlt msa mya nep nld nno nob oci pol por ron rum rus slk slv "
+    "som spa sqi srp swa swe tam tel tgl tha tur ukr urd vie xho yor zho zul".split()
+)
+# CLDR maps ``tgl`` to Filipino (``fil``); ISO 639-1 and CLD2 call Tagalog ``tl``.
+_THREE_LETTER_EXCEPTIONS = {"tgl": "tl"}
+
+#: ISO 639-2 bibliographic codes; Debian package names use the terminological ones (deu, not ger).
+_BIBLIOGRAPHIC_CODES = frozenset({"cze", "dut", "fre", "ger", "rum"})
+
+# Characters that split a URL into tokens (a name containing one can never be a marker) and brackets.
+_NOT_IN_TOKEN = re.compile(r"[\s/._()-]")
+
+
+def _ascii_folded(text: str) -> str:
+    """``text`` without its accents (``español`` -> ``espanol``); letters such as ``ø`` or ``ə`` stay."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+@functools.cache
+def _tables() -> tuple[dict[str, str], dict[str, str]]:
+    """Token -> ISO 639-1 code for every token that names a language, and ISO 639-1 -> ISO 639-2/T code."""
+    from babel import Locale
+    from babel.core import get_global
+
+    english = Locale("en").languages
+    aliases = get_global("language_aliases")
+    codes = sorted(({code for code in english if len(code) == 2} - _DEPRECATED_CODES) | _ENGLISH_NAMES.keys())
+
+    markers: dict[str, str] = {}
+    for code in codes:
+        name = _ENGLISH_NAMES.get(code) or _ascii_folded(english[code].lower())
+        if not _NOT_IN_TOKEN.search(name):
+            markers[name] = code
+        if code in _NATIVE_NAMES:
+            native = Locale(code).languages[code].lower()
+            folded = _ascii_folded(native)
+            for spelling in {native, folded} if folded.isascii() else {native}:
+                if not _NOT_IN_TOKEN.search(spelling):
+                    markers[spelling] = code
+    markers.update(_OTHER_SPELLINGS)
+    # A code is always its own language, even where it is also another language's name (``yi``).
+    markers.update((code, code) for code in codes)
+    three_letter = {three: _THREE_LETTER_EXCEPTIONS.get(three) or aliases[three] for three in sorted(_THREE_LETTER_CODES)}
+    markers.update(three_letter)
+    terminological: dict[str, str] = {}
+    for three, two in three_letter.items():
+        if three not in _BIBLIOGRAPHIC_CODES:
+            terminological.setdefault(two, three)
+    return markers, terminological
+
+
+def language_markers() -> Mapping[str, str]:
+    """Every lower-case token that names a language (code, English name, native name) -> its ISO 639-1 code."""
+    return _tables()[0]
+
+
+def normalise_language(tag: str) -> str:
+    """ISO 639-1 code for a language tag or name (``spa``, ``es-ES``, ``Spanish`` -> ``es``).
+
+    Tags that are not in the table are returned lower-cased, so unknown languages still compare.
+    """
+    markers = _tables()[0]
+    lowered = tag.strip().lower()
+    if lowered in markers:
+        return markers[lowered]
+    primary = re.split(r"[-_]", lowered, maxsplit=1)[0]
+    return markers.get(primary, lowered)
+
+
+def three_letter_code(language: str) -> str | None:
+    """ISO 639-2/T code of a language tag (``es`` -> ``spa``, ``de-AT`` -> ``deu``), None if unknown.
+
+    Debian names bilingual data packages with these codes (``apertium-eng-spa``).
+    """
+    return _tables()[1].get(normalise_language(language))
+
+
+# -- identification with CLD2 ----------------------------------------------------------------------
+
+UNKNOWN = "un"
+# A site repeats its menus, footers and stock sentences on every page: the answers for the texts seen
+# last are kept.
+_REMEMBERED_TEXTS = 4096
+
+
+def _code(cld2_code: str) -> str:
+    return cld2_code.split("-")[0].lower() if cld2_code else UNKNOWN
+
+
+def _printable(text: str) -> str:
+    return "".join(ch for ch in text if ch.isprintable() or ch.isspace())
+
+
+def _detect(text: str, best_effort: bool):
+    """The one CLD2 call of the project: ``pycld2.detect``'s (reliable, bytes, details), or None.
+
+    Every text identified here is already text (trafilatura's paragraphs, sentences, a page's text), so
+    CLD2 reads it as plain text: its HTML mode would skip anything between ``<`` and ``>`` and decode
+    entities, misreading code samples, formulas and a literal ``&amp;``, and it is a fifth slower.
+    """
+    try:
+        return pycld2.detect(text, isPlainText=True, bestEffort=best_effort)
+    except pycld2.error:
+        # CLD2 rejects some code points (lone surrogates, some controls): drop them, not the text.
+        try:
+            cleaned = _printable(text).encode("utf-8", "ignore").decode("utf-8")
+            return pycld2.detect(cleaned, isPlainText=True, bestEffort=best_effort)
+        except pycld2.error:
+            return None
+
+
+def cld2(text: str, best_effort: bool = False) -> tuple[str, bool, list[tuple[str, float]]]:
+    """CLD2's top language, whether it is reliable, and the languages with their share of the text.
+
+    The crawler's page LID uses it too; ``best_effort`` is CLD2's own ``bestEffort``.
+    """
+    found = _detect(text, best_effort)
+    if found is None:
+        return UNKNOWN, False, []
+    reliable, _bytes, details = found
+    shares: dict[str, float] = {}
+    for _name, code, percent, _score in details:
+        code = _code(code)
+        if code != UNKNOWN and percent > 0:
+            shares[code] = shares.get(code, 0.0) + percent / 100
+    top = _code(details[0][1]) if details else UNKNOWN
+    return top, bool(reliable) and top != UNKNOWN, sorted(shares.items(), key=lambda item: -item[1])
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_TEXTS)
+def cld2_top(text: str) -> tuple[str, bool]:
+    """:func:`cld2`'s top language and reliability without the shares: paragraphs and sentences need no more."""
+    found = _detect(text, False)
+    if found is None:
+        return UNKNOWN, False
+    reliable, _bytes, details = found
+    top = _code(details[0][1]) if details else UNKNOWN
+    return top, bool(reliable) and top != UNKNOWN

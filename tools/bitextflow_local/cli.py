@@ -1,0 +1,65 @@
+"""``bitextflow-local``: the local services, the local site and the demo, from one command.
+
+- ``bitextflow-local services up|down|status``: the local stack (SeaweedFS, the local site, Airflow) of
+  the project home, in the background (:mod:`bitextflow_local.services.stack`);
+- ``bitextflow-local site build|serve|stats``: the local multilingual site
+  (:mod:`bitextflow_local.localsite`, also ``python -m bitextflow_local.localsite``);
+- ``bitextflow-local demo``: run the en-es DAG on the running stack and report the release
+  (:mod:`bitextflow_local.services.demo`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from bitextflow.settings import project_home
+
+
+def cmd_services(args: argparse.Namespace) -> int:
+    from bitextflow_local.services import stack
+
+    return stack.main(args.action, project_home())
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    from bitextflow_local.localsite.__main__ import run
+
+    return run(args)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from bitextflow_local.services import demo
+
+    return demo.main()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bitextflow_local.localsite.__main__ import add_commands
+
+    parser = argparse.ArgumentParser(
+        prog="bitextflow-local", description="Local services, the local multilingual site and the demo of bitextflow."
+    )
+    sub = parser.add_subparsers(dest="subcommand", required=True)
+    services = sub.add_parser("services", help="local S3 (SeaweedFS), site and Airflow for the demo, in the background")
+    services.add_argument("action", choices=["up", "down", "status"])
+    services.set_defaults(func=cmd_services)
+    site = sub.add_parser(
+        "site",
+        help="build, serve or measure the local multilingual site",
+        description="Build and serve the local multilingual test site.",
+    )
+    add_commands(site)
+    site.set_defaults(func=cmd_site)
+    demo = sub.add_parser("demo", help="trigger the en-es DAG on the running services, follow it and report the release")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

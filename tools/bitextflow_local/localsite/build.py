@@ -1,0 +1,399 @@
+"""Build the local multilingual website from Debian documentation packages.
+
+The site is the crawl target of the demo, the tests and the benchmarks. It is made of real translated
+manuals (the Debian Reference and the Installation Guide), laid out the way multilingual sites are:
+the Reference encodes the language in a file-name suffix (`/reference/ch01.es.html`, like Debian's
+content negotiation) and the Installation Guide in a directory (`/install/es/ch03s02.html`), so URL
+matching meets both styles. Every manual page gets a language switcher, a few pages exist in one
+language only, English-only news pages and a robots-protected directory are added, and non-HTML files
+are linked. Because the builder decides all of this, it also knows which pages are translations of
+which: it writes that truth outside the docroot, for measuring what the pipeline finds.
+
+Two layouts. The default site (tests, demo) has both manuals in the languages requested, linked from the
+home page in that order. The full site (`build_site(full=True)`, `bitextflow-local site build
+--full`, its own cache folder) is the crawl benchmark's: every language Debian packages each manual in
+(the Installation Guide in 19 languages, the Reference and the New Maintainers' Guide in 11, the FAQ in 10), so most pages
+are in neither language of a pair; the home page lists the languages in the order Debian's web site
+does, each linking to a portal page in that language that links to its manuals (one level deeper).
+Like real multilingual sites, most of its documents have no translation: it also has the Linux man
+pages in English with the minority that is translated (`manpages.py`) and paged changelog archives
+(`changelogs.py`). `layouts.py` declares both layouts, `pages.py` renders a manual's pages, and
+`composition.py` measures what a built site is made of.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import json
+import os
+import posixpath
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bitextflow.errors import StageError
+from bitextflow.training.debian import FetchedPackage, fetch_packages
+from bitextflow_local.localsite import changelogs, generated, manpages
+from bitextflow_local.localsite.layouts import (
+    DEFAULT_LANGUAGES,
+    DEFAULT_LAYOUT,
+    FULL_LAYOUT,
+    FULL_LAYOUT_VERSION,
+    INSTALL_DOC_DIR,
+    INSTALL_PACKAGE,
+    MAN_PAGES,
+    REFERENCE_COMMON_DIR,
+    REFERENCE_COMMON_PACKAGE,
+    REFERENCE_IMAGES_TARBALL,
+    Document,
+    Layout,
+    Section,
+)
+from bitextflow_local.localsite.pages import link_rewrites, render_page, title_of, with_switcher
+from bitextflow_local.localsite.paths import DOCROOT_DIRNAME, FULL_SITE_DIRNAME, TRUTH_FILENAME, default_cache_dir
+from bitextflow_local.localsite.truth import Truth
+
+# Bump whenever the output changes for the same packages, so that cached sites are rebuilt.
+BUILDER_VERSION = "1"
+STAMP_FILENAME = "site.stamp.json"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A built local site: where it is, and how many HTML documents each language has."""
+
+    cache_dir: Path
+    docroot: Path
+    truth_path: Path
+    languages: tuple[str, ...]
+    pages: Mapping[str, int]
+
+
+def build_site(cache_dir: Path | None = None, languages: Sequence[str] | None = None, *, full: bool = False) -> Site:
+    """Download the packages if needed and (re)build the docroot `<cache_dir>/site/`.
+
+    `full` builds the full layout (default cache folder `localsite-full`; `languages` default to all
+    of it and are put in Debian's order); otherwise the default layout in `languages` (default
+    `DEFAULT_LANGUAGES`), in the order given.
+    The docroot is rebuilt only when it is missing or when the package versions, the languages or the
+    builder version changed, so calling this before every crawl is cheap. The same inputs give the same
+    bytes. A file lock serialises concurrent builders (parallel tests, several Airflow tasks).
+    """
+    layout = FULL_LAYOUT if full else DEFAULT_LAYOUT
+    default_cache = default_cache_dir().with_name(FULL_SITE_DIRNAME) if full else default_cache_dir()
+    cache = Path(cache_dir) if cache_dir is not None else default_cache
+    langs = _validated_languages(layout, languages)
+    cache.mkdir(parents=True, exist_ok=True)
+    docroot = cache / DOCROOT_DIRNAME
+    truth_path = cache / TRUTH_FILENAME
+    stamp_path = cache / STAMP_FILENAME
+    with _exclusive_lock(cache / ".lock"):
+        packages = fetch_packages(_package_names(layout, langs), cache)
+        stamp = {
+            "builder_version": BUILDER_VERSION,
+            "languages": list(langs),
+            "packages": {name: package.version for name, package in sorted(packages.items())},
+        }
+        if full:  # only here, so that caches of the default site stay valid
+            stamp["layout"] = layout.name
+            stamp["layout_version"] = FULL_LAYOUT_VERSION
+        if not (docroot.is_dir() and truth_path.is_file() and _read_stamp(stamp_path) == stamp):
+            stamp_path.unlink(missing_ok=True)
+            _assemble(cache, layout, langs, packages)
+            stamp_path.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+    truth = Truth.load(cache)
+    return Site(cache, docroot, truth_path, langs, {lang: len(truth.documents(lang)) for lang in langs})
+
+
+def _validated_languages(layout: Layout, languages: Sequence[str] | None) -> tuple[str, ...]:
+    """The requested languages without duplicates, in order (Debian's order for the full site); unknown
+    ones are refused before any download."""
+    if languages is None:
+        languages = tuple(layout.endonyms) if layout.portals else DEFAULT_LANGUAGES
+    langs = tuple(dict.fromkeys(languages))
+    unknown = [lang for lang in langs if lang not in layout.endonyms]
+    if not langs or unknown:
+        raise StageError(
+            f"the {layout.name} local site cannot be built in {', '.join(unknown) or 'no language'}; "
+            f"choose among {', '.join(layout.endonyms)}"
+        )
+    return tuple(lang for lang in layout.endonyms if lang in langs) if layout.portals else langs
+
+
+def _package_names(layout: Layout, languages: Sequence[str]) -> list[str]:
+    """Every package the site needs: each manual in each of its languages, and the Reference's common files."""
+    names = [section.package_name(lang) for section in layout.sections for lang in section.built_in(languages)]
+    if _has_man_pages(layout, languages):
+        names += manpages.package_names(languages)
+    return list(dict.fromkeys([*names, REFERENCE_COMMON_PACKAGE]))
+
+
+def _has_man_pages(layout: Layout, languages: Sequence[str]) -> bool:
+    """Man pages are built with their English originals, so only on a site in English."""
+    return layout.man_pages and "en" in languages
+
+
+def _read_stamp(stamp_path: Path) -> object:
+    """The stamp of the cached site, or None when there is none or it is unreadable."""
+    try:
+        return json.loads(stamp_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@contextmanager
+def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path` for the duration of the block."""
+    with lock_path.open("w") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+
+def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages: Mapping[str, FetchedPackage]) -> None:
+    """Write the whole docroot beside the old one and swap it in, then write the truth file.
+
+    Building aside means a failed build never leaves a half-written site behind a valid stamp.
+    """
+    staging = cache / (DOCROOT_DIRNAME + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+
+    groups: list[dict[str, str]] = []
+    titles: dict[tuple[str, str], str] = {}
+    for section in layout.sections:
+        documents = _discover(section, languages, packages)
+        for lang in section.built_in(languages):
+            rewrites = link_rewrites(section, documents, lang)
+            for document in documents:
+                if lang not in document.sources:
+                    continue
+                page = render_page(document, lang, languages, layout.endonyms, rewrites)
+                _write(staging, document.site_path(lang), page)
+                if document.key == "index":
+                    titles[section.title, lang] = title_of(page, document.sources[lang])
+        groups.extend({lang: document.site_path(lang) for lang in document.sources} for document in documents)
+
+    _copy_reference_assets(packages[REFERENCE_COMMON_PACKAGE].root, staging)
+    install = next(section for section in layout.sections if section.package == INSTALL_PACKAGE)
+    _copy_install_assets(packages[INSTALL_PACKAGE].root, staging, [install.code(lang) for lang in install.built_in(languages)])
+    for section in layout.sections:
+        if section.stylesheet and section.built_in(languages):
+            lang = section.built_in(languages)[0]
+            site_dir = posixpath.dirname(section.site_path("", lang))
+            source = packages[section.package_name(lang)].root / section.source_folder(lang) / section.stylesheet
+            _copy(source, staging / site_dir / section.stylesheet)
+    parts = []
+    if _has_man_pages(layout, languages):
+        groups.extend(_write_man_pages(staging, languages, layout.endonyms, packages))
+        parts.append(generated.IndexSection("Manual pages", [generated.Link(f"/{manpages.SITE_DIR}/", "Linux manual pages")]))
+    changelog_packages = [package for package in layout.changelog_packages if package in packages]
+    if changelog_packages:
+        groups.extend(_write_changelogs(staging, changelog_packages, packages))
+        parts.append(
+            generated.IndexSection("Changes", [generated.Link(f"/{changelogs.SITE_DIR}/", "Changelogs of the documentation")])
+        )
+    _write_generated_pages(staging, layout, languages, titles, parts)
+    groups.extend({"en": path} for path in generated.NEWS_ARTICLES)
+
+    docroot = cache / DOCROOT_DIRNAME
+    shutil.rmtree(docroot, ignore_errors=True)
+    staging.rename(docroot)
+    truth = {
+        "builder_version": BUILDER_VERSION,
+        "languages": list(languages),
+        "groups": groups,
+        "disallowed": sorted(generated.PRIVATE_ARTICLES),
+    }
+    (cache / TRUTH_FILENAME).write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _discover(section: Section, languages: Sequence[str], packages: Mapping[str, FetchedPackage]) -> list[Document]:
+    """The pages of `section` found in the packages, with `only_in` pages reduced to their one language."""
+    sources: dict[str, dict[str, Path]] = {}
+    for lang in section.built_in(languages):
+        package = section.package_name(lang)
+        source_dir = section.source_folder(lang)
+        directory = packages[package].root / source_dir
+        if not directory.is_dir():
+            raise StageError(
+                f"package {package} has no {source_dir}: its layout changed, "
+                f"so the {section.title} entry in bitextflow_local.localsite.layouts needs updating"
+            )
+        suffix = section.source_file.format(key="", lang=section.code(lang))
+        for source in directory.glob("*" + suffix):
+            sources.setdefault(source.name[: -len(suffix)], {})[lang] = source
+    documents = []
+    for key in sorted(sources):
+        by_language = sources[key]
+        only_language = section.only_in.get(key)
+        if only_language in by_language:
+            by_language = {only_language: by_language[only_language]}
+        documents.append(Document(section, key, by_language))
+    return documents
+
+
+def _copy_reference_assets(common_root: Path, docroot: Path) -> None:
+    """The Reference's stylesheet and navigation images, and a tarball of the images to download."""
+    source_dir = common_root / REFERENCE_COMMON_DIR
+    _copy(source_dir / "debian-reference.css", docroot / "reference" / "debian-reference.css")
+    images = sorted((source_dir / "images").iterdir())
+    for image in images:
+        _copy(image, docroot / "reference" / "images" / image.name)
+    _write(docroot, REFERENCE_IMAGES_TARBALL, generated.tarball([(f"images/{image.name}", image) for image in images]))
+
+
+def _copy_install_assets(install_root: Path, docroot: Path, languages: Sequence[str]) -> None:
+    """The guide's stylesheet and images per language, and the files its pages link to.
+
+    Its pages link to `install.<lang>.txt`, `install.<lang>.pdf` and `../example-preseed.txt`, which
+    the package ships gzipped; they are served uncompressed so that those links work.
+    """
+    doc_dir = install_root / INSTALL_DOC_DIR
+    for lang in languages:
+        source_dir = doc_dir / lang
+        target_dir = docroot / "install" / lang
+        _copy(source_dir / "install.css", target_dir / "install.css")
+        for image in sorted((source_dir / "images").iterdir()):
+            _copy(image, target_dir / "images" / image.name)
+        for extension in ("txt", "pdf"):
+            name = f"install.{lang}.{extension}"
+            if not (source_dir / f"{name}.gz").is_file():
+                continue  # not every translation is built as PDF (Greek is not); the home page links what exists
+            (target_dir / name).write_bytes(gzip.decompress((source_dir / f"{name}.gz").read_bytes()))
+    (docroot / "install" / "example-preseed.txt").write_bytes(gzip.decompress((doc_dir / "example-preseed.txt.gz").read_bytes()))
+
+
+def _write_man_pages(
+    docroot: Path, languages: Sequence[str], endonyms: Mapping[str, str], packages: Mapping[str, FetchedPackage]
+) -> list[dict[str, str]]:
+    """The man pages, their indexes (`/man/`: the sections in English, then one page per translation
+    language), and their truth groups. A cited page links to its translation in the citing page's
+    language where there is one, else to the English page."""
+    sources = manpages.discover({name: package.root for name, package in packages.items()}, languages)
+    texts = manpages.render_all(sources, workers=os.cpu_count() or 1)
+    built = [lang for lang in languages if any(lang in pages for pages in sources.values())]
+    listed: dict[str, list[tuple[str, str, str]]] = {lang: [] for lang in built}
+    for lang in built:
+        href_of = {
+            key.split("/", 1)[1]: MAN_PAGES.site_path(key, lang if lang in pages else "en") for key, pages in sources.items()
+        }
+        for key, pages in sources.items():
+            if lang not in pages:
+                continue
+            document = Document(MAN_PAGES, key, pages)
+            title, body = manpages.page_html(key, texts[key, lang], href_of)
+            page = with_switcher(generated.page(title, lang, body), pages[lang], document, lang, languages, endonyms)
+            _write(docroot, document.site_path(lang), page)
+            listed[lang].append((document.site_path(lang), key.split("/", 1)[1], manpages.description(texts[key, lang])))
+    for number in manpages.MAN_SECTIONS:
+        heading = f"Manual pages, section {number}"
+        entries = [entry for entry in listed["en"] if entry[0].startswith(f"{manpages.SITE_DIR}/man{number}/")]
+        _write(
+            docroot,
+            f"{manpages.SITE_DIR}/man{number}/index.html",
+            generated.page(heading, "en", manpages.index_body(heading, entries)),
+        )
+    for lang in built[1:] if built and built[0] == "en" else built:
+        body = manpages.index_body(endonyms[lang], listed[lang])
+        _write(docroot, f"{manpages.SITE_DIR}/index.{lang}.html", generated.page(endonyms[lang], lang, body))
+    sections = [generated.Link(f"/{manpages.SITE_DIR}/man{number}/", f"Section {number}") for number in manpages.MAN_SECTIONS]
+    translations = [
+        generated.Link(f"/{manpages.SITE_DIR}/index.{lang}.html", endonyms[lang], lang) for lang in built if lang != "en"
+    ]
+    index = [generated.IndexSection("Sections", sections), generated.IndexSection("Translations", translations)]
+    _write(docroot, f"{manpages.SITE_DIR}/index.html", generated.index_page(index, "Linux manual pages"))
+    return [{lang: MAN_PAGES.site_path(key, lang) for lang in pages} for key, pages in sources.items()]
+
+
+def _write_changelogs(
+    docroot: Path, package_names: Sequence[str], packages: Mapping[str, FetchedPackage]
+) -> list[dict[str, str]]:
+    """The changelog archives of `package_names` and their index `/changes/`; their truth groups (English only)."""
+    groups: list[dict[str, str]] = []
+    archives = []
+    for name in package_names:
+        entries = changelogs.parse(changelogs.changelog_file(packages[name].root, name))
+        if not entries:
+            raise StageError(f"the changelog of {name} has no entry this builder can read: check its format")
+        source = entries[0].source
+        for entry in entries:
+            _write(
+                docroot, entry.site_path, generated.page(f"{entry.source} {entry.version}", "en", changelogs.entry_body(entry))
+            )
+            groups.append({"en": entry.site_path})
+        for path, body in changelogs.archive_pages(source, entries):
+            _write(docroot, path, generated.page(f"Changes in {source}", "en", body))
+        archives.append(generated.Link(f"/{changelogs.SITE_DIR}/{source}/", source))
+    index = generated.index_page([generated.IndexSection("Packages", archives)], "Changelogs")
+    _write(docroot, f"{changelogs.SITE_DIR}/index.html", index)
+    return groups
+
+
+def _write_generated_pages(
+    docroot: Path,
+    layout: Layout,
+    languages: Sequence[str],
+    titles: Mapping[tuple[str, str], str],
+    parts: Sequence[generated.IndexSection] = (),
+) -> None:
+    """The home page, the language portals of the full layout, news, private pages, robots.txt and
+    stylesheet; `parts` are home-page sections listed after the news (the site's other parts)."""
+    _write(docroot, "robots.txt", generated.robots_txt())
+    _write(docroot, generated.STYLESHEET_PATH, generated.stylesheet())
+    for path, article in {**generated.NEWS_ARTICLES, **generated.PRIVATE_ARTICLES}.items():
+        _write(docroot, path, generated.article_page(article))
+
+    sections = []
+    for lang in languages:
+        links = [
+            generated.Link("/" + section.site_path("index", lang), titles[section.title, lang], lang)
+            for section in layout.sections
+            if (section.title, lang) in titles
+        ]
+        install = next(section for section in layout.sections if section.package == INSTALL_PACKAGE)
+        if lang in install.built_in(languages):
+            code = install.code(lang)
+            links += [
+                generated.Link(f"/install/{code}/install.{code}.{extension}", f"install.{code}.{extension}", lang)
+                for extension in ("pdf", "txt")
+                if (docroot / f"install/{code}/install.{code}.{extension}").is_file()
+            ]
+        if layout.portals:
+            _write(docroot, f"{lang}/index.html", generated.portal_page(layout.endonyms[lang], lang, links))
+        else:
+            sections.append(generated.IndexSection(layout.endonyms[lang], links, lang))
+    if layout.portals:
+        portals = [generated.Link(f"/{lang}/", layout.endonyms[lang], lang) for lang in languages]
+        sections.append(generated.IndexSection("Documentation in your language", portals))
+    news = [generated.Link("/" + path, article.title) for path, article in generated.NEWS_ARTICLES.items()]
+    downloads = [
+        generated.Link("/" + REFERENCE_IMAGES_TARBALL, "Debian Reference images (tar.gz)"),
+        generated.Link("/install/example-preseed.txt", "Example preseed file (text)"),
+    ]
+    private = [generated.Link("/" + path, article.title) for path, article in generated.PRIVATE_ARTICLES.items()]
+    sections += [
+        generated.IndexSection("News", news),
+        *parts,
+        generated.IndexSection("Downloads", downloads),
+        generated.IndexSection("Staff only", private),
+    ]
+    _write(docroot, "index.html", generated.index_page(sections))
+
+
+def _write(docroot: Path, site_path: str, content: str | bytes) -> None:
+    """Write one file of the site, creating its directories; text is always UTF-8."""
+    target = docroot / site_path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Copy file contents only (no timestamps or modes), creating the target's directory."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
