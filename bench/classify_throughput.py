@@ -41,8 +41,9 @@ from pathlib import Path
 
 import torch
 
+from bitextflow.catalog.models import model_cache_dir
 from bitextflow.classify.data import read_labelled
-from bitextflow.classify.model import load_model, model_cache_dir
+from bitextflow.classify.model import load_model
 from bitextflow.classify.offline import offline_set
 from bitextflow.classify.training import prepare_split
 from bitextflow.config import DomainTrainingConfig, load_pair_config

@@ -1,4 +1,4 @@
-"""Validate a published release end to end (issue 7 acceptance): files, formats, counts, registry.
+"""Validate a published release end to end: files, formats, counts, registry.
 
 Reads the latest release of ``--pair`` (or ``--version``) from the object store, downloads every file
 its manifest lists, and checks:

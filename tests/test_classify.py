@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bitextflow.catalog.models import LATEST, publish_model, published_versions, resolve_classifier
 from bitextflow.classify.data import (
     OTHER,
     LabelledSentence,
@@ -24,7 +25,7 @@ from bitextflow.classify.data import (
     sequential_split,
     write_labelled,
 )
-from bitextflow.classify.model import LATEST, load_model, publish_model, published_versions, resolve_classifier, save_model
+from bitextflow.classify.model import load_model, save_model
 from bitextflow.config import DomainTrainingConfig
 from bitextflow.errors import StageError
 
