@@ -25,6 +25,7 @@ from bitextflow.score import bicleaner
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.stages.score import Score
 from bitextflow.storage.tables import read_table, write_table
+from bitextflow.text.comparison import pair_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,9 +72,10 @@ def config_for(**score: object):
 def shard_frame(pairs: list[tuple[str, str]]) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "url_a": "http://site/en/a.html", "url_b": "http://site/es/a.html", "lang_a": "en", "lang_b": "es",
+            "url_a": "http://site/en/a.html", "url_b": [f"http://site/es/{i}.html" for i in range(len(pairs))],
+            "lang_a": "en", "lang_b": "es",
             "text_a": [a for a, _ in pairs], "text_b": [b for _, b in pairs], "alignment_score": 0.9,
-            "rule_tags": "", "domain_relevance": 0.0, "domain_terms": "", "pair_hash": [f"h{i}" for i in range(len(pairs))],
+            "rule_tags": "", "domain_relevance": 0.0, "domain_terms": "", "pair_hash": [pair_hash(a, b) for a, b in pairs],
         }
     )  # fmt: skip
 
@@ -308,6 +310,8 @@ def test_finish_counts_hardrules_and_threshold_drops_and_keeps_every_score(s3_en
     kept_key = Score(ctx).finish(job)
     kept = read_table(store, kept_key)
     assert list(kept["text_a"]) == ["Fixed one."] and list(kept["bicleaner_score"]) == [0.91]
+    # the gate de-duplicates on the hash: it must be the hash of the texts bifixer left, not of the texts sent
+    assert list(kept["pair_hash"]) == [pair_hash("Fixed one.", "Uno arreglado.")]
     rejected = read_table(store, ctx.key("score", "shard-0.rejected.parquet"))
     assert list(rejected["rule_tags"]) == ["bicleaner_below_threshold", "hardrules:no_urls(left)", "identical_sides"]
     assert list(rejected["bicleaner_score"].fillna(-1)) == [0.31, 0.88, -1]
@@ -389,8 +393,9 @@ def test_external_python_task_scores_a_shard_under_dag_test(tmp_path, airflow_db
     print(json.dumps(counts))
     assert counts["in"] == len(frame) == len(kept) + len(rejected)
     assert (kept["bicleaner_score"] >= config.score.bicleaner_threshold).all()
-    scores = pd.concat([kept, rejected]).set_index("pair_hash")["bicleaner_score"]
-    assert scores[[f"h{i}" for i in range(len(GOOD))]].mean() > scores[[f"h{i}" for i in range(len(GOOD), len(frame))]].mean()
+    scores = pd.concat([kept, rejected]).set_index("url_b")["bicleaner_score"]
+    row = [f"http://site/es/{i}.html" for i in range(len(frame))]
+    assert scores[row[: len(GOOD)]].mean() > scores[row[len(GOOD) :]].mean()
     assert store.exists(f"models/en-es/bicleaner/v{bicleaner.MODEL_VERSION}/{bicleaner.MODEL_METADATA}")
 
 

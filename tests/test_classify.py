@@ -374,12 +374,12 @@ def test_run_classify_without_classifier_leaves_distributions_empty(store, pair_
     assert {"domain_probs_a", "domain_probs_b"} <= set(out.columns) and out.empty
 
 
-def test_unknown_classifier_label_is_a_clear_error(store, pair_config, svm_folder):
+def test_unknown_classifier_label_is_a_clear_error(pair_config, svm_folder):
     from bitextflow.classify.inference import configured_classifier
 
     config = pair_config.with_overrides({"domain.classifier": str(svm_folder)})
     with pytest.raises(StageError, match=r"has no label 'software-documentation'.*set domain.classifier_label"):
-        configured_classifier(config, store)
+        configured_classifier(config, svm_folder)
 
 
 # -- CLI and DAG --------------------------------------------------------------------------------------

@@ -71,13 +71,13 @@ def test_a_missing_model_folder_is_one_clear_error(store: ObjectStore, tmp_path:
 
 
 def test_the_bicleaner_model_is_recorded_under_its_pairs_registry_and_version(store: ObjectStore, tmp_path: Path) -> None:
-    from bitextflow.score import bicleaner
+    from bitextflow.catalog.models import record_bicleaner_model
 
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
         registry_settings(store, tmp_path / "registry")
     )
     model = model_folder(tmp_path / "bicleaner", 7)
-    entry = bicleaner.record_model(config, store.settings, model)
+    entry = record_bicleaner_model(config, store.settings, model)
     assert (entry.tag, entry.path) == (model_tag("bicleaner-en-es", 7), "models/bicleaner-en-es/v7")
     got = DataRegistry(str(tmp_path / "registry"), store.settings, config.release.dvc_remote).get(
         entry.path, entry.tag, tmp_path / "got"
@@ -123,16 +123,18 @@ def test_no_registry_recording_when_the_pair_turns_it_off(store: ObjectStore, tm
 
 
 def test_record_command_records_the_built_model_or_names_what_is_missing(s3_env, tmp_path: Path, monkeypatch, capsys) -> None:
+    from bitextflow import cli
     from bitextflow.score import bicleaner
 
     monkeypatch.setenv("BITEXTFLOW_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("BITEXTFLOW_REGISTRY", str(tmp_path / "registry"))
-    assert bicleaner.main(["record", "en-es"]) == 1
+    record = ["models", "record-bicleaner", "--pair", "en-es"]
+    assert cli.main(record) == 2
     assert "bicleaner-ai model missing" in capsys.readouterr().err
 
     model = model_folder(bicleaner.default_model_dir("en-es"), bicleaner.MODEL_VERSION)
     (model / "metadata.yaml").write_text("classifier_type: dec_attention\n", encoding="utf-8")
-    assert bicleaner.main(["record", "en-es"]) == 0
+    assert cli.main(record) == 0
     tag = model_tag("bicleaner-en-es", bicleaner.MODEL_VERSION)
     assert f"en-es: recorded; fetch with `dvc get {tmp_path / 'registry'} models/bicleaner-en-es/v" in capsys.readouterr().out
     assert DataRegistry(
