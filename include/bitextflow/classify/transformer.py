@@ -18,21 +18,20 @@ from __future__ import annotations
 
 import math
 import random
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from bitextflow.classify.data import LabelledSentence
 from bitextflow.errors import StageError
+from bitextflow.models.fine_tuning import fine_tune, freeze_lower_layers
 from bitextflow.models.inference import batch_size_for, default_device, inference_precision, length_sorted_batches
 
 WARMUP_SHARE = 0.1
-_LAYER_INDEX = re.compile(r"\.layer\.(\d+)\.")
 
 
 @dataclass(frozen=True)
@@ -66,17 +65,6 @@ def fit_temperature(logits: np.ndarray, targets: np.ndarray, max_iter: int = 50)
     optimiser.step(closure)
     temperature = log_t.exp().item()
     return temperature if math.isfinite(temperature) and temperature > 0 else 1.0
-
-
-def freeze_lower_layers(model, trainable: int) -> None:
-    """Freeze every encoder layer but the top `trainable` (and the embeddings): backward passes stop early, so
-    training costs a fraction on a CPU. Layers are found by the ``.layer.<i>.`` in parameter names
-    (BERT, XLM-R, DeBERTa and their kin)."""
-    layers = int(model.config.num_hidden_layers)
-    for name, parameter in model.named_parameters():
-        found = _LAYER_INDEX.search(name)
-        if (found and int(found.group(1)) < layers - trainable) or ".embeddings." in name:
-            parameter.requires_grad_(False)
 
 
 class TransformerClassifier:
@@ -123,26 +111,23 @@ class TransformerClassifier:
         steps = max(1, math.ceil(batches_per_epoch * settings.epochs))
         if settings.max_steps:
             steps = min(steps, settings.max_steps)
-        optimiser = torch.optim.AdamW((p for p in model.parameters() if p.requires_grad), lr=settings.learning_rate)
-        schedule = get_linear_schedule_with_warmup(optimiser, int(WARMUP_SHARE * steps), steps)
         rng = random.Random(settings.seed)
         classifier = cls(model, tokenizer, labels, 1.0, settings.max_length, device)
+
+        def batches() -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor]]:
+            """Batches drawn from reshuffled passes over the examples, for as many steps as asked."""
+            order: list[int] = []
+            while True:
+                if len(order) < settings.batch_size:
+                    order += rng.sample(range(len(examples)), len(examples))
+                batch, order = order[: settings.batch_size], order[settings.batch_size :]
+                gold = torch.tensor([examples[i][1] for i in batch], device=device)
+                yield classifier._tokenize([examples[i][0] for i in batch]), gold
+
         model.train()
-        order: list[int] = []
-        for step in range(1, steps + 1):
-            if len(order) < settings.batch_size:
-                order += rng.sample(range(len(examples)), len(examples))
-            batch, order = order[: settings.batch_size], order[settings.batch_size :]
-            inputs = classifier._tokenize([examples[i][0] for i in batch])
-            gold = torch.tensor([examples[i][1] for i in batch], device=device)
-            loss = torch.nn.functional.cross_entropy(model(**inputs).logits, gold)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimiser.step()
-            schedule.step()
-            optimiser.zero_grad()
-            if progress is not None:
-                progress(step, steps, loss.item())
+        fine_tune(
+            model, batches(), settings.learning_rate, steps=steps, warmup_share=WARMUP_SHARE, clip_norm=1.0, progress=progress
+        )
         model.eval()
         dev_logits = classifier.logits([s.text for s in dev])
         classifier.temperature = fit_temperature(dev_logits, np.array([index[s.label] for s in dev]))

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import random
-import re
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,6 +67,8 @@ def _held_out(key: str, share: float) -> bool:
 def _new_classifier(base: Path, labels: Sequence[str], settings: TrainingSettings) -> Any:
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
+    from bitextflow.models.fine_tuning import freeze_lower_layers  # torch: only when training
+
     config = AutoConfig.from_pretrained(base, local_files_only=True)
     if settings.layers and settings.layers < config.num_hidden_layers:
         config.num_hidden_layers = settings.layers
@@ -76,44 +77,36 @@ def _new_classifier(base: Path, labels: Sequence[str], settings: TrainingSetting
     config.label2id = {label: index for index, label in enumerate(labels)}
     with quiet_loading():
         model = AutoModelForSequenceClassification.from_pretrained(base, config=config, local_files_only=True)
-    first_trained = max(0, config.num_hidden_layers - settings.trained_layers)
-    for name, parameter in model.named_parameters():
-        layer = re.search(r"\.layer\.(\d+)\.", name)
-        in_encoder = ".embeddings." in f".{name}" or layer is not None
-        parameter.requires_grad = not in_encoder or (layer is not None and int(layer.group(1)) >= first_trained)
+    freeze_lower_layers(model, settings.trained_layers)
     return model
 
 
 def _fine_tune(model: Any, tokenizer: Any, first: list[str], second: list[str] | None, labels: list[int],
                settings: TrainingSettings, device: Any) -> int:  # fmt: skip
-    """Plain AdamW fine-tuning over shuffled batches; returns the optimiser steps taken."""
+    """AdamW fine-tuning over the examples, shuffled again every epoch, classes weighed; returns the steps taken."""
     import torch
 
+    from bitextflow.models.fine_tuning import fine_tune  # torch: only when training
+
     model.to(device).train()
-    optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=settings.learning_rate)
     # inverse class frequencies: four synthetic negatives per positive must not teach "always negative"
     frequency = torch.bincount(torch.tensor(labels), minlength=model.config.num_labels).float()
     weight = (frequency.sum() / (frequency.clamp(min=1) * len(frequency))).to(device)
     rng = random.Random(settings.seed)
-    steps = 0
-    for _epoch in range(settings.epochs):
-        order = list(range(len(first)))
-        rng.shuffle(order)
-        shuffled_first = [first[i] for i in order]
-        shuffled_second = [second[i] for i in order] if second is not None else None
-        target = torch.tensor([labels[i] for i in order], device=device)
-        for start, batch in tokenized_batches(
-            tokenizer, shuffled_first, shuffled_second, settings.batch_size, settings.max_length, device
-        ):
-            logits = model(**batch).logits
-            loss = torch.nn.functional.cross_entropy(logits, target[start : start + settings.batch_size], weight=weight)
-            loss.backward()
-            optimiser.step()
-            optimiser.zero_grad()
-            steps += 1
-            if settings.max_steps is not None and steps >= settings.max_steps:
-                return steps
-    return steps
+
+    def batches() -> Iterator[tuple[Any, Any]]:
+        for _epoch in range(settings.epochs):
+            order = list(range(len(first)))
+            rng.shuffle(order)
+            shuffled_first = [first[i] for i in order]
+            shuffled_second = [second[i] for i in order] if second is not None else None
+            target = torch.tensor([labels[i] for i in order], device=device)
+            for start, batch in tokenized_batches(
+                tokenizer, shuffled_first, shuffled_second, settings.batch_size, settings.max_length, device
+            ):
+                yield batch, target[start : start + settings.batch_size]
+
+    return fine_tune(model, batches(), settings.learning_rate, steps=settings.max_steps, class_weight=weight)
 
 
 def _metrics(probabilities: Any, labels: Sequence[int], binary: bool) -> dict[str, float | int] | None:
