@@ -237,6 +237,10 @@ class CrawlConfig(_Section):
 
 
 class ExtractConfig(_Section):
+    max_tasks: int = Field(
+        256, ge=1, description="Most extract tasks of a run: WARC files are grouped into at most this many batches, "
+        "one task each (a run over 50,000 WARC files stays under Airflow's `max_map_length`, 1,024 by default).",
+    )  # fmt: skip
     min_sentence_tokens: int = Field(
         6, ge=1, description="Sentences with fewer tokens (whitespace tokens; ICU words for zh, ja, th) are dropped "
         "(counted); 6 as in the MaCoCu DSI paper."

@@ -17,7 +17,7 @@ from airflow.sdk import DAG, Asset, Param, task
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.stages.base import RunContext, Stage
-from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, run_context
+from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, batches, run_context
 from bitextflow_airflow.dispatch import gpu_step
 from bitextflow_airflow.external import external_step_tasks
 from bitextflow_airflow.gate import GateOperator
@@ -34,10 +34,14 @@ Each task logs its counts (in, kept, dropped by reason) and shows them in its XC
 """
 
 
+def run_config(config: PairConfig, context: dict[str, Any]) -> PairConfig:
+    """The DAG's config with the run's ``overrides`` param applied."""
+    return config.with_overrides((context.get("params") or {}).get("overrides") or {})
+
+
 def task_context(config: PairConfig, context: dict[str, Any], registry: StageRegistry = REGISTRY) -> RunContext:
     """The run context of a task: the DAG's config with the run's ``overrides`` param, the Airflow S3 connection."""
-    overrides = (context.get("params") or {}).get("overrides") or {}
-    effective = config.with_overrides(overrides)
+    effective = run_config(config, context)
     ti = context["ti"]
 
     def show_counts(shard: str, counts: StageCounts) -> None:
@@ -67,7 +71,12 @@ def _stage_callable(stage: type[Stage], config: PairConfig, registry: StageRegis
     def run_task(inputs: Any = (), **context: Any) -> Any:
         instance = stage(task_context(config, context, registry))
         instance.setup()
-        written = instance.run(inputs if stage.partitioning == "shard" else as_inputs(inputs))
+        if stage.partitioning != "shard":
+            written = instance.run(as_inputs(inputs))
+        elif isinstance(inputs, str):
+            written = instance.run(inputs)
+        else:  # a batch of shards (Stage.max_tasks): one task, one setup
+            written = [instance.run(key) for key in inputs]
         if asset is not None:
             context["outlet_events"][asset].extra = {"run_id": context["run_id"], "written": written}
         return written
@@ -103,9 +112,23 @@ def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, r
     decorated = task(function, task_id=stage.name, outlets=outlets, max_active_tis_per_dagrun=stage.resources.concurrency)
     if upstream is None:
         return decorated()
-    if stage.partitioning == "shard":
-        return decorated.expand(inputs=upstream)
-    return decorated(upstream)
+    if stage.partitioning != "shard":
+        return decorated(upstream)
+    if stage.max_tasks(config) is not None:
+        upstream = _batched(stage, config, upstream)
+    return decorated.expand(inputs=upstream)
+
+
+def _batched(stage: type[Stage], config: PairConfig, upstream: Any) -> Any:
+    """A task that groups the upstream shards into at most ``stage.max_tasks`` batches (with the run's overrides),
+    so that a run over thousands of shards maps into a bounded number of tasks."""
+
+    @task(task_id=f"{stage.name}_batches")
+    def group(keys: Any, **context: Any) -> list[list[str]]:
+        shards = as_inputs(keys)
+        return batches(shards, stage.max_tasks(run_config(config, context)) or len(shards))
+
+    return group(upstream)
 
 
 def build_pair_dag(config: PairConfig, config_path: Path, registry: StageRegistry = REGISTRY) -> DAG:

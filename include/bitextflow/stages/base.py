@@ -135,6 +135,11 @@ class Stage:
         return cls.resources.gpu
 
     @classmethod
+    def max_tasks(cls, config: PairConfig) -> int | None:
+        """For a ``shard`` stage: the most tasks its input shards are grouped into (None: one task per shard)."""
+        return None
+
+    @classmethod
     def external_step(cls, config: PairConfig) -> ExternalStep | None:
         """A step in another environment between :meth:`prepare` and :meth:`finish`, when the pair needs one."""
         return None
@@ -143,7 +148,8 @@ class Stage:
         """Load what every shard of the task shares (models, dictionaries); called once per task."""
 
     def run(self, inputs: Sequence[str]) -> Any:
-        """Process ``inputs`` (one key for a ``shard`` stage, every input key for a ``run`` stage)."""
+        """Process ``inputs`` (one key for a ``shard`` stage, every input key for a ``run`` stage). A task of a
+        ``shard`` stage with :meth:`max_tasks` calls it once per key of its batch, after one :meth:`setup`."""
         raise NotImplementedError
 
     def prepare(self, input_key: str, model_dir: str | None = None) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from bitextflow.catalog.warcs import warc_object
+from bitextflow.config import PairConfig
 from bitextflow.extract import extract_shard
 from bitextflow.extract.export import export_documents
 from bitextflow.extract.warc import WARC_READ_BUFFER
@@ -26,6 +27,10 @@ class Extract(Stage):
     partitioning = "shard"
     resources = Resources(concurrency=4)
     help = "WARC shards -> documents and sentences, cleaned, language-tagged, de-duplicated"
+
+    @classmethod
+    def max_tasks(cls, config: PairConfig) -> int | None:
+        return config.extract.max_tasks
 
     def run(self, warc_key: str) -> str:
         """Returns the shard's documents key."""

@@ -135,12 +135,28 @@ def run_stage(
 
 
 def as_inputs(outputs: Any) -> list[str]:
-    """A stage's outputs as the next stage's inputs: one key (a ``run`` stage's) or a sequence of keys."""
+    """A stage's outputs as the next stage's inputs: one key (a ``run`` stage's), a sequence of keys, or a
+    sequence of batches of keys (a batched ``shard`` stage's tasks), in order."""
     if outputs is None:
         return []
     if isinstance(outputs, str):
         return [outputs]
-    return list(outputs)
+    keys: list[str] = []
+    for item in outputs:
+        keys.extend([item] if isinstance(item, str) else item)
+    return keys
+
+
+def batches(keys: Sequence[str], max_tasks: int) -> list[list[str]]:
+    """``keys`` in order, cut into at most ``max_tasks`` contiguous batches whose sizes differ by one at most."""
+    count = min(max_tasks, len(keys))
+    if count == 0:
+        return []
+    size, larger = divmod(len(keys), count)
+    cut = [0]
+    for index in range(count):
+        cut.append(cut[-1] + size + (1 if index < larger else 0))
+    return [list(keys[cut[i] : cut[i + 1]]) for i in range(count)]
 
 
 def run_pipeline(

@@ -1,0 +1,96 @@
+"""Runs over many shards stay within Airflow's limits: the extract stage maps over batches of WARC files."""
+
+from __future__ import annotations
+
+import io
+import json
+import textwrap
+
+import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from bitextflow.config import load_pair_config
+from bitextflow.stages.registry import as_inputs, batches, run_context
+from conftest import ROOT
+
+WARC_FILES = 1500
+MAX_MAP_LENGTH = 64
+EXTRACT_TASKS = 12
+
+ENGLISH = "The package {i} installs the network configuration files of the system kernel number {i}."
+SPANISH = "El paquete {i} instala los archivos de configuración de red del núcleo del sistema número {i}."
+
+
+def test_batches_are_contiguous_balanced_and_bounded() -> None:
+    keys = [f"k{i}" for i in range(10)]
+    assert batches(keys, 4) == [["k0", "k1", "k2"], ["k3", "k4", "k5"], ["k6", "k7"], ["k8", "k9"]]
+    assert batches(keys[:2], 5) == [["k0"], ["k1"]]
+    assert batches([], 3) == []
+    assert as_inputs(batches(keys, 3)) == keys, "a batched stage's outputs flatten back into order"
+
+
+def _warc(url: str, text: str) -> bytes:
+    body = f"<html><head><title>{text[:30]}</title></head><body><main><p>{text}</p></main></body></html>".encode()
+    buffer = io.BytesIO()
+    writer = WARCWriter(buffer, gzip=True, warc_version="1.1")
+    headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+    writer.write_record(
+        writer.create_warc_record(url, "response", payload=io.BytesIO(body), length=len(body), http_headers=headers)
+    )
+    return buffer.getvalue()
+
+
+DAG_FILE = """
+from pathlib import Path
+
+from bitextflow.config import load_pair_config
+from bitextflow.stages.crawl import Crawl
+from bitextflow.stages.extract import Extract
+from bitextflow.stages.gate_documents import GateDocuments
+from bitextflow.stages.registry import StageRegistry
+from bitextflow_airflow.pair_dag import build_pair_dag
+
+CONFIG = load_pair_config({config!r}).with_overrides({overrides!r})
+dag = build_pair_dag(CONFIG, Path({config!r}), StageRegistry((Crawl, Extract, GateDocuments)))
+"""
+
+
+@pytest.mark.integration
+def test_a_run_over_1500_warc_files_maps_into_few_extract_tasks(tmp_path, airflow_db, s3_env, store, monkeypatch) -> None:
+    """1,500 WARC files, Airflow's max_map_length at 64: the extract stage runs as 12 tasks and loses nothing."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    prefix = "scale-warcs/"
+    for i in range(WARC_FILES):
+        language, text = ("en", ENGLISH) if i % 2 == 0 else ("es", SPANISH)
+        body = _warc(f"http://scale.test/{language}/page-{i}.html", text.format(i=i))
+        store.put_bytes(f"{prefix}file-{i:05d}.warc.gz", body, "application/warc")
+
+    # dag.test() runs DAGs of a configured bundle only: this test's folder becomes one, beside the project's dags/.
+    bundles = [
+        {"name": "dags-folder", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle", "kwargs": {}},
+        {
+            "name": "scale-test",
+            "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+            "kwargs": {"path": str(tmp_path)},
+        },
+    ]
+    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps(bundles))
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", str(MAX_MAP_LENGTH))
+    overrides = {"crawl.seeds": [], "crawl.warcs": [prefix], "extract.max_tasks": EXTRACT_TASKS}
+    config_path = str(ROOT / "include" / "pairs" / "en-es.yaml")
+    (tmp_path / "scale_dag.py").write_text(textwrap.dedent(DAG_FILE.format(config=config_path, overrides=overrides)))
+    bag = DagBag(dag_folder=str(tmp_path))
+    assert not bag.import_errors, bag.import_errors
+    run = bag.dags["bitextflow__en_es"].test()
+    assert run.state == "success"
+
+    extract_tasks = [ti for ti in run.get_task_instances() if ti.task_id == "extract"]
+    assert len(extract_tasks) == EXTRACT_TASKS and all(ti.state == "success" for ti in extract_tasks)
+    ctx = run_context(load_pair_config(config_path), store, run.run_id)
+    counts = [store.get_json(key) for key in store.list_keys(ctx.key("extract", "")) if key.endswith(".documents.counts.json")]
+    assert len(counts) == WARC_FILES, "every WARC file is its own shard, written once"
+    assert sum(c["in"] for c in counts) == WARC_FILES and sum(c["kept"] for c in counts) == WARC_FILES
+    report = store.get_json(ctx.key("gate", "documents.report.json"))
+    assert report["success"] is True
