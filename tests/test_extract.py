@@ -407,6 +407,23 @@ def test_exact_and_near_duplicates(tmp_path):
     assert result.sentence_counts.dropped["document_near_duplicate"] == 3
 
 
+def test_a_sentence_batch_wholly_from_near_duplicates_is_dropped_whole(tmp_path, monkeypatch):
+    """Sentences are de-duplicated in batches; a batch whose every sentence belongs to a near-duplicate document
+    keeps none (pyarrow refused to take an empty, untyped selection and the shard failed on every retry)."""
+    from bitextflow.extract import shard
+
+    monkeypatch.setattr(shard, "SENTENCE_BATCH", 3)  # a.html's three sentences fill the first batch alone
+    long_en = [*EN, "A fourth paragraph makes this copy of the page the longest one in the whole shard."]
+    pages = [
+        ("http://s/a.html", "text/html", html_page(EN).encode()),
+        ("http://s/c.html", "text/html", html_page(long_en).encode()),
+    ]
+    result, docs, rejected, sentences = run_shard(tmp_path, make_warc(pages))
+    assert list(docs["url"]) == ["http://s/c.html"] and list(rejected["drop_reason"]) == ["near_duplicate"]
+    assert result.sentence_counts.dropped["document_near_duplicate"] == 3
+    assert set(sentences["doc_id"]) == set(docs["doc_id"]) and len(sentences) == result.sentence_counts.kept
+
+
 def test_near_duplicates_are_only_sought_within_a_language():
     dedup = ShardDeduplicator(0.8)
     assert dedup.add(0, "en", ["alpha beta", "gamma delta"]) is None

@@ -237,7 +237,8 @@ def extract_shard(
                 sent_counts.keep()
                 keep.append(len(duplicate))
             duplicate.append(repeat)
-        sentences.add_table(_with_column(table, "duplicate", pa.array(duplicate, pa.bool_())).take(keep))
+        # typed indices: an empty Python list becomes a null-typed array, which take() refuses
+        sentences.add_table(_with_column(table, "duplicate", pa.array(duplicate, pa.bool_())).take(pa.array(keep, pa.int64())))
     documents = _BatchWriter(workdir / "documents.parquet", records.DOCUMENTS, DOCUMENT_BATCH)
     for table in _read_tables(spill_docs.path, DOCUMENT_BATCH):
         doc_ids = table["doc_id"].to_pylist()
