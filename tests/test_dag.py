@@ -11,7 +11,6 @@ import yaml
 
 from bitextflow import cli
 from bitextflow.catalog.releases import list_releases, read_release_pairs
-from bitextflow.storage.layout import safe_key_part
 
 pytestmark = pytest.mark.dag
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,7 +146,8 @@ def test_a_second_pair_is_a_yaml_file_and_a_run(airflow_db, s3_env, store, site,
     assert by_pair["en-fr"]["last_release"]["version"] == release.version
     assert by_pair["en-fr"]["last_release"]["registry_tag"] == f"en-fr-v{release.version}"
     last_run = by_pair["en-fr"]["last_run"]
-    assert last_run["run_id"] == safe_key_part(run.run_id) and last_run["failed_gates"] == []
+    assert last_run["run_id"] == run.run_id and last_run["failed_gates"] == []
+    assert last_run["released_as"] == release.version, "the run that published a release says so"
 
 
 def test_a_pair_with_a_schedule_can_be_backfilled():

@@ -92,3 +92,29 @@ def test_every_stage_runs_from_the_cli_without_airflow(s3_env, site, capsys):
 def test_stage_without_inputs_names_the_stage_to_run_first(s3_env, capsys):
     assert cli.main(["score", "--pair", "en-es", "--run-id", "never_ran"]) == 2
     assert "run `bitextflow align-sentences` first" in capsys.readouterr().err
+
+
+def test_run_ids_map_to_keys_one_to_one_and_back() -> None:
+    """Two runs never share a prefix (the second would resume the first's crawl), and no component is . or .."""
+    from bitextflow.storage.layout import run_prefix, safe_key_part, text_of_key_part
+
+    ids = ["scheduled__2026-11-22T00:00:00+00:00", "scheduled__2026-11-22T00/00/00+00:00", "scheduled__2026-11-22T00_00_00_00_00",
+           ".", "..", "~2F", "run ~ id", "ñandú/ü", "cli__20261122T170000"]  # fmt: skip
+    parts = [safe_key_part(run_id) for run_id in ids]
+    assert len(set(parts)) == len(ids)
+    assert all("/" not in part and part not in (".", "..") and not part.startswith(".") for part in parts)
+    assert [text_of_key_part(part) for part in parts] == ids
+    assert safe_key_part("cli__20261122T170000") == "cli__20261122T170000", "plain run ids read as they are"
+    assert not run_prefix("en-es", ids[0]).startswith(run_prefix("en-es", ids[1]))
+    with pytest.raises(ValueError, match="empty run id"):
+        safe_key_part("")
+
+
+def test_a_downloaded_key_never_lands_outside_its_folder(tmp_path) -> None:
+    from bitextflow.errors import StorageError
+    from bitextflow.storage.layout import local_path
+
+    assert local_path(tmp_path, "v1/model/config.json") == (tmp_path / "v1/model/config.json").resolve()
+    for hostile in ("../outside.json", "v1/../../outside.json", "/etc/passwd"):
+        with pytest.raises(StorageError, match="outside"):
+            local_path(tmp_path, hostile)

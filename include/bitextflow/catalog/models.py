@@ -24,6 +24,7 @@ from bitextflow.models import url_models
 from bitextflow.score import bicleaner
 from bitextflow.settings import cache_dir
 from bitextflow.storage import ObjectStore, StorageSettings
+from bitextflow.storage.layout import local_path
 
 LATEST = "latest"
 _VERSION = re.compile(r"/v(\d+)/" + re.escape(METADATA_FILENAME) + "$")
@@ -79,7 +80,7 @@ def resolve_classifier(location: str, pair: str, store: ObjectStore) -> Path:
 
 def _download(store: ObjectStore, prefix: str, pair: str) -> Path:
     """Copy a published model into the cache once (a version never changes); atomically, metadata included."""
-    target = model_cache_dir() / store.bucket / prefix.rstrip("/")
+    target = local_path(model_cache_dir(), f"{store.bucket}/{prefix.rstrip('/')}")
     if (target / METADATA_FILENAME).is_file():
         return target
     keys = store.list_keys(prefix)
@@ -91,7 +92,7 @@ def _download(store: ObjectStore, prefix: str, pair: str) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=".download-", dir=target.parent))
     try:
         for key in keys:
-            local = staging / key.removeprefix(prefix)
+            local = local_path(staging, key.removeprefix(prefix))
             local.parent.mkdir(parents=True, exist_ok=True)
             store.download_file(key, local)
         shutil.rmtree(target, ignore_errors=True)  # a download that died before its metadata arrived
@@ -150,7 +151,7 @@ def publish_url_models(store: ObjectStore, pair: str, folder: Path) -> str:
 def _fetch_url_version(store: ObjectStore, prefix: str) -> Path:
     """A local copy of the version at ``prefix`` (downloaded once; versions never change)."""
     prefix = prefix.rstrip("/") + "/"
-    local = cache_dir("url-models") / store.bucket / prefix
+    local = local_path(cache_dir("url-models"), f"{store.bucket}/{prefix}")
     if (local / url_models.METADATA_FILENAME).is_file():
         return local
     keys = store.list_keys(prefix)
@@ -159,7 +160,7 @@ def _fetch_url_version(store: ObjectStore, prefix: str) -> Path:
     local.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=local.parent))
     for key in keys:
-        target = staging / key[len(prefix) :]
+        target = local_path(staging, key[len(prefix) :])
         target.parent.mkdir(parents=True, exist_ok=True)
         store.download_file(key, target)
     shutil.rmtree(local, ignore_errors=True)

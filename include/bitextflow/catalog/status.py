@@ -15,7 +15,7 @@ from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, release_pr
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.storage import ObjectStore
-from bitextflow.storage.layout import stage_key
+from bitextflow.storage.layout import stage_key, text_of_key_part
 
 MAX_FAILURES_SHOWN = 5
 
@@ -24,7 +24,7 @@ def _last_run(store: ObjectStore, pair: str) -> tuple[str, str] | None:
     """(run id, time of its last write) of the run of ``pair`` written most recently."""
     latest: dict[str, Any] = {}
     for key, modified in store.last_modified(f"{pair}/").items():
-        run_id = key.split("/")[1]
+        run_id = text_of_key_part(key.split("/")[1])
         if run_id not in latest or modified > latest[run_id]:
             latest[run_id] = modified
     if not latest:
