@@ -91,6 +91,21 @@ def airflow_db() -> Path:
 
 
 @pytest.fixture
+def dag_folder(tmp_path: Path, airflow_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder for a test's own DAG files, made a DAG bundle beside the project's dags/ (``dag.test()`` runs
+    DAGs of a configured bundle only)."""
+    import json
+
+    bundle = "airflow.dag_processing.bundles.local.LocalDagBundle"
+    bundles = [
+        {"name": "dags-folder", "classpath": bundle, "kwargs": {}},
+        {"name": "test-dags", "classpath": bundle, "kwargs": {"path": str(tmp_path)}},
+    ]
+    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps(bundles))
+    return tmp_path
+
+
+@pytest.fixture
 def pair_config():
     from bitextflow.config import load_pair_config
 

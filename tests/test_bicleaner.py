@@ -355,19 +355,10 @@ with DAG("bicleaner_external_python", start_date=datetime(2026, 1, 1), schedule=
 
 @needs_bicleaner
 @pytest.mark.integration
-def test_external_python_task_scores_a_shard_under_dag_test(tmp_path, airflow_db, s3_env, store, monkeypatch):
+def test_external_python_task_scores_a_shard_under_dag_test(dag_folder, s3_env, store):
     from airflow.dag_processing.dagbag import DagBag
 
-    # dag.test() runs DAGs of a configured bundle only: this test's folder becomes one, beside the project's dags/.
-    bundles = [
-        {"name": "dags-folder", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle", "kwargs": {}},
-        {
-            "name": "bicleaner-test",
-            "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
-            "kwargs": {"path": str(tmp_path)},
-        },
-    ]
-    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps(bundles))
+    tmp_path = dag_folder
 
     assert _bicleaner_ready()
     config = config_for(use_bicleaner="yes")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import textwrap
 
 import pytest
@@ -57,7 +56,7 @@ dag = build_pair_dag(CONFIG, Path({config!r}), StageRegistry((Crawl, Extract, Ga
 
 
 @pytest.mark.integration
-def test_a_run_over_1500_warc_files_maps_into_few_extract_tasks(tmp_path, airflow_db, s3_env, store, monkeypatch) -> None:
+def test_a_run_over_1500_warc_files_maps_into_few_extract_tasks(dag_folder, s3_env, store, monkeypatch) -> None:
     """1,500 WARC files, Airflow's max_map_length at 64: the extract stage runs as 12 tasks and loses nothing."""
     from airflow.dag_processing.dagbag import DagBag
 
@@ -67,21 +66,11 @@ def test_a_run_over_1500_warc_files_maps_into_few_extract_tasks(tmp_path, airflo
         body = _warc(f"http://scale.test/{language}/page-{i}.html", text.format(i=i))
         store.put_bytes(f"{prefix}file-{i:05d}.warc.gz", body, "application/warc")
 
-    # dag.test() runs DAGs of a configured bundle only: this test's folder becomes one, beside the project's dags/.
-    bundles = [
-        {"name": "dags-folder", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle", "kwargs": {}},
-        {
-            "name": "scale-test",
-            "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
-            "kwargs": {"path": str(tmp_path)},
-        },
-    ]
-    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps(bundles))
     monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", str(MAX_MAP_LENGTH))
     overrides = {"crawl.seeds": [], "crawl.warcs": [prefix], "extract.max_tasks": EXTRACT_TASKS}
     config_path = str(ROOT / "include" / "pairs" / "en-es.yaml")
-    (tmp_path / "scale_dag.py").write_text(textwrap.dedent(DAG_FILE.format(config=config_path, overrides=overrides)))
-    bag = DagBag(dag_folder=str(tmp_path))
+    (dag_folder / "scale_dag.py").write_text(textwrap.dedent(DAG_FILE.format(config=config_path, overrides=overrides)))
+    bag = DagBag(dag_folder=str(dag_folder))
     assert not bag.import_errors, bag.import_errors
     run = bag.dags["bitextflow__en_es"].test()
     assert run.state == "success"
