@@ -132,3 +132,17 @@ def test_services_stop_cleanly(stack: Stack) -> None:
     assert down.returncode == 0 and "services stopped" in down.stdout
     assert not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not (stack.state / "stack.json").exists()
+
+
+def test_secret_files_are_owner_only_even_when_they_existed_with_a_looser_mode(tmp_path) -> None:
+    from bitextflow_local.services.private import write_private
+
+    secret = tmp_path / ".local" / "services.env"
+    secret.parent.mkdir()
+    secret.write_text("OLD=1\n")
+    secret.chmod(0o644)
+    write_private(secret, "BITEXTFLOW_S3_SECRET_ACCESS_KEY=s3cr3t\n")
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert secret.read_text() == "BITEXTFLOW_S3_SECRET_ACCESS_KEY=s3cr3t\n"
+    write_private(tmp_path / "new.env", "X=1\n")
+    assert (tmp_path / "new.env").stat().st_mode & 0o777 == 0o600

@@ -38,6 +38,7 @@ from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from bitextflow_local.services.private import write_private
 from bitextflow_local.services.processes import stop_process_group
 
 _GRPC_OFFSET = 10_000
@@ -134,9 +135,7 @@ class SeaweedServer:
                 }
             ]
         }
-        fd = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(identity, handle)
+        write_private(config_path, json.dumps(identity))
         return config_path
 
     def _start(self, buckets: list[str], timeout: float) -> None:

@@ -26,6 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from bitextflow_local.services.private import write_private
 from bitextflow_local.services.processes import stop_process_group
 
 SITE_PORT = int(os.environ.get("BITEXTFLOW_SITE_PORT", "8765"))
@@ -78,13 +79,6 @@ def airflow_env(home: Path) -> dict[str, str]:
     }
 
 
-def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
 def _env_lines(values: dict[str, str]) -> str:
     return "".join(f"{name}={value}\n" for name, value in sorted(values.items()))
 
@@ -129,9 +123,9 @@ def supervise(home: Path) -> None:
         "BITEXTFLOW_SITE_CACHE": str(site.cache_dir),
         "BITEXTFLOW_AIRFLOW_URL": f"http://127.0.0.1:{AIRFLOW_PORT}/",
     }
-    _write_private(local / "services.env", _env_lines(client_env))
+    write_private(local / "services.env", _env_lines(client_env))
     af_env = airflow_env(home)
-    _write_private(local / "airflow.env", _env_lines(af_env))
+    write_private(local / "airflow.env", _env_lines(af_env))
     airflow_dir = local / "airflow"
     airflow_dir.mkdir(parents=True, exist_ok=True)
     venv_bin = str(Path(sys.executable).parent)
