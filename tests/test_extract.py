@@ -157,6 +157,23 @@ def test_charset_from_header_then_meta_then_detection():
     assert decode_html("\ufeff<p>hola</p>".encode("utf-16"), None).source == "bom"
 
 
+@pytest.mark.parametrize("label", ["undefined", "punycode", "unicode_escape", "utf-7", "rot13", "iso-2022-kr"])
+def test_charsets_that_no_web_page_is_in_are_refused_and_counted(label, tmp_path):
+    """Only WHATWG encoding labels decode a page: Python's other codecs raised outside the guard (undefined,
+    punycode) or rewrote the text (unicode_escape turned a written \\u0041 into A)."""
+    body = f'<html><head><meta charset="{label}"></head><body><p>Añadir \\u0041 +AGEAYQ- el núcleo</p></body></html>'
+    for http_charset in (label, None):
+        decoded = decode_html(body.encode("utf-8"), http_charset)
+        assert decoded.source == "detected" and label in decoded.refused
+        assert "\\u0041 +AGEAYQ- el núcleo" in decoded.text
+    page = html_page(["The package installs the kernel module and the network configuration files of the system."])
+    result, docs, _rejected, _sentences = run_shard(
+        tmp_path, make_warc([("http://s/a.html", f"text/html; charset={label}", page.encode())])
+    )
+    assert len(docs) == 1 and "declared_charset_refused" in list(docs["repairs"].iloc[0])
+    assert result.document_counts.repaired["declared_charset_refused"] == 1
+
+
 def test_the_shortened_mojibake_check_answers_as_ftfy_does():
     """_looks_like_mojibake cuts ASCII runs before ftfy's is_bad; on any text it must answer as is_bad does."""
     from ftfy.badness import BADNESS_RE, is_bad

@@ -69,6 +69,8 @@ class DocumentBuilder:
         )  # fmt: skip
         if response.truncated == "max_page_bytes":
             document.repairs.append("page_cut_to_max_bytes")
+        if decoded.refused:  # e.g. charset=undefined or unicode_escape: decoded as if none had been declared
+            document.repairs.append("declared_charset_refused")
         if response.mime in TEXT_TYPES:
             paragraphs = [Paragraph("text", text) for text in map(encoding.clean_line, decoded.text.split("\n\n")) if text]
             metadata = PageMetadata()

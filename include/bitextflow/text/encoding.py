@@ -13,11 +13,13 @@ characters go.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 
 import ftfy
+import webencodings
 from charset_normalizer import from_bytes
 from ftfy.badness import is_bad
 
@@ -82,6 +84,9 @@ class Decoded:
     text: str
     encoding: str
     source: str  # bom | http | meta | detected | fallback
+    #: Charsets the response declared that are no encoding of web pages (``undefined``, ``unicode_escape``,
+    #: ``utf-7``...): refused, and the text decoded as if nothing had been declared.
+    refused: tuple[str, ...] = ()
 
 
 def binary_signature(body: bytes) -> str | None:
@@ -99,6 +104,26 @@ def binary_signature(body: bytes) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)
+def declared_codec(label: str | None) -> str | None:
+    """The Python codec of a charset label that a response or its ``<meta>`` declares, or None.
+
+    Only the labels of the WHATWG Encoding Standard count, mapped as browsers map them (``latin1`` and
+    ``ascii`` are windows-1252, ``gb2312`` is GBK, ``iso-2022-kr`` is the replacement encoding, refused).
+    Python's other codecs (``unicode_escape``, ``punycode``, ``rot13``, ``undefined``...) are no decoders of
+    web pages: a page declaring one is decoded as if it had declared nothing.
+    """
+    if not label:
+        return None
+    found = webencodings.lookup(label.strip().strip("\"'"))
+    if found is None or found.name == "replacement":
+        return None
+    try:
+        return codecs.lookup(found.codec_info.name).name
+    except LookupError:  # x-user-defined: webencodings' own codec, which no page in practice needs
+        return None
+
+
 def _codec(label: str | None) -> str | None:
     if not label:
         return None
@@ -111,35 +136,45 @@ def _codec(label: str | None) -> str | None:
 
 def meta_charset(body: bytes) -> str | None:
     """The charset a ``<meta>`` tag declares in the first 4 KB, if any."""
-    found = _META_CHARSET.search(body[:4096])
-    if not found:
-        return None
-    codec = _codec(found.group(1).decode("ascii", "replace"))
+    return _meta_codec(meta_label(body))
+
+
+def _meta_codec(label: str | None) -> str | None:
+    # a <meta> inside the page cannot be UTF-16 (it would not have been readable as ASCII): browsers read UTF-8
+    codec = declared_codec(label)
     return "utf-8" if codec in ("utf-16", "utf-16-le", "utf-16-be") else codec
+
+
+def meta_label(body: bytes) -> str | None:
+    """The charset label a ``<meta>`` tag names in the first 4 KB, as written."""
+    found = _META_CHARSET.search(body[:4096])
+    return found.group(1).decode("ascii", "replace") if found else None
 
 
 def decode_html(body: bytes, http_charset: str | None = None) -> Decoded:
     for bom, codec in _BOMS:
         if body.startswith(bom):
             return Decoded(body.decode(codec, "replace"), codec, "bom")
-    for codec, source in ((_codec(http_charset), "http"), (meta_charset(body), "meta")):
+    meta = meta_label(body)
+    refused = tuple(label for label in (http_charset, meta) if label and declared_codec(label) is None)
+    for codec, source in ((declared_codec(http_charset), "http"), (_meta_codec(meta), "meta")):
         if codec:
             try:
-                return Decoded(body.decode(codec), codec, source)
-            except (UnicodeDecodeError, LookupError):
+                return Decoded(body.decode(codec), codec, source, refused)
+            except UnicodeError:
                 continue
     try:
-        return Decoded(body.decode("utf-8"), "utf-8", "detected")
+        return Decoded(body.decode("utf-8"), "utf-8", "detected", refused)
     except UnicodeDecodeError:
         pass
     if len(body) < _MIN_DETECTION_BYTES:  # a guess from a few bytes is noise: the web's default is better
-        return Decoded(body.decode("cp1252", "replace"), "cp1252", "fallback")
+        return Decoded(body.decode("cp1252", "replace"), "cp1252", "fallback", refused)
     best = from_bytes(body[:200_000]).best()
     if best is not None and best.encoding:
         codec = _codec(best.encoding)
         if codec in _DETECTABLE:
-            return Decoded(body.decode(codec, "replace"), codec, "detected")
-    return Decoded(body.decode("cp1252", "replace"), "cp1252", "fallback")
+            return Decoded(body.decode(codec, "replace"), codec, "detected", refused)
+    return Decoded(body.decode("cp1252", "replace"), "cp1252", "fallback", refused)
 
 
 def normalise(text: str) -> str:
