@@ -87,6 +87,15 @@ def test_url_languages_by_component_in_order_of_trust():
     assert predicted_language("http://h/install/deutsch/a.html")[0] == "de"
 
 
+def test_address_guard_refuses_tunnels_and_site_local_ipv6():
+    """6to4 addresses carry an IPv4 address (2002:7f00:1:: is 127.0.0.1, 2002:a9fe:a9fe:: the metadata
+    address); fec0::/10 is site-local. Both passed the guard."""
+    guard = AddressGuard()
+    assert guard.refusal("2002:7f00:1::1") == "6to4" and guard.refusal("2002:a9fe:a9fe::") == "6to4"
+    assert guard.refusal("fec0::1") == "site-local"
+    assert guard.refusal("2606:4700::1111") is None and guard.refusal("::ffff:127.0.0.1") == "loopback"
+
+
 def test_address_guard_refuses_private_ranges_unless_allowed():
     guard = AddressGuard()
     for address in ("127.0.0.1", "10.1.2.3", "192.168.0.1", "172.16.5.4", "169.254.169.254", "224.0.0.1", "::1",

@@ -34,8 +34,14 @@ class AddressRefused(Exception):
 
 
 def _why_refused(address: IPAddress) -> str | None:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        elif address.sixtofour is not None:
+            # 6to4 (2002::/16, deprecated by RFC 7526) tunnels to the IPv4 address inside it: 2002:7f00:1:: is 127.0.0.1
+            return "6to4"
+        elif address.is_site_local:  # fec0::/10, deprecated, but routed inside some networks
+            return "site-local"
     for reason in ("loopback", "link_local", "multicast", "private", "unspecified", "reserved"):
         if getattr(address, f"is_{reason}"):
             return reason.replace("_", "-")
