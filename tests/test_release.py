@@ -355,3 +355,35 @@ def test_licences_are_read_from_debian_copyright_files(tmp_path: Path) -> None:
         "It is licensed under the terms of the GNU GPL, version 2.",
         "The Guide is copyright 1996 Bruce Perens",
     )
+
+
+def test_host_names_that_read_as_formulas_do_not_fail_the_report(tmp_path: Path) -> None:
+    """A ``$`` starts mathtext in a matplotlib label: a host such as ``a$^{$.example`` failed the release."""
+    df = pairs(12)
+    df["url_a"] = [url.replace("https://law.example", "https://a$^{$.example") for url in df["url_a"]]
+    paths = build_release(
+        tmp_path,
+        PAIR,
+        1,
+        df,
+        counts(),
+        "run-dollar",
+        GATE_REPORT,
+        ReleaseExtras(crawl_log=[{"url": df["url_a"][0], "outcome": "fetched"}]),
+    )
+    report = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert tmp_path / "report.html" in paths and "a$^{$.example" in report
+
+
+def test_the_ilsp_fc_export_carries_control_characters_from_the_web_as_replacements() -> None:
+    from bitextflow.extract.export import document_xml
+
+    row = {
+        "title": "Install\x0b", "encoding": "utf-8", "date": "", "url": "http://s/a\x01.html", "language": "en",
+        "language_set": [], "keywords": "apt\x02", "relevance": 0.0, "relevance_terms": 0, "description": "",
+        "warc_key": "crawl/crawl-00000.warc.gz", "warc_offset": 0, "warc_record_id": "<urn:uuid:1\x1f>", "paragraphs": [],
+    }  # fmt: skip
+    root = etree.fromstring(document_xml(row))
+    ns = {"c": "http://www.xces.org/schema/2003"}
+    assert root.findtext(".//c:imprint/c:eAddress", namespaces=ns) == "http://s/a\ufffd.html"
+    assert root.find(".//c:annotation[@type='warc']", ns).get("record") == "<urn:uuid:1\ufffd>"

@@ -23,13 +23,16 @@ from typing import Any
 import pyarrow.parquet as pq
 from lxml import etree
 
+from bitextflow.text.markup import xml_safe
+
 XCES = "http://www.xces.org/schema/2003"
 
 
 def _add(parent: etree._Element, tag: str, text: Any = None, **attributes: str) -> etree._Element:
-    element = etree.SubElement(parent, tag, {k: v for k, v in attributes.items() if v})
+    # URLs, WARC record ids, titles and keywords come from the web: a control character in one must not fail the shard
+    element = etree.SubElement(parent, tag, {k: xml_safe(v) for k, v in attributes.items() if v})
     if text not in (None, ""):
-        element.text = str(text)
+        element.text = xml_safe(str(text))
     return element
 
 

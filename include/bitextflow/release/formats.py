@@ -45,6 +45,7 @@ from lxml import etree
 
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.text.markup import xml_safe
 
 TSV_COLUMNS: tuple[str, ...] = ("url_a", "url_b", "text_a", "text_b", "alignment_score", "domain_relevance")
 """Frame columns written to the TSV, in order (Bitextor's url1, url2, text1, text2, scores)."""
@@ -61,7 +62,6 @@ TOP_HOSTS = 20
 
 _XML = "{http://www.w3.org/XML/1998/namespace}"
 _SURROGATES = re.compile("[\ud800-\udfff]")
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _TSV_BREAKS = str.maketrans({c: " " for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
 
 
@@ -102,11 +102,6 @@ def write_tsv(df: pd.DataFrame, out: IO[bytes]) -> int:
         out.write(("\t".join(_tsv_field(f) for f in fields) + "\n").encode("utf-8"))
         rows += 1
     return rows
-
-
-def xml_safe(text: str) -> str:
-    """``text`` with every character XML 1.0 cannot carry replaced by U+FFFD."""
-    return _XML_ILLEGAL.sub("\ufffd", text)
 
 
 def _tool_version() -> str:

@@ -33,6 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from bitextflow.release.formats import host  # noqa: E402
+from bitextflow.text.markup import plot_label  # noqa: E402
 
 _PNG_METADATA = {"Software": None}
 _MAX_LABELS = 20
@@ -51,7 +52,7 @@ def _png(figure: plt.Figure) -> str:
 def _bar(title: str, counts: Mapping[str, float], xlabel: str) -> str:
     figure, axes = plt.subplots(figsize=(6, 0.3 * max(len(counts), 4) + 1))
     labels = list(counts)[::-1]
-    axes.barh(labels, [counts[label] for label in labels], color="#4477aa")
+    axes.barh([plot_label(label) for label in labels], [counts[label] for label in labels], color="#4477aa")
     axes.set_title(title)
     axes.set_xlabel(xlabel)
     return _png(figure)
