@@ -121,7 +121,7 @@ def test_pod_manifest_is_valid_and_carries_gpu_placement(tmp_path, monkeypatch):
     from bitextflow import cli
 
     parsed = cli.build_parser().parse_args(container["args"])
-    assert (parsed.stage, parsed.pair, parsed.run_id, cli.command_overrides(parsed)) == ("score", "en-es", RUN_ID, OVERRIDES)
+    assert (parsed.stage, parsed.pair, parsed.run_id, cli.run_overrides(parsed)) == ("score", "en-es", RUN_ID, OVERRIDES)
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "2", "memory": "24Gi"}
     assert container["resources"]["requests"] == {"cpu": "4", "memory": "24Gi"}
     assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
@@ -288,7 +288,7 @@ def test_cli_overrides_must_be_a_json_object(value):
 
     parsed = cli.build_parser().parse_args(["score", "--pair", "en-es", "--run-id", "r", "--overrides", value])
     with pytest.raises(ConfigError, match="--overrides .*expected a JSON object"):
-        cli.command_overrides(parsed)
+        cli.run_overrides(parsed)
 
 
 def test_cli_set_wins_over_overrides():
@@ -296,4 +296,41 @@ def test_cli_set_wins_over_overrides():
 
     argv = ["score", "--pair", "en-es", "--run-id", "r", "--overrides", '{"score.max_length_ratio": 2, "crawl.max_pages": 5}']
     parsed = cli.build_parser().parse_args([*argv, "--set", "score.max_length_ratio=3"])
-    assert cli.command_overrides(parsed) == {"score.max_length_ratio": 3, "crawl.max_pages": 5}
+    config = cli.pair_config(parsed)
+    assert (config.score.max_length_ratio, config.crawl.max_pages) == (3, 5)
+
+
+def test_a_runs_overrides_cannot_reach_what_the_workers_trust(tmp_path):
+    """Whoever may trigger a DAG sets its overrides: the address guard, storage, registries, model folders and
+    images stay as the pair's YAML says (a run could otherwise aim the crawler at a metadata address with the
+    guard off, or push releases with the workers' credentials to a remote of its choice)."""
+    from bitextflow import cli
+    from bitextflow.config import load_pair_config
+    from bitextflow_airflow.dispatch import run_in_process
+
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    hostile = [
+        {"crawl.allow_private_addresses": ["0.0.0.0/0"]}, {"storage.bucket": "theirs"}, {"release.dvc_remote": "s3://theirs/x"},
+        {"release.registry": "https://evil.example/r.git"}, {"domain.classifier": "/tmp/their-model"},
+        {"crawl": {"allow_private_addresses": ["0.0.0.0/0"]}}, {"gpu.image": "their/image"}, {"crawl.warcs": ["s3://other/"]},
+    ]  # fmt: skip
+    for overrides in hostile:
+        (name,) = overrides
+        with pytest.raises(ConfigError, match=rf"override '{name}': only the pair's YAML may set this"):
+            config.with_run_overrides(overrides)
+        with pytest.raises(ConfigError, match="only the pair's YAML"):
+            run_in_process("score", config, "r", overrides)
+        argv = ["score", "--pair", "en-es", "--run-id", "r", "--overrides", json.dumps(overrides)]
+        with pytest.raises(ConfigError, match="only the pair's YAML"):
+            cli.pair_config(cli.build_parser().parse_args(argv))
+    allowed = config.with_run_overrides(
+        {"crawl.max_pages": 7, "crawl.seeds": ["http://127.0.0.1:9/"], "gate.min_sentence_pairs": 1}
+    )
+    assert allowed.crawl.max_pages == 7
+    # the operator's own --set may change anything
+    assert (
+        cli.pair_config(
+            cli.build_parser().parse_args(["score", "--pair", "en-es", "--run-id", "r", "--set", "storage.bucket=mine"])
+        ).storage.bucket
+        == "mine"
+    )

@@ -34,21 +34,27 @@ from bitextflow.storage import ObjectStore, StorageSettings
 
 
 def pair_config(args: argparse.Namespace) -> PairConfig:
+    """The pair's YAML, with the run's ``--overrides`` (restricted as a DAG run's are), then the operator's ``--set``."""
     config = load_pair_config(pairs_dir(args.pairs_dir) / f"{args.pair}.yaml")
-    return config.with_overrides(command_overrides(args))
+    return config.with_run_overrides(run_overrides(args)).with_overrides(set_overrides(args))
 
 
-def command_overrides(args: argparse.Namespace) -> dict[str, object]:
-    """``--overrides`` (a JSON object, as the DAG's ``overrides`` param), then each ``--set`` on top."""
+def run_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """``--overrides``: a JSON object, as the DAG's ``overrides`` param (a GPU pod gets the run's param here)."""
+    if not getattr(args, "overrides", None):
+        return {}
+    try:
+        loaded = json.loads(args.overrides)
+    except ValueError:
+        loaded = None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"--overrides {args.overrides!r:.80}: expected a JSON object, e.g. '{{\"crawl.max_pages\": 100}}'")
+    return loaded
+
+
+def set_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """Each ``--set section.field=value``: the operator's own changes, any option."""
     overrides: dict[str, object] = {}
-    if getattr(args, "overrides", None):
-        try:
-            loaded = json.loads(args.overrides)
-        except ValueError:
-            loaded = None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"--overrides {args.overrides!r:.80}: expected a JSON object, e.g. '{{\"crawl.max_pages\": 100}}'")
-        overrides.update(loaded)
     for item in args.set or []:
         name, sep, value = item.partition("=")
         if not sep:

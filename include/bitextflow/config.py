@@ -570,6 +570,20 @@ class GpuDispatchConfig(_Section):
         return self
 
 
+#: Options a run's overrides may not change: what the workers' credentials, files and network trust. A
+#: triggerer could otherwise turn the address guard off (crawl.allow_private_addresses), push releases or
+#: models to a remote of their choice (storage, release), read other buckets with the workers' credentials
+#: (crawl.warcs, warc_buckets) or make a worker load a model folder of their choice (the model options).
+DEPLOYMENT_ONLY = frozenset({
+    "source", "target", "schedule", "storage", "release", "gpu",
+    "crawl.warcs", "crawl.warc_buckets", "crawl.allow_private_addresses", "crawl.user_agent", "crawl.url_models",
+    "crawl.url_model_base", "crawl.train_url_models",
+    "align.encoder_model", "align.static_model",
+    "score.bicleaner_model", "score.bicleaner_image",
+    "domain.classifier", "domain.training.data", "domain.training.zero_shot_data", "domain.training.base_model",
+})  # fmt: skip
+
+
 class PairConfig(_Section):
     source: LanguageCode = Field(description="ISO 639-1 code of the first language (e.g. en).")
     target: LanguageCode = Field(description="ISO 639-1 code of the second language (e.g. es).")
@@ -624,8 +638,20 @@ class PairConfig(_Section):
     def dag_id(self) -> str:
         return f"bitextflow__{self.source}_{self.target}"
 
+    def with_run_overrides(self, overrides: dict[str, Any] | None) -> PairConfig:
+        """:meth:`with_overrides` for the overrides of one run (the DAG's ``overrides`` param, the CLI's
+        ``--overrides``), which whoever may trigger a DAG sets: options in :data:`DEPLOYMENT_ONLY` are refused."""
+        for name in overrides or {}:
+            if any(name == only or name.startswith(f"{only}.") or only.startswith(f"{name}.") for only in DEPLOYMENT_ONLY):
+                raise ConfigError(
+                    f"override {name!r}: only the pair's YAML may set this (it names storage, models, images or "
+                    "addresses the workers trust); a run may override limits, thresholds, seeds and the strategy"
+                )
+        return self.with_overrides(overrides)
+
     def with_overrides(self, overrides: dict[str, Any] | None) -> PairConfig:
-        """A copy with ``section.field`` values replaced (e.g. from an Airflow run's conf), re-validated."""
+        """A copy with ``section.field`` values replaced, re-validated: the operator's own changes (``--set``);
+        a run's overrides go through :meth:`with_run_overrides`."""
         if not overrides:
             return self
         data = self.model_dump(mode="json")

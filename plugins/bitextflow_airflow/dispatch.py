@@ -78,7 +78,7 @@ def run_in_process(
     the Airflow S3 connection (or the environment)."""
     from bitextflow_airflow.storage import object_store
 
-    effective = config.with_overrides(overrides or {})
+    effective = config.with_run_overrides(overrides or {})
     ctx = run_context(effective, store or object_store(effective.storage.bucket), run_id)
     step = REGISTRY.get(stage)
     return run_stage(ctx, step, stored_inputs(ctx, step))

@@ -26,7 +26,7 @@ from bitextflow_airflow.storage import object_store
 DOC_MD = """
 ### bitextflow: {pair}
 Builds the {pair} corpus from the seeds of `{path}` and publishes `releases/{pair}/v<N>/`.
-Override any option for one run with the `overrides` param, e.g.
+Override limits, thresholds, seeds or the strategy for one run with the `overrides` param, e.g.
 `{{"crawl.max_pages": 200, "crawl.seeds": ["http://127.0.0.1:8765/"]}}`.
 Each task logs its counts (in, kept, dropped by reason) and shows them in its XCom tab
 (`counts.<shard>`); gate tasks have a **Data Docs** button. The run updates the assets
@@ -36,7 +36,7 @@ Each task logs its counts (in, kept, dropped by reason) and shows them in its XC
 
 def run_config(config: PairConfig, context: dict[str, Any]) -> PairConfig:
     """The DAG's config with the run's ``overrides`` param applied."""
-    return config.with_overrides((context.get("params") or {}).get("overrides") or {})
+    return config.with_run_overrides((context.get("params") or {}).get("overrides") or {})
 
 
 def task_context(config: PairConfig, context: dict[str, Any], registry: StageRegistry = REGISTRY) -> RunContext:
