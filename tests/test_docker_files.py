@@ -23,8 +23,18 @@ def compose() -> dict:
 
 
 def with_defaults(text: str) -> str:
-    """What compose makes of ``${NAME:-default}`` when NAME is unset."""
-    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", text)
+    """What compose makes of ``${NAME:-default}`` when NAME is unset, and of a required ``${NAME:?...}`` when
+    docker/.env sets it (to the variable's name, here)."""
+    return re.sub(r"\$\{([A-Z_]+):\?[^}]*\}", r"\1", re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", text))
+
+
+def test_no_secret_has_a_usable_default() -> None:
+    """Passwords, the JWT secret and the S3 keys must be set (docker/.env): compose stops with the message otherwise."""
+    text = COMPOSE.read_text()
+    for name in ("POSTGRES_PASSWORD", "AIRFLOW_JWT_SECRET", "S3_ACCESS_KEY", "S3_SECRET_KEY"):
+        assert re.search(rf"\$\{{{name}:\?set {name} in docker/\.env", text), name
+        assert not re.search(rf"\$\{{{name}:?-", text), f"{name} has a default"
+    assert "change-me" not in text and "bitextflow-secret" not in text
 
 
 def test_airflow_services_build_the_project_image_and_share_one_configuration() -> None:
