@@ -41,9 +41,12 @@ from bitextflow.errors import StageError
 from bitextflow.hashing import file_sha256
 from bitextflow.settings import local_state_dir
 from bitextflow.storage import ObjectStore, StorageSettings
+from bitextflow.text.urls import without_credentials
 
 REGISTRY_ENV = "BITEXTFLOW_REGISTRY"
 REMOTE_NAME = "storage"
+#: Longest a git or DVC command may take: a push of a large release over a slow link, not a hung server.
+TIMEOUT_S = 3600
 _GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "bitextflow",
     "GIT_AUTHOR_EMAIL": "bitextflow@localhost",
@@ -112,6 +115,8 @@ class DataRegistry:
         if not remote_url.startswith("s3://"):
             raise StageError(f"DVC remote {remote_url!r} is not an s3:// URL; set release.dvc_remote to s3://<bucket>/<prefix>")
         self.location = location if is_git_url(location) else str(Path(location).expanduser().resolve())
+        #: The location as logged, returned (XCom) and put in error messages: a token in a git URL stays out of them.
+        self.shown_location = without_credentials(self.location)
         self.settings = settings
         self.remote_url = remote_url
 
@@ -127,10 +132,17 @@ class DataRegistry:
         return env
 
     def _run(self, argv: Sequence[str], cwd: Path | None, what: str) -> str:
-        result = subprocess.run(list(argv), cwd=cwd, env=self._env(), capture_output=True, text=True)
+        try:
+            result = subprocess.run(list(argv), cwd=cwd, env=self._env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise StageError(
+                f"DVC registry {self.shown_location}: {what} did not finish in {TIMEOUT_S} s; check the registry's host"
+            ) from None
         if result.returncode != 0:
-            detail = " ".join((result.stderr or result.stdout).split())[-400:]
-            raise StageError(f"DVC registry {self.location}: {what} failed ({detail}); check the registry and the S3 settings")
+            detail = " ".join((result.stderr or result.stdout).split()).replace(self.location, self.shown_location)[-400:]
+            raise StageError(
+                f"DVC registry {self.shown_location}: {what} failed ({detail}); check the registry and the S3 settings"
+            )
         return result.stdout
 
     def _git(self, repo: Path, *args: str) -> str:
@@ -146,7 +158,7 @@ class DataRegistry:
         if is_git_url(self.location):
             with tempfile.TemporaryDirectory(prefix="bitextflow-registry-") as tmp:
                 work = Path(tmp) / "registry"
-                self._run(["git", "clone", "--quiet", self.location, str(work)], None, "git clone")
+                self._run(["git", "clone", "--quiet", "--", self.location, str(work)], None, "git clone")
                 self._prepare(work)
                 yield work
             return
@@ -171,7 +183,7 @@ class DataRegistry:
         self._commit(work, "Configure the DVC remote")
 
     def _commit(self, work: Path, message: str) -> None:
-        staged = subprocess.run(["git", "-C", str(work), "diff", "--cached", "--quiet"], env=self._env())
+        staged = subprocess.run(["git", "-C", str(work), "diff", "--cached", "--quiet"], env=self._env(), timeout=TIMEOUT_S)
         if staged.returncode != 0:
             self._git(work, "commit", "--quiet", "-m", message)
 
@@ -179,7 +191,7 @@ class DataRegistry:
     def tags(self) -> list[str]:
         """Every release tag in the registry (none when it does not exist yet)."""
         if is_git_url(self.location):
-            out = self._run(["git", "ls-remote", "--tags", self.location], None, "git ls-remote")
+            out = self._run(["git", "ls-remote", "--tags", "--", self.location], None, "git ls-remote")
             return sorted(line.split("refs/tags/")[-1] for line in out.splitlines() if "^{}" not in line)
         if not (Path(self.location) / ".git").exists():
             return []
@@ -210,7 +222,7 @@ class DataRegistry:
         with self._checkout() as work:
             if tag in self._git(work, "tag", "--list", tag).split():
                 commit = self._git(work, "rev-list", "-n", "1", tag).strip()
-                return RegistryEntry(self.location, path, tag, commit, recorded=False)
+                return RegistryEntry(self.shown_location, path, tag, commit, recorded=False)
             target = work / path
             if target.exists():
                 shutil.rmtree(target)  # left by an attempt that stopped before its commit
@@ -223,13 +235,13 @@ class DataRegistry:
             if is_git_url(self.location):
                 self._git(work, "push", "--quiet", "origin", "HEAD", f"refs/tags/{tag}")
             commit = self._git(work, "rev-parse", "HEAD").strip()
-        return RegistryEntry(self.location, path, tag, commit, recorded=True)
+        return RegistryEntry(self.shown_location, path, tag, commit, recorded=True)
 
     def get(self, path: str, rev: str, out: Path) -> Path:
         """``dvc get <registry> <path> --rev <rev> -o <out>``: what a user runs to fetch a release."""
         out.parent.mkdir(parents=True, exist_ok=True)
         self._run(
-            [sys.executable, "-m", "dvc", "get", self.location, path, "--rev", rev, "-o", str(out), "--force"],
+            [sys.executable, "-m", "dvc", "get", "--rev", rev, "-o", str(out), "--force", "--", self.location, path],
             out.parent,
             "dvc get",
         )

@@ -22,7 +22,7 @@ similarity (Jaccard, shared tokens) compares.
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from bitextflow.text.languages import language_markers
 
@@ -135,6 +135,14 @@ def _host(netloc: str) -> tuple[str, list[str]]:
         if stripped:
             kept.append(stripped)
     return ".".join(kept + tail), languages
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with any user name and password (or token) replaced by ``***``, for logs, errors and returned records."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
 
 
 def url_key(url: str) -> tuple[str, list[str]]:
