@@ -116,7 +116,11 @@ def check_release(pair: str, version: int | None) -> dict[str, Any]:
         registry = registry_for(config, store.settings)
 
         def dvc_get() -> bool:
-            got = registry.get(release_path(pair, version), release_tag(pair, version), Path(tmp) / "dvc-get")
+            got = registry.get(
+                release_path(registry.namespace, pair, version),
+                release_tag(registry.namespace, pair, version),
+                Path(tmp) / "dvc-get",
+            )
             return {p.name: sha256(p) for p in got.iterdir() if p.name != MANIFEST_NAME} == {
                 name: entry["sha256"] for name, entry in manifest["files"].items()
             }
@@ -140,8 +144,9 @@ def check_release(pair: str, version: int | None) -> dict[str, Any]:
         "problems": problems,
         "counts": counts,
         "files": sorted(manifest["files"]),
-        "registry": registry.location,
-        "dvc_get": f"dvc get {registry.location} {release_path(pair, version)} --rev {release_tag(pair, version)}",
+        "registry": registry.shown_location,
+        "dvc_get": f"dvc get {registry.shown_location} {release_path(registry.namespace, pair, version)} "
+        f"--rev {release_tag(registry.namespace, pair, version)}",
         "seconds": timings,
     }
 

@@ -21,6 +21,7 @@ import pytest
 from bitextflow import records
 from bitextflow.config import load_pair_config
 from bitextflow.errors import StageError
+from bitextflow.hashing import tree_sha256
 from bitextflow.score import bicleaner
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.stages.score import Score
@@ -268,7 +269,7 @@ def test_model_metadata_records_version_sha256_and_training_counts():
     model = bicleaner.default_model_dir("en-es")
     metadata = bicleaner.model_metadata(model)
     assert metadata["version"] == bicleaner.MODEL_VERSION
-    assert metadata["sha256"] == bicleaner.tree_sha256(model)
+    assert metadata["sha256"] == tree_sha256(model, frozenset({bicleaner.MODEL_METADATA}))
     assert metadata["training_data"]["train_pairs"] > 20_000
 
 

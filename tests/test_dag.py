@@ -144,7 +144,7 @@ def test_a_second_pair_is_a_yaml_file_and_a_run(airflow_db, s3_env, store, site,
     assert cli.main(["status", "--json"]) == 0  # in-process: a `bitextflow` subprocess spends seconds importing
     by_pair = {entry["pair"]: entry for entry in json.loads(capsys.readouterr().out)}
     assert by_pair["en-fr"]["last_release"]["version"] == release.version
-    assert by_pair["en-fr"]["last_release"]["registry_tag"] == f"en-fr-v{release.version}"
+    assert by_pair["en-fr"]["last_release"]["registry_tag"] == f"bitextflow/en-fr-v{release.version}"
     last_run = by_pair["en-fr"]["last_run"]
     assert last_run["run_id"] == run.run_id and last_run["failed_gates"] == []
     assert last_run["released_as"] == release.version, "the run that published a release says so"

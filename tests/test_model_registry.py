@@ -44,17 +44,20 @@ def registry_settings(store: ObjectStore, registry: Path) -> dict[str, str]:
 
 def test_a_model_version_is_tagged_and_dvc_get_returns_exactly_it(store: ObjectStore, tmp_path: Path) -> None:
     remote = f"s3://{store.bucket}/dvc-{uuid.uuid4().hex[:8]}"
-    registry = DataRegistry(str(tmp_path / "registry"), store.settings, remote)
+    registry = DataRegistry(str(tmp_path / "registry"), store.settings, remote, "ns")
     first, second = model_folder(tmp_path / "m1", 1), model_folder(tmp_path / "m2", 2)
     (second / "model.h5").write_bytes(b"retrained")
 
     entries = [registry.record_model("bicleaner-en-es", version, folder) for version, folder in ((1, first), (2, second))]
-    assert [e.tag for e in entries] == ["model-bicleaner-en-es-v1", "model-bicleaner-en-es-v2"]
+    assert [e.tag for e in entries] == ["ns/model-bicleaner-en-es-v1", "ns/model-bicleaner-en-es-v2"]
     assert all(e.recorded for e in entries)
-    assert entries[1].get_command == f"dvc get {tmp_path / 'registry'} models/bicleaner-en-es/v2 --rev model-bicleaner-en-es-v2"
+    assert (
+        entries[1].get_command
+        == f"dvc get {tmp_path / 'registry'} ns/models/bicleaner-en-es/v2 --rev ns/model-bicleaner-en-es-v2"
+    )
     retried = registry.record_model("bicleaner-en-es", 1, first)
     assert not retried.recorded and retried.commit == entries[0].commit
-    assert registry.tags() == ["model-bicleaner-en-es-v1", "model-bicleaner-en-es-v2"]
+    assert registry.tags() == ["ns/model-bicleaner-en-es-v1", "ns/model-bicleaner-en-es-v2"]
     prefix = remote.removeprefix(f"s3://{store.bucket}/")
     assert store.list_keys(prefix + "/"), "dvc push stored nothing on the S3 remote"
 
@@ -65,7 +68,7 @@ def test_a_model_version_is_tagged_and_dvc_get_returns_exactly_it(store: ObjectS
 
 
 def test_a_missing_model_folder_is_one_clear_error(store: ObjectStore, tmp_path: Path) -> None:
-    registry = DataRegistry(str(tmp_path / "registry"), store.settings, f"s3://{store.bucket}/dvc")
+    registry = DataRegistry(str(tmp_path / "registry"), store.settings, f"s3://{store.bucket}/dvc", "ns")
     with pytest.raises(StageError, match=r"model folder .*absent does not exist; build or train the model"):
         registry.record_model("bicleaner-en-es", 1, tmp_path / "absent")
 
@@ -78,8 +81,8 @@ def test_the_bicleaner_model_is_recorded_under_its_pairs_registry_and_version(st
     )
     model = model_folder(tmp_path / "bicleaner", 7)
     entry = record_bicleaner_model(config, store.settings, model)
-    assert (entry.tag, entry.path) == (model_tag("bicleaner-en-es", 7), "models/bicleaner-en-es/v7")
-    got = DataRegistry(str(tmp_path / "registry"), store.settings, config.release.dvc_remote).get(
+    assert (entry.tag, entry.path) == (model_tag(store.bucket, "bicleaner-en-es", 7), f"{store.bucket}/models/bicleaner-en-es/v7")
+    got = DataRegistry(str(tmp_path / "registry"), store.settings, config.release.dvc_remote, store.bucket).get(
         entry.path, entry.tag, tmp_path / "got"
     )
     assert tree_hashes(got) == tree_hashes(model)
@@ -97,11 +100,12 @@ def test_training_a_domain_classifier_records_it_with_its_s3_version(store: Obje
     config = with_training(config, kind="svm", max_per_class=100)
     trained = train_domain(config, store, out_dir=tmp_path / "svm", sentences=read_labelled(offline_set("en")), zero_shot=[])
     version = int(trained.uri.rstrip("/").rsplit("/v", 1)[1])
-    tag = model_tag("domain-en-es", version)
-    assert trained.summary()["dvc_get"] == f"dvc get {tmp_path / 'registry'} models/domain-en-es/v{version} --rev {tag}"
+    tag = model_tag(store.bucket, "domain-en-es", version)
+    path = f"{store.bucket}/models/domain-en-es/v{version}"
+    assert trained.summary()["dvc_get"] == f"dvc get {tmp_path / 'registry'} {path} --rev {tag}"
 
-    got = DataRegistry(str(tmp_path / "registry"), store.settings, config.release.dvc_remote).get(
-        f"models/domain-en-es/v{version}", tag, tmp_path / "got"
+    got = DataRegistry(str(tmp_path / "registry"), store.settings, config.release.dvc_remote, store.bucket).get(
+        path, tag, tmp_path / "got"
     )
     classifier, metadata = load_model(got, "en-es")
     assert metadata["kind"] == "svm" and classifier.predict_proba(["Install the package with apt-get."]).shape == (1, 4)
@@ -135,8 +139,11 @@ def test_record_command_records_the_built_model_or_names_what_is_missing(s3_env,
     model = model_folder(bicleaner.default_model_dir("en-es"), bicleaner.MODEL_VERSION)
     (model / "metadata.yaml").write_text("classifier_type: dec_attention\n", encoding="utf-8")
     assert cli.main(record) == 0
-    tag = model_tag("bicleaner-en-es", bicleaner.MODEL_VERSION)
-    assert f"en-es: recorded; fetch with `dvc get {tmp_path / 'registry'} models/bicleaner-en-es/v" in capsys.readouterr().out
+    tag = model_tag("bitextflow", "bicleaner-en-es", bicleaner.MODEL_VERSION)
+    assert (
+        f"en-es: recorded; fetch with `dvc get {tmp_path / 'registry'} bitextflow/models/bicleaner-en-es/v"
+        in capsys.readouterr().out
+    )
     assert DataRegistry(
-        str(tmp_path / "registry"), ObjectStore.from_env("bitextflow").settings, "s3://bitextflow/dvc"
+        str(tmp_path / "registry"), ObjectStore.from_env("bitextflow").settings, "s3://bitextflow/dvc", "bitextflow"
     ).tags() == [tag]

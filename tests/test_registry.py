@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from bitextflow import records
-from bitextflow.catalog.registry import DataRegistry, registry_for, release_tag
+from bitextflow.catalog.registry import DataRegistry, registry_for, release_path, release_tag
 from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, publish_release, release_prefix
 from bitextflow.catalog.status import format_status, pair_status
 from bitextflow.config import load_pair_config
@@ -76,21 +76,23 @@ def file_hashes(folder: Path) -> dict[str, str]:
 def test_each_release_is_tagged_and_dvc_get_returns_exactly_it(bucket_store: ObjectStore, tmp_path: Path) -> None:
     first = publish_release(bucket_store, PAIR, sentence_pairs(12, "a"), [], "run-1", None)
     second = publish_release(bucket_store, PAIR, sentence_pairs(20, "b"), [], "run-2", None)
-    registry = DataRegistry(str(tmp_path / "registry"), bucket_store.settings, f"s3://{bucket_store.bucket}/dvc")
+    registry = DataRegistry(str(tmp_path / "registry"), bucket_store.settings, f"s3://{bucket_store.bucket}/dvc", "ns")
 
     entries = [registry.record(bucket_store, info) for info in (first, second)]
-    assert [e.tag for e in entries] == ["en-es-v1", "en-es-v2"] and all(e.recorded for e in entries)
-    assert entries[0].get_command == f"dvc get {tmp_path / 'registry'} releases/en-es/v1 --rev en-es-v1"
+    assert [e.tag for e in entries] == ["ns/en-es-v1", "ns/en-es-v2"] and all(e.recorded for e in entries)
+    assert entries[0].get_command == f"dvc get {tmp_path / 'registry'} ns/releases/en-es/v1 --rev ns/en-es-v1"
     retried = registry.record(bucket_store, first)
     assert not retried.recorded and retried.commit == entries[0].commit
-    assert registry.tags() == ["en-es-v1", "en-es-v2"]
+    assert registry.tags() == ["ns/en-es-v1", "ns/en-es-v2"]
     config_text = (tmp_path / "registry" / ".dvc" / "config").read_text()
     assert bucket_store.settings.secret_access_key not in config_text and "endpointurl" in config_text
     assert bucket_store.list_keys("dvc/"), "dvc push stored nothing on the S3 remote"
 
     shutil.rmtree(tmp_path / "registry" / ".dvc" / "cache")  # what dvc get returns must come from S3
     for info in (first, second):
-        got = registry.get(f"releases/{PAIR}/v{info.version}", release_tag(PAIR, info.version), tmp_path / f"got-v{info.version}")
+        got = registry.get(
+            release_path("ns", PAIR, info.version), release_tag("ns", PAIR, info.version), tmp_path / f"got-v{info.version}"
+        )
         assert file_hashes(got) == manifest_hashes(bucket_store, info.version)
         assert json.loads((got / MANIFEST_NAME).read_text())["run_id"] == info.run_id
 
@@ -99,11 +101,11 @@ def test_a_git_url_registry_is_cloned_updated_and_pushed(bucket_store: ObjectSto
     bare = tmp_path / "registry.git"
     subprocess.run(["git", "init", "--quiet", "--bare", str(bare)], check=True)
     info = publish_release(bucket_store, PAIR, sentence_pairs(5, "c"), [], "run-url", None)
-    registry = DataRegistry(f"file://{bare}", bucket_store.settings, f"s3://{bucket_store.bucket}/dvc")
+    registry = DataRegistry(f"file://{bare}", bucket_store.settings, f"s3://{bucket_store.bucket}/dvc", "ns")
 
     entry = registry.record(bucket_store, info)
-    assert registry.tags() == ["en-es-v1"] and entry.registry == f"file://{bare}"
-    got = registry.get("releases/en-es/v1", "en-es-v1", tmp_path / "got")
+    assert registry.tags() == ["ns/en-es-v1"] and entry.registry == f"file://{bare}"
+    got = registry.get("ns/releases/en-es/v1", "ns/en-es-v1", tmp_path / "got")
     assert file_hashes(got) == manifest_hashes(bucket_store, 1)
 
 
@@ -111,9 +113,9 @@ def test_registry_errors_are_one_line(bucket_store: ObjectStore, tmp_path: Path)
     from bitextflow.errors import StageError
 
     with pytest.raises(StageError, match="not an s3:// URL"):
-        DataRegistry(str(tmp_path / "r"), bucket_store.settings, "gs://elsewhere")
+        DataRegistry(str(tmp_path / "r"), bucket_store.settings, "gs://elsewhere", "ns")
     info = publish_release(bucket_store, PAIR, sentence_pairs(3, "d"), [], "run-err", None)
-    broken = DataRegistry(str(tmp_path / "r"), bucket_store.settings, "s3://no-such-bucket-here/dvc")
+    broken = DataRegistry(str(tmp_path / "r"), bucket_store.settings, "s3://no-such-bucket-here/dvc", "ns")
     with pytest.raises(StageError) as failure:
         broken.record(bucket_store, info)
     assert "dvc push failed" in str(failure.value) and "\n" not in str(failure.value)
@@ -213,10 +215,10 @@ def test_status_shows_last_release_registry_tag_and_failing_gate(bucket_store: O
     time.sleep(1.1)  # S3 times objects to the second: the failing run must be the newer one
     bucket_store.put_json(stage_key(PAIR, "run-bad", "gate", "sentence_pairs.report.json"), failing)
 
-    status = pair_status(bucket_store, config, REGISTRY.names(), registry_tags=["en-es-v1"])
+    status = pair_status(bucket_store, config, REGISTRY.names(), registry_tags=[f"{bucket_store.bucket}/en-es-v1"])
     assert status["releases"] == 1
     assert {k: status["last_release"][k] for k in ("version", "sentence_pairs", "gate_success", "registry_tag")} == {
-        "version": info.version, "sentence_pairs": 8, "gate_success": True, "registry_tag": "en-es-v1",
+        "version": info.version, "sentence_pairs": 8, "gate_success": True, "registry_tag": f"{bucket_store.bucket}/en-es-v1",
     }  # fmt: skip
     run = status["last_run"]
     assert run["run_id"] == "run-bad" and run["released_as"] is None
@@ -225,7 +227,11 @@ def test_status_shows_last_release_registry_tag_and_failing_gate(bucket_store: O
          "failures": failing["failures"], "more_failures": 0},
     ]  # fmt: skip
     text = format_status([status])
-    assert "last release v1" in text and "registry tag en-es-v1" in text and "FAILED gate sentence_pairs" in text
+    assert (
+        "last release v1" in text
+        and f"registry tag {bucket_store.bucket}/en-es-v1" in text
+        and "FAILED gate sentence_pairs" in text
+    )
     assert [r.version for r in list_releases(bucket_store, PAIR)] == [1]
 
 
@@ -245,10 +251,11 @@ def test_releases_record_command_records_a_release_published_without_the_registr
     publish_release(bucket_store, PAIR, sentence_pairs(4, "cli"), [], "run-cli", None)
     assert cli.main(["releases", "record", "--pair", "en-es", "--version", "1"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["tag"] == "en-es-v1" and printed["get"] == f"dvc get {tmp_path / 'registry'} releases/en-es/v1 --rev en-es-v1"
-    assert DataRegistry(str(tmp_path / "registry"), bucket_store.settings, f"s3://{bucket_store.bucket}/dvc").tags() == [
-        "en-es-v1"
-    ]
+    ns = bucket_store.bucket  # release.namespace defaults to the storage bucket
+    assert printed["tag"] == f"{ns}/en-es-v1"
+    assert printed["get"] == f"dvc get {tmp_path / 'registry'} {ns}/releases/en-es/v1 --rev {ns}/en-es-v1"
+    registry = DataRegistry(str(tmp_path / "registry"), bucket_store.settings, f"s3://{bucket_store.bucket}/dvc", ns)
+    assert registry.tags() == [f"{ns}/en-es-v1"]
 
 
 def test_a_token_in_the_registry_url_stays_out_of_errors_and_records(tmp_path: Path) -> None:
@@ -264,8 +271,39 @@ def test_a_token_in_the_registry_url_stays_out_of_errors_and_records(tmp_path: P
     free = port.getsockname()[1]
     port.close()  # nothing listens there: git fails at once, and its message names the URL
     registry = DataRegistry(
-        f"https://bot:ghp_s3cr3t@127.0.0.1:{free}/corpora.git", StorageSettings(None, None, None), "s3://b/dvc"
+        f"https://bot:ghp_s3cr3t@127.0.0.1:{free}/corpora.git", StorageSettings(None, None, None), "s3://b/dvc", "ns"
     )
     with pytest.raises(StageError) as failure:
         registry.tags()
     assert "ghp_s3cr3t" not in str(failure.value) and f"https://***@127.0.0.1:{free}/corpora.git" in str(failure.value)
+
+
+def test_two_buckets_share_a_registry_without_taking_each_others_tags(tmp_path: Path, s3_env) -> None:
+    """Each bucket's en-es v1 gets its own tag and path; the same release recorded again changes nothing;
+    a tag that records other content is an error naming both digests (it used to be "recorded")."""
+    from bitextflow.errors import StageError
+
+    stores = []
+    for name in ("first", "second"):
+        store = ObjectStore.from_env(f"test-{name}-{uuid.uuid4().hex[:8]}")
+        store.ensure_bucket()
+        stores.append(store)
+    registry_dir = str(tmp_path / "shared-registry")
+    entries = []
+    for store, text in zip(stores, ("a", "b"), strict=True):
+        info = publish_release(store, PAIR, sentence_pairs(4, text), [], f"run-{text}", None)
+        registry = DataRegistry(registry_dir, store.settings, f"s3://{stores[0].bucket}/dvc", store.bucket)  # one DVC remote
+        entries.append((store, info, registry, registry.record(store, info)))
+    assert [entry.tag for *_, entry in entries] == [f"{s.bucket}/en-es-v1" for s in stores]
+    for store, info, registry, entry in entries:
+        got = registry.get(entry.path, entry.tag, tmp_path / f"got-{store.bucket}")
+        assert file_hashes(got) == manifest_hashes(store, info.version), "each tag returns its own bucket's release"
+        assert not registry.record(store, info).recorded
+
+    first_store, _, _, _ = entries[0]
+    second_store, second_info, _, _ = entries[1]
+    clash = DataRegistry(registry_dir, second_store.settings, f"s3://{first_store.bucket}/dvc", first_store.bucket)
+    with pytest.raises(
+        StageError, match=rf"tag {first_store.bucket}/en-es-v1 already records other content \(digest \w+\), not this one"
+    ):
+        clash.record(second_store, second_info)

@@ -481,7 +481,8 @@ class ReleaseConfig(_Section):
     """Where releases are recorded besides S3: the DVC data registry (docs/release.md)."""
 
     record_in_registry: bool = Field(
-        True, description="Record each release in the DVC data registry (`dvc add`, `dvc push`, git tag `<pair>-v<N>`); "
+        True, description="Record each release in the DVC data registry (`dvc add`, `dvc push`, git tag "
+        "`<namespace>/<pair>-v<N>`); "
         "false: publish to S3 only.",
     )  # fmt: skip
     registry: str | None = Field(
@@ -491,6 +492,11 @@ class ReleaseConfig(_Section):
     dvc_remote: str | None = Field(
         None, pattern=r"^s3://", description="S3 URL the registry's DVC remote stores data in (same endpoint and "
         "credentials as storage); empty: `s3://<storage.bucket>/dvc`.",
+    )  # fmt: skip
+    namespace: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="Prefix of this deployment's tags and paths in "
+        "the registry (`<namespace>/<pair>-v<N>`, `<namespace>/releases/<pair>/v<N>`), so that deployments sharing "
+        "a registry never take each other's tags; empty: the storage bucket.",
     )  # fmt: skip
 
 

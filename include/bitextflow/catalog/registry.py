@@ -1,19 +1,23 @@
 """The DVC data registry: a git repository recording every release, its data on an S3 DVC remote.
 
 Each release ``releases/<pair>/v<N>/`` is downloaded from the object store into the registry's
-working tree at the same path, checked against its manifest, ``dvc add``-ed, ``dvc push``-ed to the
-remote (``s3://<bucket>/dvc`` on the same endpoint by default), committed and tagged ``<pair>-v<N>``,
-so that anyone with the registry and S3 credentials gets exactly that release with::
+working tree under the deployment's namespace (``release.namespace``, by default the storage bucket),
+checked against its manifest, ``dvc add``-ed, ``dvc push``-ed to the remote (``s3://<bucket>/dvc`` on the
+same endpoint by default), committed and tagged ``<namespace>/<pair>-v<N>``, so that anyone with the
+registry and S3 credentials gets exactly that release with::
 
-    dvc get <registry> releases/en-es/v3 --rev en-es-v3
+    dvc get <registry> bitextflow/releases/en-es/v3 --rev bitextflow/en-es-v3
 
-Models are recorded the same way from a local folder (:meth:`DataRegistry.record_model`): ``models/<name>/v<N>``
-tagged ``model-<name>-v<N>``, e.g. ``dvc get <registry> models/bicleaner-en-es/v2 --rev model-bicleaner-en-es-v2``.
+Models are recorded the same way from a local folder (:meth:`DataRegistry.record_model`):
+``<namespace>/models/<name>/v<N>`` tagged ``<namespace>/model-<name>-v<N>``. Two buckets or deployments that
+share a registry therefore never take each other's tags.
 
 The registry is a local path by default (created on first use) or a git URL, which is cloned,
-updated and pushed back with its tags. Recording is idempotent: a release whose tag exists is not
-recorded again, and a recording interrupted before its commit is redone from the start. A file lock
-serialises recordings that share a local registry (two pair DAGs publishing at once).
+updated and pushed back with its tags. Recording is idempotent on content: each tag is annotated with
+the digest of what it records (the release's manifest, the model folder's files), so recording the
+same release again changes nothing, and a tag that exists with other content is an error naming both
+digests. A recording interrupted before its commit is redone from the start. A file lock serialises
+recordings that share a local registry (two pair DAGs publishing at once).
 
 DVC and git run as subprocesses, the way a user runs them; S3 credentials reach DVC through the
 standard ``AWS_*`` variables of the child process only: they are never written to the registry
@@ -22,6 +26,7 @@ standard ``AWS_*`` variables of the child process only: they are never written t
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -38,7 +43,7 @@ from filelock import FileLock
 from bitextflow.catalog.releases import MANIFEST_NAME, ReleaseInfo, release_prefix
 from bitextflow.config import PairConfig
 from bitextflow.errors import StageError
-from bitextflow.hashing import file_sha256
+from bitextflow.hashing import file_sha256, tree_sha256
 from bitextflow.settings import local_state_dir
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.text.urls import without_credentials
@@ -55,22 +60,31 @@ _GIT_IDENTITY = {
 }
 
 
-def release_tag(pair: str, version: int) -> str:
-    return f"{pair}-v{version}"
+#: The line of an annotated tag that names the digest of what it records.
+DIGEST_TRAILER = "bitextflow-digest"
 
 
-def model_tag(name: str, version: int) -> str:
-    """Tag of a model version, e.g. ``model-bicleaner-en-es-v2``; ``model-`` keeps it apart from release tags."""
-    return f"model-{name}-v{version}"
+def release_tag(namespace: str, pair: str, version: int) -> str:
+    return f"{namespace}/{pair}-v{version}"
 
 
-def model_path(name: str, version: int) -> str:
-    return f"models/{name}/v{version}"
+def model_tag(namespace: str, name: str, version: int) -> str:
+    """Tag of a model version, e.g. ``bitextflow/model-bicleaner-en-es-v2``; ``model-`` keeps it apart from releases."""
+    return f"{namespace}/model-{name}-v{version}"
 
 
-def release_path(pair: str, version: int) -> str:
-    """Path of a release inside the registry; the same as its S3 prefix, without the trailing slash."""
-    return release_prefix(pair, version).rstrip("/")
+def model_path(namespace: str, name: str, version: int) -> str:
+    return f"{namespace}/models/{name}/v{version}"
+
+
+def release_path(namespace: str, pair: str, version: int) -> str:
+    """Path of a release inside the registry: its S3 prefix, without the trailing slash, under the namespace."""
+    return f"{namespace}/{release_prefix(pair, version).rstrip('/')}"
+
+
+def registry_namespace(config: PairConfig) -> str:
+    """``release.namespace``, else the storage bucket: what keeps deployments apart in a shared registry."""
+    return config.release.namespace or config.storage.bucket
 
 
 def default_registry() -> str:
@@ -83,7 +97,7 @@ def default_registry() -> str:
 def registry_for(config: PairConfig, settings: StorageSettings) -> DataRegistry:
     """The registry a pair records its releases in, per its ``release`` config section."""
     remote = config.release.dvc_remote or f"s3://{config.storage.bucket}/dvc"
-    return DataRegistry(config.release.registry or default_registry(), settings, remote)
+    return DataRegistry(config.release.registry or default_registry(), settings, remote, registry_namespace(config))
 
 
 def is_git_url(location: str) -> bool:
@@ -111,7 +125,7 @@ class RegistryEntry:
 class DataRegistry:
     """One registry, with the S3 settings its DVC remote is reached with."""
 
-    def __init__(self, location: str, settings: StorageSettings, remote_url: str):
+    def __init__(self, location: str, settings: StorageSettings, remote_url: str, namespace: str):
         if not remote_url.startswith("s3://"):
             raise StageError(f"DVC remote {remote_url!r} is not an s3:// URL; set release.dvc_remote to s3://<bucket>/<prefix>")
         self.location = location if is_git_url(location) else str(Path(location).expanduser().resolve())
@@ -119,6 +133,7 @@ class DataRegistry:
         self.shown_location = without_credentials(self.location)
         self.settings = settings
         self.remote_url = remote_url
+        self.namespace = namespace
 
     # -- processes ------------------------------------------------------------------------------
     def _env(self) -> dict[str, str]:
@@ -199,11 +214,13 @@ class DataRegistry:
 
     def record(self, store: ObjectStore, release: ReleaseInfo) -> RegistryEntry:
         """Record ``release`` (published in ``store``) and tag it; see the module docstring."""
+        manifest = store.get_bytes(release_prefix(release.pair, release.version) + MANIFEST_NAME)
         return self._record(
-            release_tag(release.pair, release.version),
-            release_path(release.pair, release.version),
+            release_tag(self.namespace, release.pair, release.version),
+            release_path(self.namespace, release.pair, release.version),
             lambda target: _download_release(store, release, target),
             f"Release {release.pair} v{release.version} (run {release.run_id})",
+            hashlib.sha256(manifest).hexdigest(),
         )
 
     def record_model(self, name: str, version: int, folder: Path) -> RegistryEntry:
@@ -211,16 +228,25 @@ class DataRegistry:
         if not folder.is_dir():
             raise StageError(f"model folder {folder} does not exist; build or train the model before recording it")
         return self._record(
-            model_tag(name, version),
-            model_path(name, version),
+            model_tag(self.namespace, name, version),
+            model_path(self.namespace, name, version),
             lambda target: shutil.copytree(folder, target),
             f"Model {name} v{version}",
+            tree_sha256(folder),
         )
 
-    def _record(self, tag: str, path: str, fill: Callable[[Path], None], message: str) -> RegistryEntry:
-        """``fill`` the folder ``path`` of the working tree, then ``dvc add``, ``dvc push``, commit and tag it."""
+    def _record(self, tag: str, path: str, fill: Callable[[Path], None], message: str, digest: str) -> RegistryEntry:
+        """``fill`` the folder ``path`` of the working tree, then ``dvc add``, ``dvc push``, commit and tag it with
+        ``digest``; a no-op when ``tag`` records that digest already, an error when it records another."""
         with self._checkout() as work:
             if tag in self._git(work, "tag", "--list", tag).split():
+                recorded = self._recorded_digest(work, tag)
+                if recorded != digest:
+                    raise StageError(
+                        f"DVC registry {self.shown_location}: tag {tag} already records other content (digest "
+                        f"{recorded or 'none'}), not this one ({digest}); two deployments share the namespace "
+                        f"{self.namespace!r}: give one of them its own release.namespace"
+                    )
                 commit = self._git(work, "rev-list", "-n", "1", tag).strip()
                 return RegistryEntry(self.shown_location, path, tag, commit, recorded=False)
             target = work / path
@@ -231,11 +257,20 @@ class DataRegistry:
             self._dvc(work, "push", "--quiet", f"{path}.dvc")
             self._git(work, "add", f"{path}.dvc", str(Path(path).parent / ".gitignore"))
             self._commit(work, message)
-            self._git(work, "tag", tag)
+            self._git(work, "tag", "--annotate", tag, "--message", f"{message}\n\n{DIGEST_TRAILER}: {digest}")
             if is_git_url(self.location):
                 self._git(work, "push", "--quiet", "origin", "HEAD", f"refs/tags/{tag}")
             commit = self._git(work, "rev-parse", "HEAD").strip()
         return RegistryEntry(self.shown_location, path, tag, commit, recorded=True)
+
+    def _recorded_digest(self, work: Path, tag: str) -> str | None:
+        """The digest an annotated tag names, or None (a tag made otherwise)."""
+        contents = self._git(work, "tag", "--list", "--format=%(contents)", tag)
+        for line in contents.splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == DIGEST_TRAILER:
+                return value.strip()
+        return None
 
     def get(self, path: str, rev: str, out: Path) -> Path:
         """``dvc get <registry> <path> --rev <rev> -o <out>``: what a user runs to fetch a release."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bitextflow.catalog.registry import registry_namespace, release_tag
 from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, release_prefix
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
@@ -82,14 +83,13 @@ def pair_status(
     }
     if releases:
         last = releases[-1]
+        tag = release_tag(registry_namespace(config), pair, last.version)
         manifest = store.get_json(release_prefix(pair, last.version) + MANIFEST_NAME)
         status["last_release"] = {
             **last.to_dict(),
             "gate_success": manifest.get("gate_success"),
             "files": sorted(manifest.get("files", {})),
-            "registry_tag": f"{pair}-v{last.version}"
-            if registry_tags is not None and f"{pair}-v{last.version}" in registry_tags
-            else None,
+            "registry_tag": tag if registry_tags is not None and tag in registry_tags else None,
         }
     run = _last_run(store, pair)
     if run:

@@ -20,7 +20,6 @@ dictionary (SentencePiece + GloVe embeddings trained on the corpus itself).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -36,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from bitextflow.errors import StageError
+from bitextflow.hashing import tree_sha256
 from bitextflow.score.training_data import bible_verse_pairs, catalog_pairs, dictionary_pairs, documentation_pairs
 from bitextflow.settings import bicleaner_python, cache_dir
 
@@ -138,15 +138,6 @@ def model_metadata(model: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def tree_sha256(folder: Path) -> str:
-    """One digest over every file's relative path and bytes (the metadata file itself excluded)."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MODEL_METADATA):
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
 def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path:
     """Train the lite model of ``pair`` (``en-es``) into ``out``; a no-op when it is already there."""
     python = bicleaner_python()
@@ -180,7 +171,7 @@ def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path
         "pair": pair,
         "version": MODEL_VERSION,
         "classifier": "bicleaner-ai lite (dec_attention)",
-        "sha256": tree_sha256(out),
+        "sha256": tree_sha256(out, frozenset({MODEL_METADATA})),
         "training_data": corpus.counts,
         "settings": TRAINING,
         "dev_scores": _dev_scores(out),
