@@ -45,19 +45,34 @@ def test_failed_gate_keeps_its_result_and_data_docs_in_s3(judged: RunContext) ->
     assert any("/validations/document_pairs/" in key for key in pages)
 
 
-def test_api_server_route_serves_data_docs_and_nothing_else(judged: RunContext) -> None:
+def _signed_in(airflow_db) -> dict[str, str]:
+    """The header of a signed-in user of Airflow's auth manager (the UI sends the same token as a cookie)."""
+    from airflow.api_fastapi.app import init_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    token = init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="viewer", role="viewer"))
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_api_server_route_serves_data_docs_to_signed_in_users_and_nothing_else(judged: RunContext, airflow_db, s3_env) -> None:
     from bitextflow_airflow.data_docs import app
     from bitextflow_airflow.gate import DATA_DOCS_ROUTE, data_docs_url
 
     client = TestClient(app)
-    url = data_docs_url(judged.store.bucket, judged.config.pair, RUN_ID, "document_pairs")
-    page = client.get(url.removeprefix("/bitextflow"))
+    route = DATA_DOCS_ROUTE.removeprefix("/bitextflow")
+    url = data_docs_url(judged.store.bucket, judged.config.pair, RUN_ID, "document_pairs").removeprefix("/bitextflow")
+    assert client.get(url).status_code == 401, "Airflow does not authenticate plugin apps: the route must"
+    headers = _signed_in(airflow_db)
+    page = client.get(url, headers=headers)
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "document_pairs" in page.text
-    corpus = client.get(f"{DATA_DOCS_ROUTE.removeprefix('/bitextflow')}/{judged.store.bucket}/releases/en-es/v1/en-es.tsv")
-    assert corpus.status_code == 404
-    missing = client.get(url.removeprefix("/bitextflow").replace("index.html", "nope.html"))
-    assert missing.status_code == 404
+    assert client.get(f"{route}/{judged.store.bucket}/releases/en-es/v1/en-es.tsv", headers=headers).status_code == 404
+    # another bucket the server's credentials reach is not this deployment's: not served
+    other = client.get(url.replace(f"/{judged.store.bucket}/", "/somebody-elses-bucket/"), headers=headers)
+    assert other.status_code == 404
+    missing = client.get(url.replace("index.html", "nope.html"), headers=headers)
+    assert missing.status_code == 404 and missing.json() == {"detail": "no such Data Docs page"}
+    assert "127.0.0.1" not in missing.text and "AccessKey" not in missing.text
 
 
 def test_gate_tasks_carry_a_data_docs_link(airflow_db) -> None:
