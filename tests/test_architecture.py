@@ -104,3 +104,27 @@ def test_the_dag_shape_depends_on_the_pair_config_alone(airflow_db: Path, tmp_pa
         monkeypatch.setenv("BITEXTFLOW_BICLEANER_PYTHON", str(python))
         shapes.append(sorted(t.task_id for t in build_pair_dag(config, Path("en-es.yaml")).tasks))
     assert shapes[0] == shapes[1] and "bicleaner" in shapes[0]
+
+
+class Broken(Stage):
+    """A toy shard stage whose second shard trips over a bug."""
+
+    name = "broken"
+    after = "gate"
+    partitioning = "shard"
+
+    def run(self, key: str) -> str:
+        if key.endswith("b.parquet"):
+            raise ValueError("boom\nwith a second line")
+        return key
+
+
+def test_a_stage_that_fails_says_which_input_and_why_in_one_line(store) -> None:
+    from bitextflow.errors import StageError
+    from bitextflow.stages.registry import run_context, run_stage
+
+    ctx = run_context(load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml"), store, "r")
+    with pytest.raises(StageError) as failure:
+        run_stage(ctx, Broken, ["x/a.parquet", "x/b.parquet"])
+    assert str(failure.value) == "broken failed on x/b.parquet: ValueError: boom with a second line"
+    assert isinstance(failure.value.__cause__, ValueError), "the original stays chained for the task log"

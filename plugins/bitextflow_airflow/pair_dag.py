@@ -16,7 +16,7 @@ from airflow.sdk import DAG, Asset, Param, task
 
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
-from bitextflow.stages.base import RunContext, Stage
+from bitextflow.stages.base import RunContext, Stage, naming_the_input
 from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, batches, run_context
 from bitextflow_airflow.dispatch import gpu_step
 from bitextflow_airflow.external import external_step_tasks
@@ -70,13 +70,19 @@ def _stage_callable(stage: type[Stage], config: PairConfig, registry: StageRegis
 
     def run_task(inputs: Any = (), **context: Any) -> Any:
         instance = stage(task_context(config, context, registry))
-        instance.setup()
+        with naming_the_input(stage.name, inputs):
+            instance.setup()
         if stage.partitioning != "shard":
-            written = instance.run(as_inputs(inputs))
+            with naming_the_input(stage.name, inputs):
+                written = instance.run(as_inputs(inputs))
         elif isinstance(inputs, str):
-            written = instance.run(inputs)
+            with naming_the_input(stage.name, inputs):
+                written = instance.run(inputs)
         else:  # a batch of shards (Stage.max_tasks): one task, one setup
-            written = [instance.run(key) for key in inputs]
+            written = []
+            for key in inputs:
+                with naming_the_input(stage.name, key):
+                    written.append(instance.run(key))
         if asset is not None:
             context["outlet_events"][asset].extra = {"run_id": context["run_id"], "written": written}
         return written

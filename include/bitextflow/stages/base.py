@@ -11,15 +11,17 @@ dispatch all iterate it, so a new stage is one module plus one registry line (do
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
+from bitextflow.errors import BitextflowError, StageError
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import stage_key
 
@@ -66,6 +68,25 @@ class RunContext:
         return sorted(
             key for key in self.store.list_keys(prefix) if "/" not in key[len(prefix) :] and pattern.search(key[len(prefix) :])
         )
+
+
+@contextlib.contextmanager
+def naming_the_input(stage: str, inputs: object) -> Iterator[None]:
+    """Turn an unexpected error of ``stage`` on ``inputs`` into one line that names both (the original stays
+    chained, for the log); errors the user can act on (:class:`BitextflowError`) pass as they are."""
+    try:
+        yield
+    except BitextflowError:
+        raise
+    except Exception as exc:
+        if isinstance(inputs, str):
+            shown = inputs
+        elif isinstance(inputs, Sequence) and len(inputs):
+            shown = f"{len(inputs)} inputs ({inputs[0]}, ...)"
+        else:
+            shown = "its run"
+        detail = " ".join(str(exc).split())[:300]
+        raise StageError(f"{stage} failed on {shown}: {type(exc).__name__}: {detail}") from exc
 
 
 def shard_name(key: str) -> str:

@@ -17,7 +17,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import ConfigError, StageError
 from bitextflow.stages.align_documents import AlignDocuments
 from bitextflow.stages.align_sentences import AlignSentences
-from bitextflow.stages.base import RunContext, Stage
+from bitextflow.stages.base import RunContext, Stage, naming_the_input
 from bitextflow.stages.classify import Classify
 from bitextflow.stages.crawl import Crawl
 from bitextflow.stages.extract import Extract
@@ -127,11 +127,16 @@ def run_stage(
     stage; a list of outputs) or once on every input (a ``run`` or ``model`` stage). ``progress`` wraps
     the shards (a progress bar); ``options`` are the stage's command-line options."""
     task = stage(ctx, options)
-    task.setup()
+    with naming_the_input(stage.name, inputs):
+        task.setup()
     if stage.partitioning == "shard":
-        shards = progress(inputs, stage.name) if progress else inputs
-        return [task.run(key) for key in shards]
-    return task.run(inputs)
+        outputs = []
+        for key in progress(inputs, stage.name) if progress else inputs:
+            with naming_the_input(stage.name, key):
+                outputs.append(task.run(key))
+        return outputs
+    with naming_the_input(stage.name, inputs):
+        return task.run(inputs)
 
 
 def as_inputs(outputs: Any) -> list[str]:
