@@ -53,7 +53,9 @@ def test_every_stage_rerun_writes_the_same_keys_and_bytes(store, site) -> None:
 
 @pytest.fixture
 def outage_server(tmp_path, monkeypatch) -> SeaweedServer:
-    """A server of the test's own, so stopping it leaves the other tests' store alone."""
+    """A server of the test's own, so stopping it leaves the other tests' store alone; and its own DVC registry,
+    since its releases share the other tests' bucket name (the registry would refuse their tags as a clash)."""
+    monkeypatch.setenv("BITEXTFLOW_REGISTRY", str(tmp_path / "registry"))
     with SeaweedServer(tmp_path / "s3", buckets=[BUCKET]) as server:
         for name, value in server.env().items():
             monkeypatch.setenv(name, value)

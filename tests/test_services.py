@@ -63,6 +63,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "BITEXTFLOW_HOME": str(home),
         "BITEXTFLOW_SITE_PORT": str(free_port()),
         "BITEXTFLOW_AIRFLOW_PORT": str(free_port()),
+        # a deployment of its own (its own S3 server, same bucket name): its own registry, as a real one has
+        "BITEXTFLOW_REGISTRY": str(home / "registry"),
     }
     started = Stack(home, env)
     up = started.services("up")
