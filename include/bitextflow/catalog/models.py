@@ -14,7 +14,9 @@ import json
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bitextflow.catalog.registry import RegistryEntry, registry_for
 from bitextflow.classify.model import METADATA_FILENAME, MODELS_PREFIX, train_command
@@ -27,27 +29,69 @@ from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.layout import local_path
 
 LATEST = "latest"
-_VERSION = re.compile(r"/v(\d+)/" + re.escape(METADATA_FILENAME) + "$")
 _PUBLISHED_VERSION = re.compile(r"/v(\d+)/$")
 
 
+# -- versions of any kind of model ---------------------------------------------------------------------
+def _versions(store: ObjectStore, prefix: str, metadata: str) -> list[int]:
+    """The complete versions under ``prefix`` (``v<N>/`` with its ``metadata`` file), ascending."""
+    pattern = re.compile(re.escape(prefix) + r"v(\d+)/" + re.escape(metadata) + "$")
+    return sorted(int(m.group(1)) for key in store.iter_keys(prefix) if (m := pattern.match(key)))
+
+
+def _publish_next(
+    store: ObjectStore, prefix: str, folder: Path, metadata: str, stamp: Callable[[int], dict[str, Any]] | None = None
+) -> str:
+    """Upload ``folder`` as the next version under ``prefix``, its ``metadata`` file last (with ``stamp(N)``'s
+    fields added, if given), so a reader never sees half a version; returns its s3:// URI."""
+    version = max(_versions(store, prefix, metadata), default=0) + 1
+    target = f"{prefix}v{version}/"
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != metadata):
+        store.put_file(target + path.relative_to(folder).as_posix(), path)
+    if stamp is None:
+        store.put_file(target + metadata, folder / metadata)
+    else:
+        store.put_json(target + metadata, {**json.loads((folder / metadata).read_text(encoding="utf-8")), **stamp(version)})
+    return store.uri(target)
+
+
+def _download_once(store: ObjectStore, prefix: str, root: Path, metadata: str, incomplete: Callable[[], Exception]) -> Path:
+    """A local copy under ``root`` of the version at ``prefix``, downloaded once (a version never changes) and
+    moved into place whole; ``incomplete()`` is raised when the version has no ``metadata`` file."""
+    prefix = prefix.rstrip("/") + "/"
+    target = local_path(root, f"{store.bucket}/{prefix.rstrip('/')}")
+    if (target / metadata).is_file():
+        return target
+    keys = store.list_keys(prefix)
+    if prefix + metadata not in keys:
+        raise incomplete()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".download-", dir=target.parent))
+    try:
+        for key in keys:
+            local = local_path(staging, key.removeprefix(prefix))
+            local.parent.mkdir(parents=True, exist_ok=True)
+            store.download_file(key, local)
+        shutil.rmtree(target, ignore_errors=True)  # a download that died before its metadata arrived
+        staging.replace(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+# -- domain classifiers ----------------------------------------------------------------------------------
 def domain_prefix(pair: str) -> str:
     return f"{MODELS_PREFIX}/{pair}/domain/"
 
 
 def published_versions(store: ObjectStore, pair: str) -> list[int]:
     """Versions of the pair's domain models whose metadata exists, ascending."""
-    return sorted(int(m.group(1)) for key in store.iter_keys(domain_prefix(pair)) if (m := _VERSION.search(key)))
+    return _versions(store, domain_prefix(pair), METADATA_FILENAME)
 
 
 def publish_model(store: ObjectStore, pair: str, folder: Path) -> str:
     """Upload `folder` as the next version ``models/<pair>/domain/v<N>/`` (metadata last); returns its s3:// URI."""
-    version = max(published_versions(store, pair), default=0) + 1
-    prefix = f"{domain_prefix(pair)}v{version}/"
-    files = sorted(path for path in folder.rglob("*") if path.is_file() and path.name != METADATA_FILENAME)
-    for path in [*files, folder / METADATA_FILENAME]:
-        store.put_file(prefix + path.relative_to(folder).as_posix(), path)
-    return store.uri(prefix)
+    return _publish_next(store, domain_prefix(pair), folder, METADATA_FILENAME)
 
 
 def record_in_registry(config: PairConfig, store: ObjectStore, folder: Path, uri: str) -> RegistryEntry:
@@ -79,27 +123,13 @@ def resolve_classifier(location: str, pair: str, store: ObjectStore) -> Path:
 
 
 def _download(store: ObjectStore, prefix: str, pair: str) -> Path:
-    """Copy a published model into the cache once (a version never changes); atomically, metadata included."""
-    target = local_path(model_cache_dir(), f"{store.bucket}/{prefix.rstrip('/')}")
-    if (target / METADATA_FILENAME).is_file():
-        return target
-    keys = store.list_keys(prefix)
-    if prefix + METADATA_FILENAME not in keys:
-        raise StageError(
-            f"{store.uri(prefix)} holds no domain classifier (no {METADATA_FILENAME}); train one with `{train_command(pair)}` or fix domain.classifier"
+    def incomplete() -> StageError:
+        return StageError(
+            f"{store.uri(prefix)} holds no domain classifier (no {METADATA_FILENAME}); train one with "
+            f"`{train_command(pair)}` or fix domain.classifier"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".download-", dir=target.parent))
-    try:
-        for key in keys:
-            local = local_path(staging, key.removeprefix(prefix))
-            local.parent.mkdir(parents=True, exist_ok=True)
-            store.download_file(key, local)
-        shutil.rmtree(target, ignore_errors=True)  # a download that died before its metadata arrived
-        staging.replace(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    return _download_once(store, prefix, model_cache_dir(), METADATA_FILENAME, incomplete)
 
 
 def publish_bicleaner_model(store: ObjectStore, pair: str, model: Path) -> str:
@@ -125,47 +155,23 @@ def url_versions_prefix(pair: str) -> str:
 
 def list_url_versions(store: ObjectStore, pair: str) -> list[int]:
     """Complete versions (metadata present) of a pair's URL models, oldest first."""
-    prefix = url_versions_prefix(pair)
-    found = set()
-    for key in store.list_keys(prefix):
-        match = re.fullmatch(re.escape(prefix) + r"v(\d+)/" + re.escape(url_models.METADATA_FILENAME), key)
-        if match:
-            found.add(int(match.group(1)))
-    return sorted(found)
+    return _versions(store, url_versions_prefix(pair), url_models.METADATA_FILENAME)
 
 
 def publish_url_models(store: ObjectStore, pair: str, folder: Path) -> str:
     """Upload a trained folder as the pair's next version; returns its ``s3://`` URI. The metadata goes
     last, so a reader never sees a half-uploaded version."""
     store.ensure_bucket()
-    versions = list_url_versions(store, pair)
-    version = (versions[-1] + 1) if versions else 1
-    prefix = f"{url_versions_prefix(pair)}v{version}/"
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != url_models.METADATA_FILENAME):
-        store.put_file(prefix + path.relative_to(folder).as_posix(), path)
-    metadata = json.loads((folder / url_models.METADATA_FILENAME).read_text(encoding="utf-8"))
-    store.put_json(prefix + url_models.METADATA_FILENAME, {**metadata, "version": f"v{version}", "pair": pair})
-    return store.uri(prefix)
+    return _publish_next(
+        store, url_versions_prefix(pair), folder, url_models.METADATA_FILENAME, lambda n: {"version": f"v{n}", "pair": pair}
+    )
 
 
 def _fetch_url_version(store: ObjectStore, prefix: str) -> Path:
-    """A local copy of the version at ``prefix`` (downloaded once; versions never change)."""
-    prefix = prefix.rstrip("/") + "/"
-    local = local_path(cache_dir("url-models"), f"{store.bucket}/{prefix}")
-    if (local / url_models.METADATA_FILENAME).is_file():
-        return local
-    keys = store.list_keys(prefix)
-    if prefix + url_models.METADATA_FILENAME not in keys:
-        raise url_models.unloadable(Path(store.uri(prefix)), f"no {url_models.METADATA_FILENAME}: not a complete version")
-    local.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=local.parent))
-    for key in keys:
-        target = local_path(staging, key[len(prefix) :])
-        target.parent.mkdir(parents=True, exist_ok=True)
-        store.download_file(key, target)
-    shutil.rmtree(local, ignore_errors=True)
-    staging.rename(local)
-    return local
+    def incomplete() -> StageError:
+        return url_models.unloadable(Path(store.uri(prefix)), f"no {url_models.METADATA_FILENAME}: not a complete version")
+
+    return _download_once(store, prefix, cache_dir("url-models"), url_models.METADATA_FILENAME, incomplete)
 
 
 def resolve_url_models(location: str, store: ObjectStore | None = None, pair: str | None = None) -> tuple[Path, str] | None:
