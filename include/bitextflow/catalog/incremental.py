@@ -26,7 +26,7 @@ import pandas as pd
 from bitextflow import records
 from bitextflow.catalog.releases import ReleaseInfo, list_releases
 from bitextflow.storage import ObjectStore
-from bitextflow.storage.layout import stage_key
+from bitextflow.storage.layout import DOCUMENT_SHARDS, RELEASED_DOCUMENT_PAIRS, stage_key
 from bitextflow.storage.tables import read_table, read_tables, stage_outputs
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def previous_release(store: ObjectStore, pair: str, run_id: str) -> PreviousRele
     if not earlier:
         return None
     release = earlier[-1]
-    documents_keys = stage_outputs(store, pair, release.run_id, "extract", suffix=".documents.parquet")
+    documents_keys = stage_outputs(store, pair, release.run_id, "extract", DOCUMENT_SHARDS)
     gated_key = stage_key(pair, release.run_id, "gate", "sentence_pairs.parquet")
     if not documents_keys or not store.exists(gated_key):
         log.warning(
@@ -59,7 +59,7 @@ def previous_release(store: ObjectStore, pair: str, run_id: str) -> PreviousRele
         )  # fmt: skip
         return None
     documents = read_tables(store, documents_keys, records.DOCUMENTS)
-    pair_keys = stage_outputs(store, pair, release.run_id, "align_documents", prefix="docpairs-")
+    pair_keys = stage_outputs(store, pair, release.run_id, "align_documents", RELEASED_DOCUMENT_PAIRS)
     document_pairs = read_tables(store, pair_keys, records.DOCUMENT_PAIRS)
     return PreviousRelease(
         release,

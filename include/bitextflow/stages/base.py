@@ -24,6 +24,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import BitextflowError, StageError
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import stage_key
+from bitextflow.storage.tables import stage_outputs
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +63,9 @@ class RunContext:
         if self.on_counts is not None:
             self.on_counts(shard, counts)
 
-    def outputs(self, stage: str, pattern: re.Pattern[str]) -> list[str]:
-        """Keys directly under the stage's folder of the run whose names match ``pattern``, sorted."""
-        prefix = self.key(stage, "")
-        return sorted(
-            key for key in self.store.list_keys(prefix) if "/" not in key[len(prefix) :] and pattern.search(key[len(prefix) :])
-        )
+    def outputs(self, folder: str, pattern: re.Pattern[str]) -> list[str]:
+        """Keys directly in the run's ``folder`` whose names match ``pattern``, sorted."""
+        return stage_outputs(self.store, self.config.pair, self.run_id, folder, pattern)
 
 
 @contextlib.contextmanager

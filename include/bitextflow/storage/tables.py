@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pandas as pd
 import pyarrow as pa
@@ -41,8 +42,7 @@ def read_tables(store: ObjectStore, keys: list[str], schema: pa.Schema) -> pd.Da
     return pd.concat(frames, ignore_index=True)
 
 
-def stage_outputs(
-    store: ObjectStore, pair: str, run_id: str, stage: str, *, prefix: str = "", suffix: str = ".parquet"
-) -> list[str]:
-    """Keys of a run's stage outputs whose names start with ``prefix`` and end with ``suffix``."""
-    return [key for key in store.list_keys(stage_key(pair, run_id, stage, prefix)) if key.endswith(suffix)]
+def stage_outputs(store: ObjectStore, pair: str, run_id: str, folder: str, pattern: re.Pattern[str]) -> list[str]:
+    """Keys directly in a run's stage ``folder`` whose names match ``pattern`` (:mod:`bitextflow.storage.layout`), sorted."""
+    prefix = stage_key(pair, run_id, folder, "")
+    return sorted(key for key in store.list_keys(prefix) if "/" not in key[len(prefix) :] and pattern.search(key[len(prefix) :]))
