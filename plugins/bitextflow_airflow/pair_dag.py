@@ -16,8 +16,8 @@ from airflow.sdk import DAG, Asset, Param, task
 
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
-from bitextflow.stages.base import RunContext, Stage, naming_the_input
-from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, batches, run_context
+from bitextflow.stages.base import RunContext, Stage
+from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, batches, run_context, run_stage
 from bitextflow_airflow.dispatch import gpu_step
 from bitextflow_airflow.external import external_step_tasks
 from bitextflow_airflow.gate import GateOperator
@@ -69,20 +69,10 @@ def _stage_callable(stage: type[Stage], config: PairConfig, registry: StageRegis
     """The function a task of ``stage`` runs: setup, run, then announce the asset it updated."""
 
     def run_task(inputs: Any = (), **context: Any) -> Any:
-        instance = stage(task_context(config, context, registry))
-        with naming_the_input(stage.name, inputs):
-            instance.setup()
-        if stage.partitioning != "shard":
-            with naming_the_input(stage.name, inputs):
-                written = instance.run(as_inputs(inputs))
-        elif isinstance(inputs, str):
-            with naming_the_input(stage.name, inputs):
-                written = instance.run(inputs)
-        else:  # a batch of shards (Stage.max_tasks): one task, one setup
-            written = []
-            for key in inputs:
-                with naming_the_input(stage.name, key):
-                    written.append(instance.run(key))
+        # A mapped task gets one shard (a key) or a batch of them (Stage.max_tasks); it returns as it got.
+        written = run_stage(task_context(config, context, registry), stage, as_inputs(inputs))
+        if stage.partitioning == "shard" and isinstance(inputs, str):
+            written = written[0]
         if asset is not None:
             context["outlet_events"][asset].extra = {"run_id": context["run_id"], "written": written}
         return written
