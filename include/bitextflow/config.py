@@ -8,6 +8,8 @@ with pydantic; every field is described in ``docs/configuration.md``. An invalid
 from __future__ import annotations
 
 import functools
+import ipaddress
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -155,8 +157,9 @@ class CrawlConfig(_Section):
     )
     allow_private_addresses: list[str] = Field(
         default_factory=list,
-        description="Addresses or networks (e.g. 127.0.0.1, 10.0.0.0/8) that may be fetched although private, "
-        "loopback, link-local or multicast; all others such are refused.",
+        description="Addresses or networks, each with an optional port (127.0.0.1:8765, [::1]:8765, 10.0.0.0/8), that "
+        "may be fetched although private, loopback, link-local or multicast; all others such are refused. Without a "
+        "port every port of the address is allowed (other services on it too).",
     )
     concurrency: int = Field(8, ge=1, description="Requests in flight at once, all hosts together.")
     per_host_concurrency: int = Field(2, ge=1, description="Requests in flight at once to one host.")
@@ -213,8 +216,6 @@ class CrawlConfig(_Section):
     @field_validator("include_paths", "exclude_paths")
     @classmethod
     def _valid_patterns(cls, patterns: dict[str, list[str]]) -> dict[str, list[str]]:
-        import re
-
         for host, regexes in patterns.items():
             for regex in regexes:
                 try:
@@ -225,15 +226,34 @@ class CrawlConfig(_Section):
 
     @field_validator("allow_private_addresses")
     @classmethod
-    def _valid_networks(cls, networks: list[str]) -> list[str]:
-        import ipaddress
+    def _valid_networks(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            allowed_address(entry)
+        return entries
 
-        for network in networks:
-            try:
-                ipaddress.ip_network(network, strict=False)
-            except ValueError:
-                raise ValueError(f"{network!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8)") from None
-        return networks
+
+def allowed_address(entry: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, int | None]:
+    """An entry of ``crawl.allow_private_addresses``: a network and, where one is given, the only port allowed.
+
+    ``127.0.0.1:8765``, ``[::1]:8765`` and ``10.0.0.0/8:443`` allow one port; ``127.0.0.1`` or ``10.0.0.0/8``
+    every port, so a page could also reach other services on those addresses (an Airflow API on 8080).
+    """
+    network, port = entry.strip(), None
+    bracketed = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?", network)
+    if bracketed:
+        network, port = bracketed.group(1), bracketed.group(2)
+    elif network.count(":") == 1:  # IPv4 with a port; a bare IPv6 address has several colons
+        network, port = network.split(":")
+    try:
+        parsed = ipaddress.ip_network(network, strict=False)
+        number = int(port) if port is not None else None
+        if number is not None and not 0 < number < 65536:
+            raise ValueError(number)
+    except ValueError:
+        raise ValueError(
+            f"{entry!r} is not an IP address or network with an optional port (e.g. 127.0.0.1:8765, [::1]:8765, 10.0.0.0/8)"
+        ) from None
+    return parsed, number
 
 
 class ExtractConfig(_Section):

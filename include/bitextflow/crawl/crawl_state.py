@@ -130,7 +130,8 @@ class CrawlState:
         self.frontier = Frontier()
         self.seen: set[str] = set()
         self.hosts: dict[str, HostState] = {}
-        self.scope: set[str] = {host_of(url) for url in (normalise_url(str(s)) for s in config.seeds) if url}
+        self.seed_urls = {url for url in (normalise_url(str(seed)) for seed in config.seeds) if url}
+        self.scope: set[str] = {host_of(url) for url in self.seed_urls}
         self.fetched = 0
         self.resumed = False
         self.complete = False
@@ -143,7 +144,7 @@ class CrawlState:
         self._exclude = {host: [re.compile(p) for p in ps] for host, ps in config.exclude_paths.items()}
         self._skip = {ext.lower().lstrip(".") for ext in config.skip_extensions}
         self._any_host = "*" in config.allowed_hosts
-        self.scope |= {host.lower() for host in config.allowed_hosts if host != "*"}
+        self.scope |= {host.lower().rstrip(".") for host in config.allowed_hosts if host != "*"}
 
     @property
     def strategy_used(self) -> str:

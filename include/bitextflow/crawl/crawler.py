@@ -212,9 +212,10 @@ class Crawler(CrawlState):
             log.info("crawl: %s -> %s: %s", entry.url, location, reason)
             return
         assert target is not None
-        if entry.seed:
+        if chain[0] in self.seed_urls:  # the seed's site moved (http -> https, a www. host): crawl it there
             self.scope.add(host_of(target))
-        self._admit(target, entry.depth, entry.url, entry.priority, seed=entry.seed, redirects=chain)
+        # the target is not a seed: extension and path rules apply to it as to any link
+        self._admit(target, entry.depth, entry.url, entry.priority, redirects=chain)
 
     def _html(self, entry: Entry, result: FetchResult, state: HostState) -> str:
         page = parse_html(result.body, entry.url, result.content_type)
@@ -265,7 +266,7 @@ class Crawler(CrawlState):
                 return
         else:
             self._add_seeds()
-        self._guard = AddressGuard(self.config.allow_private_addresses)
+        self._guard = AddressGuard(self.config.allow_private_addresses, self.config.connect_timeout_seconds)
         self._fetcher = Fetcher(self.config, self._guard, self._transport)
         try:
             await self._loop()

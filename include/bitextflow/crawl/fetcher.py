@@ -56,34 +56,58 @@ class _Refused(Exception):
 
 
 class _Decoder:
-    """Content-Encoding decoding that never produces more than it is asked for."""
+    """Content-Encoding decoding that never produces more than it is asked for.
+
+    A gzip body may hold several members one after the other (RFC 1952 2.2); each is decoded in turn, as
+    gzip(1) and browsers do. Bytes after the last member that do not start a new one are ignored, also as
+    gzip(1) does ("trailing garbage ignored").
+    """
+
+    _GZIP_MAGIC = b"\x1f\x8b"
 
     def __init__(self, encoding: str):
         encoding = encoding.strip().lower()
+        self._gzip = encoding in ("gzip", "x-gzip")
         if encoding in ("", "identity"):
             self._zlib = None
-        elif encoding in ("gzip", "x-gzip", "deflate"):
-            self._zlib = zlib.decompressobj(47 if encoding != "deflate" else 15)
+        elif self._gzip or encoding == "deflate":
+            self._zlib = zlib.decompressobj(47 if self._gzip else 15)
             self._raw_fallback = encoding == "deflate"
         else:
             raise _Refused("unsupported_encoding", f"Content-Encoding {encoding!r}")
         self._started = False
+        self._next_member = False
+        self._finished = False
 
     def feed(self, chunk: bytes, limit: int) -> bytes:
         if self._zlib is None:
             return chunk[:limit]
-        try:
-            out = self._zlib.decompress(chunk, limit)
-        except zlib.error:
-            if self._raw_fallback and not self._started:  # "deflate" sent as a raw stream (old IIS)
-                self._zlib = zlib.decompressobj(-15)
-                self._raw_fallback = False
-                return self.feed(chunk, limit)
-            raise _Refused("decoding_error", "corrupt compressed body") from None
-        self._started = True
-        while self._zlib.unconsumed_tail and len(out) < limit:
-            out += self._zlib.decompress(self._zlib.unconsumed_tail, limit - len(out))
-        return out
+        out = bytearray()
+        data = chunk
+        while data and len(out) < limit and not self._finished:
+            try:
+                produced = self._zlib.decompress(data, limit - len(out))
+            except zlib.error:
+                if self._raw_fallback and not self._started:  # "deflate" sent as a raw stream (old IIS)
+                    self._zlib = zlib.decompressobj(-15)
+                    self._raw_fallback = False
+                    continue
+                if self._next_member:  # not a member after all: trailing garbage
+                    self._finished = True
+                    break
+                raise _Refused("decoding_error", "corrupt compressed body") from None
+            out += produced
+            self._started = True
+            self._next_member = self._next_member and not produced
+            data = self._zlib.unconsumed_tail
+            if not data and self._zlib.eof:
+                data = self._zlib.unused_data
+                if self._gzip and data[:2] == self._GZIP_MAGIC[: len(data)]:
+                    self._zlib = zlib.decompressobj(47)  # the next member (maybe split across chunks)
+                    self._next_member = True
+                else:
+                    self._finished = True
+        return bytes(out)
 
 
 def _mime(content_type: str) -> str:

@@ -5,8 +5,11 @@ A crawler follows links that anyone can write, so a page could point it at ``htt
 all its addresses checked before the first request to it, and again when each connection is opened
 (the connection goes to the address that was checked, so a DNS answer that changes between check and
 connect cannot slip a private address in). Addresses listed in ``crawl.allow_private_addresses``
-(single addresses or networks) are allowed; the embedded pair config and the tests list 127.0.0.1 for
-the local site.
+(single addresses or networks, each with an optional port: ``127.0.0.1:8765`` allows that port only)
+are allowed; the embedded pair configs and the tests list 127.0.0.1 for the local site.
+
+Name resolution runs inside the request's timeout (it is part of opening the connection), and every
+checked address is tried in turn until one accepts the connection.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 
 import httpcore
 import httpx
+
+from bitextflow.config import allowed_address
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -53,16 +58,21 @@ def _why_refused(address: IPAddress) -> str | None:
 class AddressGuard:
     """Decides whether an address may be contacted, and resolves hosts to checked addresses."""
 
-    def __init__(self, allowed: Iterable[str] = ()):
-        self.allowed = [ipaddress.ip_network(item, strict=False) for item in allowed]
+    def __init__(self, allowed: Iterable[str] = (), resolve_timeout: float | None = None):
+        self.allowed = [allowed_address(item) for item in allowed]
+        self.resolve_timeout = resolve_timeout
         self._host_verdicts: dict[str, AddressRefused | None] = {}
 
-    def refusal(self, address: str) -> str | None:
-        """Why ``address`` is refused, or None if it may be contacted."""
+    def refusal(self, address: str, port: int | None = None) -> str | None:
+        """Why ``address`` (on ``port``) is refused, or None if it may be contacted."""
         ip = ipaddress.ip_address(address.split("%", 1)[0])
-        if any(ip in network for network in self.allowed if network.version == ip.version):
-            return None
-        return _why_refused(ip)
+        for network, allowed_port in self.allowed:
+            if network.version == ip.version and ip in network and allowed_port in (None, port):
+                return None
+        reason = _why_refused(ip)
+        if reason and any(ip in network for network, _port in self.allowed if network.version == ip.version):
+            return f"{reason}, port {port} not allowed"
+        return reason
 
     async def resolve(self, host: str, port: int) -> list[str]:
         """Every address of ``host``; raises :class:`AddressRefused` if any of them is refused.
@@ -77,7 +87,7 @@ class AddressGuard:
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
         for address in addresses:
-            reason = self.refusal(address)
+            reason = self.refusal(address, port)
             if reason:
                 raise AddressRefused(host, address, reason)
         return addresses
@@ -85,16 +95,18 @@ class AddressGuard:
     async def check_host(self, host: str, port: int) -> AddressRefused | None:
         """The refusal of a host (cached per host for the crawl), or None when it may be fetched.
 
-        Resolution failures are not refusals: the request then fails with a connect error.
+        Resolution failures and timeouts are not refusals: the request then fails with a connect error
+        (or timeout), and the next URL of the host asks again.
         """
         key = f"{host}:{port}"
         if key not in self._host_verdicts:
             try:
-                await self.resolve(host, port)
+                async with asyncio.timeout(self.resolve_timeout):
+                    await self.resolve(host, port)
                 self._host_verdicts[key] = None
             except AddressRefused as refused:
                 self._host_verdicts[key] = refused
-            except OSError:
+            except (OSError, TimeoutError):
                 return None
         return self._host_verdicts[key]
 
@@ -111,10 +123,19 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:  # fmt: skip
         try:
-            addresses = await self._guard.resolve(host, port)
+            async with asyncio.timeout(timeout):
+                addresses = await self._guard.resolve(host, port)
+        except TimeoutError:
+            raise httpcore.ConnectTimeout(f"resolving {host} took longer than {timeout} s") from None
         except OSError as exc:
             raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
-        return await self._inner.connect_tcp(addresses[0], port, timeout, local_address, socket_options)
+        failures = []
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failures.append(f"{address}: {exc or type(exc).__name__}")
+        raise httpcore.ConnectError(f"cannot connect to {host}:{port} ({'; '.join(failures)})")
 
     async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
         raise httpcore.ConnectError("unix sockets are not crawled")

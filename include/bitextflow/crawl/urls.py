@@ -64,17 +64,35 @@ def normalise_url(url: str, base: str | None = None) -> str | None:
     return _canonical(url)
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _netloc(scheme: str, hostname: str | None, port: int | None) -> str:
+    """``host[:port]`` without userinfo, the root label's dot or a default port: one host, one string.
+
+    Userinfo would reach the server as Basic credentials and, like ``site.`` or ``site:80``, make the same
+    host look like another one with its own politeness delay, robots.txt and page limit.
+    """
+    host = (hostname or "").rstrip(".")
+    if not host:
+        return ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    return host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+
+
 @functools.lru_cache(maxsize=65_536)
 def _canonical(url: str) -> str | None:
     try:
         parts = urlsplit(url)
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        scheme = parts.scheme.lower()
+        netloc = _netloc(scheme, parts.hostname, parts.port)  # parts.port raises ValueError on a malformed port
+        if scheme not in ("http", "https") or not netloc:
             return None
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
         path = _remove_dot_segments(parts.path) or "/"
         # the fragment is dropped here: with none, courlan's non-strict mode keeps every parameter
         # but trackers (utm_*, fbclid, ...)
-        canonical = normalize_url(urlunsplit((parts.scheme, parts.netloc, path, parts.query, "")), strict=False)
+        canonical = normalize_url(urlunsplit((scheme, netloc, path, parts.query, "")), strict=False)
     except ValueError:
         return None
     split = urlsplit(canonical)
@@ -205,7 +223,9 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
     keywords = _clean(tree.xpath("string(//meta[@name='keywords']/@content)"))
     body_element = tree.find(".//body")
     shown = body_element if body_element is not None else tree
-    texts = _TextMap(tree, lambda e: e.tag == "a" or e is shown or any(child.tag == "a" for child in e))
+    # from the document's root: a fragment parses to an element whose parent (body) holds the link's context
+    document = tree.getroottree().getroot()
+    texts = _TextMap(document, lambda e: e.tag == "a" or e is shown or any(child.tag == "a" for child in e))
     links: dict[str, Link] = {}
     for anchor in texts.anchors:
         href = anchor.get("href")
