@@ -16,12 +16,13 @@ import pyarrow.parquet as pq
 import pytest
 from lxml import etree
 
+from bitextflow.catalog.status import collect_counts
 from bitextflow.config import ExtractConfig, load_pair_config
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import ConfigError, StageError
 from bitextflow.extract import extract_shard
 from bitextflow.extract.dedup import deduplicate_run, shingle_hashes
-from bitextflow.stages.registry import REGISTRY, run_context
+from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.tables import read_table
 from test_extract import html_page, make_warc
@@ -284,3 +285,34 @@ def test_empty_run_deduplicates_to_nothing():
     )
     result = deduplicate_run(empty)
     assert result.kept.empty and result.removed.empty and result.counts.items_in == 0
+
+
+def test_a_shard_of_duplicates_and_a_shard_of_nothing_go_through_every_stage(store):
+    """Whole shards that come to nothing (every document a copy of an earlier shard's, or no response
+    record at all) once failed extract on an empty selection; every stage must take them and count them."""
+    site = "http://docs.example.org"
+    originals = [
+        (f"{site}/en/upgrade.html", "text/html", page(GUIDE_EN, "Upgrading the system")),
+        (f"{site}/es/upgrade.html", "text/html", page(GUIDE_ES + GUIDE_ES[:2], "Actualizar el sistema")),
+        (f"{site}/en/network.html", "text/html", page(NETWORK_EN, "Network configuration")),
+        (f"{site}/es/network.html", "text/html", page(NETWORK_ES, "Configuración de la red")),
+    ]
+    copies = [(url.replace(".html", "-copy.html"), kind, body) for url, kind, body in originals]
+    copies[0] = (copies[0][0], "text/html", page(GUIDE_EN[:-1], "Upgrading the system"))  # near, not exact
+    store.put_bytes("ingest-edges/a-originals.warc.gz", make_warc(originals), "application/warc")
+    store.put_bytes("ingest-edges/b-copies.warc.gz", make_warc(copies), "application/warc")
+    store.put_bytes("ingest-edges/c-empty.warc.gz", make_warc([]), "application/warc")
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
+        {"crawl.seeds": [], "crawl.warcs": ["ingest-edges/"], "gate.min_sentence_pairs": 1, "gate.min_document_pairs": 1}
+    )
+    ctx = run_context(config, store, "test_ingest_edges")
+    outputs = run_pipeline(ctx)
+
+    documents = {key.rsplit("/", 1)[1]: len(read_table(store, key)) for key in outputs["extract"]}
+    assert documents == {"a-originals.documents.parquet": 4, "b-copies.documents.parquet": 4, "c-empty.documents.parquet": 0}
+    removed = read_table(store, ctx.key("align_documents", "documents.cross-shard-duplicates.parquet"))
+    assert sorted(removed["url"]) == sorted(url for url, _kind, _body in copies)
+    assert outputs["release"], "the run is released"
+    for counts in collect_counts(store, ctx.config.pair, ctx.run_id, ctx.stage_order):
+        summary = counts.to_dict()
+        assert summary["in"] == summary["kept"] + sum(summary["dropped"].values()), summary
