@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from bitextflow.catalog.checkpoints import STATE_NAME
+from bitextflow.catalog.checkpoints import STATE_NAME, ObjectStoreCheckpoints
 from bitextflow.config import CrawlConfig, load_pair_config
 from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.fetcher import _Decoder
@@ -638,6 +638,12 @@ def test_crawl_killed_with_sigkill_resumes_with_no_page_lost_or_fetched_twice(si
     assert not killed_at["complete"] and killed_at["fetched"] >= 120
     fetched_before_kill = output.count("crawl: fetched ")
     assert fetched_before_kill > killed_at["fetched"], "the kill should lose pages fetched after the last checkpoint"
+    # a checkpoint writes the URLs seen since the last one, never the whole seen-set again
+    checkpoints = ObjectStoreCheckpoints(ctx.store, lambda name: ctx.key("crawl", name))
+    parts = [checkpoints.load_seen(part) for part in range(killed_at["seen_parts"])]
+    seen = [url for part in parts for url in part]
+    assert "seen" not in killed_at and len(parts) >= 3 and all(parts)
+    assert len(seen) == len(set(seen)) and len(seen) >= killed_at["fetched"]
 
     resumed_keys = REGISTRY.run(ctx, "crawl")
     resumed = _warc_responses(ctx, resumed_keys)

@@ -3,7 +3,9 @@
 - ``crawl/checkpoint.json.gz``: the state (frontier, seen-set, hosts, counts, scorer, WARC position);
   written last at every checkpoint, so it is the commit point;
 - ``crawl/log/part-NNNNN.jsonl.gz``: the crawl-log lines of each checkpoint interval, merged into
-  ``crawl/crawl-log.jsonl.gz`` when the crawl ends.
+  ``crawl/crawl-log.jsonl.gz`` when the crawl ends;
+- ``crawl/seen/part-NNNNN.txt.gz``: the URLs first seen in each checkpoint interval, one per line (the
+  seen-set is their union: a checkpoint writes only what is new).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from bitextflow.storage import ObjectStore
 
 STATE_NAME = "checkpoint.json.gz"
 LOG_PART = "log/part-{:05d}.jsonl.gz"
+SEEN_PART = "seen/part-{:05d}.txt.gz"
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
@@ -43,6 +46,15 @@ class ObjectStoreCheckpoints:
 
     def save_log(self, part: int, entries: list[dict[str, Any]]) -> None:
         self.store.put_bytes(self.key(LOG_PART.format(part)), _jsonl(entries), "application/gzip")
+
+    def save_seen(self, part: int, urls: list[str]) -> None:
+        # canonical URLs hold no line break (percent-encoded), so one per line is unambiguous
+        data = gzip.compress("".join(url + "\n" for url in urls).encode("utf-8"), mtime=0)
+        self.store.put_bytes(self.key(SEEN_PART.format(part)), data, "application/gzip")
+
+    def load_seen(self, part: int) -> list[str]:
+        text = gzip.decompress(self.store.get_bytes(self.key(SEEN_PART.format(part)))).decode("utf-8")
+        return [url for url in text.split("\n") if url]
 
     def merged_log(self, parts: int) -> bytes:
         """Every log part, in order, as one gzip JSON-lines object."""

@@ -6,8 +6,9 @@ rules (seed hosts and ``allowed_hosts``, depth, extensions, per-host path patter
 limit, dropped hosts). :class:`bitextflow.crawl.crawler.Crawler` runs the event loop on top of it.
 
 A checkpoint (when a :class:`CheckpointStore` is given) writes the open WARC shard (as far as it goes),
-the log lines since the last checkpoint and, last, the state (frontier, seen-set, host states, counts,
-scorer state). The state object is the commit point: a crawl killed at any moment resumes from the
+the log lines and the URLs first seen since the last checkpoint (each a numbered part, so a checkpoint
+costs what happened since the last one, not the whole seen-set again) and, last, the state (frontier,
+host states, counts, scorer state, the number of parts). The state object is the commit point: a crawl killed at any moment resumes from the
 last one, re-fetching exactly the pages whose records were not yet committed, so no page is lost and
 none is in the WARC twice.
 """
@@ -38,7 +39,7 @@ from bitextflow.models.url_models import load_url_models
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
 
 
 @dataclass
@@ -74,6 +75,10 @@ class CheckpointStore(Protocol):
     def save(self, state: dict[str, Any]) -> None: ...
 
     def save_log(self, part: int, entries: list[dict[str, Any]]) -> None: ...
+
+    def save_seen(self, part: int, urls: list[str]) -> None: ...
+
+    def load_seen(self, part: int) -> list[str]: ...
 
 
 @dataclass
@@ -129,6 +134,8 @@ class CrawlState:
         self.log: list[CrawlLogEntry] = []
         self.frontier = Frontier()
         self.seen: set[str] = set()
+        self._seen_since_checkpoint: list[str] = []
+        self._seen_parts = 0
         self.hosts: dict[str, HostState] = {}
         self.seed_urls = {url for url in (normalise_url(str(seed)) for seed in config.seeds) if url}
         self.scope: set[str] = {host_of(url) for url in self.seed_urls}
@@ -177,6 +184,7 @@ class CrawlState:
         if url in self.seen:
             return False
         self.seen.add(url)
+        self._seen_since_checkpoint.append(url)
         self.counts.seen()
         host = host_of(url)
         state = self.hosts.get(host)
@@ -213,6 +221,9 @@ class CrawlState:
         assert self.checkpoints is not None
         warc_state = {"index": 0, "bytes": 0, "uploaded": self.keys} if self.complete else self.warc.checkpoint()
         self._flush_log()
+        self.checkpoints.save_seen(self._seen_parts, self._seen_since_checkpoint)
+        self._seen_parts += 1
+        self._seen_since_checkpoint = []
         elapsed = time.monotonic() - getattr(self, "_started", time.monotonic() - self._elapsed_before)
         self.checkpoints.save(
             {
@@ -224,7 +235,7 @@ class CrawlState:
                 "fetched": self.fetched,
                 "elapsed_seconds": elapsed,
                 "frontier": self.frontier.to_state(),
-                "seen": sorted(self.seen),
+                "seen_parts": self._seen_parts,
                 "scope": sorted(self.scope),
                 "hosts": {host: state.to_state() for host, state in self.hosts.items()},
                 "counts": self.counts.to_dict(),
@@ -248,7 +259,10 @@ class CrawlState:
         self.fetched = state["fetched"]
         self._elapsed_before = state["elapsed_seconds"]
         self.frontier = Frontier.from_state(state["frontier"])
-        self.seen = set(state["seen"])
+        self._seen_parts = state["seen_parts"]
+        assert self.checkpoints is not None
+        self.seen = {url for part in range(self._seen_parts) for url in self.checkpoints.load_seen(part)}
+        self._seen_since_checkpoint = []
         self.scope = set(state["scope"])
         self.hosts = {host: HostState.from_state(data) for host, data in state["hosts"].items()}
         for host_state in self.hosts.values():
