@@ -1,9 +1,10 @@
 # Bicleaner image: bifixer, bicleaner-hardrules and bicleaner-ai (requirements-bicleaner.lock, the same locked
 # set as .venv-bicleaner) plus the scoring script and one pair's bicleaner-ai model. The `bicleaner` task of a
-# pair with `gpu.mode: kubernetes` runs it (plugins/bitextflow_airflow/bicleaner.py, docs/score.md):
+# pair with `gpu.mode: kubernetes` runs it (plugins/bitextflow_airflow/external.py, docs/score.md):
 #   python /opt/bitextflow/score_pairs.py --model /opt/bitextflow/model --source en --target es \
-#       --input <presigned S3 GET URL> --output <presigned S3 PUT URL>
-# It needs no S3 credentials and no bitextflow package. Not built in CI (no Docker engine there). Build it from
+#       --input env:BITEXTFLOW_SCORE_INPUT_URL --output env:BITEXTFLOW_SCORE_OUTPUT_URL
+# with presigned S3 GET and PUT URLs in those variables, signed when the task starts. It needs no S3
+# credentials and no bitextflow package. Not built in CI (no Docker engine there). Build it from
 # the repository root after `make setup` trained the model, with the model folder in the build context:
 #   cp -r ~/.cache/bitextflow/models/bicleaner-en-es/v3 .bicleaner-model
 #   docker build -f docker/bicleaner.Dockerfile -t <registry>/bitextflow-bicleaner-en-es:v3 .

@@ -1,11 +1,17 @@
 """A stage with an external step (bicleaner-ai's environment): three mapped tasks per shard instead of one.
 
 ``<prepare_task_id>[shard]`` (worker: :meth:`Stage.prepare`, e.g. our hard rules and the bicleaner input
-in S3) -> ``<task_id>[shard]`` (the step's script in its own environment: locally through
-``@task.external_python`` with its interpreter; with ``gpu.mode: kubernetes`` a ``KubernetesPodOperator``
-in its image) -> ``<stage>[shard]`` (worker: :meth:`Stage.finish`). The middle task runs the same
-script with the same arguments in both places; only the interpreter and the model folder's path differ.
-A job without ``arguments`` (nothing to score) passes the middle task untouched.
+in S3) -> ``<task_id>[shard]`` (the step's script in its own environment) -> ``<stage>[shard]`` (worker:
+:meth:`Stage.finish`). The job between them, an XCom value, holds storage keys, never a signed URL.
+
+The middle task signs what the script needs (:meth:`Stage.external_call`) when it starts, with the S3
+connection of the worker, for as long as its ``execution_timeout`` lets it run: nothing signed goes
+through XCom or the rendered templates the UI shows, and a task that starts late or retries signs anew.
+Locally it runs the script in the step's interpreter as a subprocess (:meth:`Stage.run_external`, as the
+CLI does), the URLs in that process's environment. With ``gpu.mode: kubernetes`` a ``KubernetesPodOperator``
+runs it in the step's image, the URLs in the pod's environment: whoever may read pod specs in the namespace
+sees them while the pod exists (failed pods are kept for debugging), until they expire. A job with nothing
+for the step passes the middle task untouched.
 """
 
 from __future__ import annotations
@@ -21,17 +27,6 @@ from bitextflow.stages.base import ExternalStep, RunContext, Stage
 from bitextflow_airflow.dispatch import pod_placement
 
 
-def run_script_in_env(script: str, job: dict) -> None:
-    """Runs INSIDE the other environment (external_python ships this function's source, not the module)."""
-    import runpy
-
-    if "arguments" not in job:
-        return
-    status = runpy.run_path(script, run_name="bitextflow_external_step")["main"](job["arguments"])
-    if status:
-        raise RuntimeError(f"{script} exited with status {status} for shard {job['shard']}")
-
-
 def external_step_tasks(
     stage: type[Stage], step: ExternalStep, config: PairConfig, upstream: Any, make_context: Callable[[dict], RunContext]
 ) -> Any:
@@ -45,32 +40,46 @@ def external_step_tasks(
     def prepare(input_key: str, **context: Any) -> dict[str, Any]:
         return stage(make_context(context)).prepare(input_key, model_dir=step.image_model_dir if on_kubernetes else None)
 
+    @task(task_id=step.task_id, max_active_tis_per_dagrun=step.concurrency)
+    def run_step(job: dict[str, Any], **context: Any) -> None:
+        stage(make_context(context)).run_external(job, context["task"].execution_timeout)
+
     @task(task_id=stage.name, max_active_tis_per_dagrun=concurrency)
     def finish(job: dict[str, Any], **context: Any) -> str:
         return stage(make_context(context)).finish(job)
 
     jobs = prepare.expand(input_key=upstream)
-    if on_kubernetes:
-        middle = _pod(stage, step, config).expand(arguments=jobs.map(_arguments))
-    else:
-        in_env = task.external_python(
-            task_id=step.task_id, python=str(step.python), expect_airflow=False, max_active_tis_per_dagrun=step.concurrency
-        )(run_script_in_env)
-        middle = in_env.partial(script=str(step.script)).expand(job=jobs)
+    middle = _pod(stage, step, config, make_context).expand(job=jobs) if on_kubernetes else run_step.expand(job=jobs)
     outputs = finish.expand(job=jobs)
     middle >> outputs
     return outputs
 
 
-def _arguments(job: dict[str, Any]) -> list[str]:
-    return job["arguments"]
-
-
-def _pod(stage: type[Stage], step: ExternalStep, config: PairConfig) -> Any:
+def _pod(stage: type[Stage], step: ExternalStep, config: PairConfig, make_context: Callable[[dict], RunContext]) -> Any:
     """The pod of the step: the dispatch's placement and an S3-free environment, CPU only, the step's own image."""
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+    from airflow.sdk.log import mask_secret
+    from kubernetes.client import models as k8s
 
-    return KubernetesPodOperator.partial(
+    class ExternalStepPod(KubernetesPodOperator):
+        """Signs the job's call as the task starts; its URLs reach the pod as environment variables, which are set
+        after the templates are rendered (and recorded for the UI), so they are neither in XCom nor in the UI."""
+
+        def __init__(self, *, job: dict[str, Any], **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.job = job
+
+        def execute(self, context: Any) -> Any:
+            call = stage(make_context(context)).external_call(self.job, self.execution_timeout)
+            if call is None:
+                return None
+            for value in call.env.values():
+                mask_secret(value)  # the operator logs the pod it submits at debug level
+            self.arguments = call.arguments
+            self.env_vars = [*self.env_vars, *(k8s.V1EnvVar(name=name, value=value) for name, value in call.env.items())]
+            return super().execute(context)
+
+    return ExternalStepPod.partial(
         task_id=step.task_id,
         name=f"bitextflow-{config.pair}-{step.task_id}",
         namespace=config.gpu.namespace,

@@ -4,7 +4,9 @@ bicleaner-ai needs tensorflow 2.20, transformers 4.57 and numpy < 2, which would
 environment, so it lives in ``.venv-bicleaner`` (``make setup``) or in the bicleaner image
 (docker/bicleaner.Dockerfile). This module, in the main environment, finds that environment and the
 model, and builds the one command both places run (``envscripts/score_pairs.py``); the score stage
-passes it presigned S3 URLs, so the other environment needs no credentials and no S3 library.
+passes it presigned S3 URLs, so the other environment needs no credentials and no S3 library. The URLs
+travel in the scorer's environment (``--input env:NAME``): every local user may read a process's
+arguments in ``/proc/<pid>/cmdline``, not its environment.
 
 The model: bicleaner-ai's models come from a model hub, which is unreachable here, so
 ``python -m bitextflow.score.bicleaner build en-es`` trains a lite one (``dec_attention``,
@@ -28,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +58,10 @@ TRAINING = {
     "valid_verses": 400, "valid_documentation": 400, "documentation_repeats": 2, "monolingual_lines": 100_000,
 }  # fmt: skip
 CLASSIFIER_SETTINGS = ("vocab_size", "emb_dim", "maxlen", "n_hidden", "lr", "batch_size", "epochs", "steps_per_epoch")
+# The variables that carry the scorer's presigned URLs, and the --input and --output that name them.
+INPUT_URL_VARIABLE = "BITEXTFLOW_SCORE_INPUT_URL"
+OUTPUT_URL_VARIABLE = "BITEXTFLOW_SCORE_OUTPUT_URL"
+URLS_FROM_ENVIRONMENT = (f"env:{INPUT_URL_VARIABLE}", f"env:{OUTPUT_URL_VARIABLE}")
 
 
 def default_model_dir(pair: str, version: int = MODEL_VERSION) -> Path:
@@ -93,13 +99,24 @@ def require_available(pair: str, configured: str = "default") -> Path:
 
 
 def score_arguments(model: Path | str, source: str, target: str, input_: str, output: str) -> list[str]:
-    """Arguments of ``score_pairs.py``; the worker puts the bicleaner Python and the script in front."""
+    """Arguments of ``score_pairs.py``; the worker puts the bicleaner Python and the script in front. ``input_`` and
+    ``output`` are paths, or ``env:<variable>`` for a URL in that variable (never a signed URL itself)."""
     return ["--model", str(model), "--source", source, "--target", target, "--input", input_, "--output", output]
 
 
-def run_scoring(arguments: Sequence[str]) -> None:
-    """Run ``score_pairs.py`` with ``arguments`` in the bicleaner environment, from the main one (CLI, tests)."""
-    result = subprocess.run([str(bicleaner_python()), str(SCORE_SCRIPT), *arguments], capture_output=True, text=True, check=False)
+def run_scoring(arguments: Sequence[str], env: Mapping[str, str] | None = None, timeout_s: float | None = None) -> None:
+    """Run ``score_pairs.py`` with ``arguments`` in the bicleaner environment, from the main one (CLI, a local DAG
+    task, tests), with ``env`` added to this process's environment, stopped after ``timeout_s``."""
+    try:
+        result = subprocess.run(
+            [str(bicleaner_python()), str(SCORE_SCRIPT), *arguments],
+            capture_output=True, text=True, check=False, env={**os.environ, **(env or {})}, timeout=timeout_s,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise StageError(
+            f"bicleaner scoring ran past its limit of {timeout_s:.0f} s, after which its presigned URLs expire; "
+            "score smaller shards, or give the DAG's bicleaner task a longer execution_timeout"
+        ) from None
     if result.returncode != 0:
         raise StageError(f"bicleaner scoring failed (exit {result.returncode}): {result.stderr.strip()[-2000:]}")
 

@@ -15,7 +15,8 @@ import contextlib
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -94,22 +95,30 @@ def shard_name(key: str) -> str:
 
 @dataclass(frozen=True)
 class ExternalStep:
-    """A step of a stage that runs in another Python environment (bicleaner-ai's): ``script`` is called with
-    the job's ``arguments``; locally with ``python``, in a pod with ``image``'s interpreter. In a DAG the
-    stage becomes three tasks per shard: ``prepare_task_id`` (:meth:`Stage.prepare`), ``task_id`` (this
-    step) and the stage's own name (:meth:`Stage.finish`)."""
+    """A step of a stage that runs in another Python environment (bicleaner-ai's): locally in that environment's
+    interpreter (:meth:`Stage.run_external`), in a pod with ``image``. In a DAG the stage becomes three tasks per
+    shard: ``prepare_task_id`` (:meth:`Stage.prepare`), ``task_id`` (this step) and the stage's own name
+    (:meth:`Stage.finish`)."""
 
     task_id: str
     prepare_task_id: str
-    script: Path
-    python: Path
     image: str
     #: The pair config option that names ``image`` (for errors).
     image_setting: str
-    #: How the step's image runs ``script``, and where it keeps the model (passed to :meth:`Stage.prepare` for a pod).
+    #: How the step's image runs its script, and where it keeps the model (passed to :meth:`Stage.prepare` for a pod).
     image_command: tuple[str, ...]
     image_model_dir: str
     concurrency: int = 2
+
+
+@dataclass(frozen=True)
+class ExternalCall:
+    """One run of an external step's script, made when the task that runs it starts: its ``arguments`` and ``env``,
+    the variables that carry what must stay out of XCom, rendered templates and argv (presigned URLs: every local
+    user may read a process's /proc/<pid>/cmdline, not its environment)."""
+
+    arguments: list[str]
+    env: dict[str, str] = field(repr=False)
 
 
 class Stage:
@@ -172,8 +181,18 @@ class Stage:
         raise NotImplementedError
 
     def prepare(self, input_key: str, model_dir: str | None = None) -> dict[str, Any]:
-        """With an external step: the work before it; returns the job (``arguments`` for the script, if any).
-        ``model_dir``: the model folder as the step sees it (an image's), by default the local one."""
+        """With an external step: the work before it; returns the job (an XCom value in a DAG: storage keys and
+        settings, never a credential nor a signed URL). ``model_dir``: the model folder as the step sees it (an
+        image's), by default the local one."""
+        raise NotImplementedError
+
+    def external_call(self, job: dict[str, Any], timeout: timedelta | None) -> ExternalCall | None:
+        """With an external step: the call of its script for ``job``, signed now for a task that may run ``timeout``
+        (None: no limit set); None when the job has nothing for the step."""
+        raise NotImplementedError
+
+    def run_external(self, job: dict[str, Any], timeout: timedelta | None) -> None:
+        """With an external step: :meth:`external_call` run in the step's local environment (the CLI, a local task)."""
         raise NotImplementedError
 
     def finish(self, job: dict[str, Any]) -> Any:

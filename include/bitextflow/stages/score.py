@@ -6,11 +6,16 @@ external step and :meth:`Score.finish` as three tasks per shard, the middle one 
 environment (locally) or the bicleaner image (a pod). Whether the pair has that step depends on its
 config alone; ``if-installed`` without the environment or the model scores with the hard rules only,
 decided when the task runs.
+
+The job between the tasks (XCom) holds storage keys only. The scorer reads and writes S3 through
+presigned URLs, signed by :meth:`Score.external_call` when the task that runs it starts, for as long as
+that task may run: a task that starts late or retries signs again, and no URL shows in the UI.
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from bitextflow import records
@@ -19,8 +24,7 @@ from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.score import bicleaner, hard_rule_violations
-from bitextflow.settings import bicleaner_python
-from bitextflow.stages.base import ExternalStep, Resources, Stage, shard_name
+from bitextflow.stages.base import ExternalCall, ExternalStep, Resources, Stage, shard_name
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
 from bitextflow.storage.tables import read_table, write_table
 from bitextflow.text.comparison import pair_hash
@@ -30,6 +34,23 @@ log = logging.getLogger(__name__)
 # Where docker/bicleaner.Dockerfile puts the scoring script and the pair's model.
 POD_COMMAND = ("python", "/opt/bitextflow/score_pairs.py")
 POD_MODEL_DIR = "/opt/bitextflow/model"
+# How long the scorer may run when its task sets no execution_timeout (the CLI): as long as the pair DAG's.
+DEFAULT_SCORING_TIMEOUT = timedelta(hours=6)
+# The URLs outlive the task's timeout by this much: clock skew between worker and store, the closing PUT.
+URL_MARGIN = timedelta(minutes=15)
+# S3 (SigV4) refuses presigned URLs that would live longer.
+MAX_URL_LIFETIME = timedelta(days=7)
+
+
+def url_lifetime(timeout: timedelta | None) -> int:
+    """Seconds the presigned URLs of a scoring task that may run ``timeout`` (None: the default) live."""
+    lifetime = (timeout or DEFAULT_SCORING_TIMEOUT) + URL_MARGIN
+    if lifetime > MAX_URL_LIFETIME:
+        raise StageError(
+            f"the bicleaner task's execution_timeout of {timeout} needs presigned S3 URLs that live {lifetime}, longer "
+            f"than S3's {MAX_URL_LIFETIME.days} days; set it to at most {MAX_URL_LIFETIME - URL_MARGIN}"
+        )
+    return int(lifetime.total_seconds())
 
 
 class Score(Stage):
@@ -47,8 +68,6 @@ class Score(Stage):
         return ExternalStep(
             task_id="bicleaner",
             prepare_task_id="score_rules",
-            script=bicleaner.SCORE_SCRIPT,
-            python=bicleaner_python(),
             image=config.score.bicleaner_image,
             image_setting="score.bicleaner_image",
             image_command=POD_COMMAND,
@@ -57,8 +76,7 @@ class Score(Stage):
 
     def run(self, sentence_pairs_key: str) -> str:
         job = self.prepare(sentence_pairs_key)
-        if "arguments" in job:
-            bicleaner.run_scoring(job["arguments"])
+        self.run_external(job, None)
         return self.finish(job)
 
     def _bicleaner_model(self, model_dir: str | None) -> str | None:
@@ -82,8 +100,8 @@ class Score(Stage):
     def prepare(self, sentence_pairs_key: str, model_dir: str | None = None) -> dict[str, Any]:
         """Our hard rules on every pair; with bicleaner, the passing pairs go to the store as its input TSV.
 
-        Returns the job of the shard: ``shard``, ``rules_key`` and, with bicleaner, ``output_key`` and the
-        ``arguments`` of ``score_pairs.py`` (presigned URLs: the bicleaner environment needs no credentials).
+        Returns the job of the shard: ``shard``, ``rules_key`` and, with bicleaner, the scorer's ``input_key``,
+        ``output_key``, ``model``, ``source`` and ``target``: keys, never URLs (:meth:`external_call` signs them).
         ``model_dir`` is the model folder as the scorer sees it (a pod's image), by default the local one.
         """
         ctx = self.ctx
@@ -100,19 +118,32 @@ class Score(Stage):
         if model is None:
             return job
         passing = frame[frame["rule_tags"] == ""]
-        input_key = ctx.store.put_bytes(
+        job["input_key"] = ctx.store.put_bytes(
             ctx.key("score", f"{shard}.bicleaner-in.tsv"),
             bicleaner.pairs_tsv(list(zip(passing["text_a"], passing["text_b"], strict=True))).encode(),
         )
         job["output_key"] = ctx.key("score", f"{shard}.bicleaner-out.tsv")
-        job["arguments"] = bicleaner.score_arguments(
-            model,
-            ctx.config.source,
-            ctx.config.target,
-            ctx.store.presigned_url(input_key),
-            ctx.store.presigned_url(job["output_key"], "put"),
-        )
+        job |= {"model": model, "source": ctx.config.source, "target": ctx.config.target}
         return job
+
+    def external_call(self, job: dict[str, Any], timeout: timedelta | None) -> ExternalCall | None:
+        """``score_pairs.py`` on the job's input and output, signed now (in the task that runs the scorer, which has
+        the S3 connection) to live :func:`url_lifetime` of ``timeout``. The URLs go in the environment only."""
+        if "input_key" not in job:
+            return None
+        expires_s = url_lifetime(timeout)
+        env = {
+            bicleaner.INPUT_URL_VARIABLE: self.ctx.store.presigned_url(job["input_key"], expires_s=expires_s),
+            bicleaner.OUTPUT_URL_VARIABLE: self.ctx.store.presigned_url(job["output_key"], "put", expires_s=expires_s),
+        }
+        arguments = bicleaner.score_arguments(job["model"], job["source"], job["target"], *bicleaner.URLS_FROM_ENVIRONMENT)
+        return ExternalCall(arguments, env)
+
+    def run_external(self, job: dict[str, Any], timeout: timedelta | None) -> None:
+        """The scorer in the local bicleaner environment, stopped when its URLs would expire."""
+        call = self.external_call(job, timeout)
+        if call is not None:
+            bicleaner.run_scoring(call.arguments, call.env, (timeout or DEFAULT_SCORING_TIMEOUT).total_seconds())
 
     def finish(self, job: dict[str, Any]) -> str:
         """Passing pairs go on; the others are kept aside under ``score/<shard>.rejected``, counted by reason.

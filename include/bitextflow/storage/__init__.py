@@ -78,7 +78,8 @@ class ObjectStore:
             aws_secret_access_key=None if settings.anonymous else settings.secret_access_key,
             region_name=settings.region,
             config=Config(
-                signature_version=UNSIGNED if settings.anonymous else None,
+                # Named, although requests are SigV4 anyway: botocore would presign with the deprecated SigV2.
+                signature_version=UNSIGNED if settings.anonymous else "s3v4",
                 connect_timeout=5,
                 read_timeout=60,
                 retries={"max_attempts": 5, "mode": "standard"},
@@ -151,10 +152,11 @@ class ObjectStore:
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
 
-    def presigned_url(self, key: str, method: str = "get", expires_s: int = 6 * 3600) -> str:
+    def presigned_url(self, key: str, method: str = "get", *, expires_s: int) -> str:
         """An HTTP URL that reads (``get``) or writes (``put``) ``key`` with no credentials, for a step in another environment.
 
-        A PUT must send ``Content-Type: application/octet-stream``: the type is part of the signature.
+        A PUT must send ``Content-Type: application/octet-stream``: the type is part of the signature. ``expires_s``
+        has no default: the caller knows how long its step may run (and whoever holds the URL can use it that long).
         """
         params = {"Bucket": self.bucket, "Key": key}
         if method == "put":

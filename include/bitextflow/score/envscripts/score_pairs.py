@@ -8,7 +8,9 @@ places:
     python score_pairs.py --model DIR --source en --target es --input IN --output OUT
 
 IN is a TSV ``text_a<TAB>text_b`` (a path or an http(s) URL, e.g. a presigned S3 GET); OUT (a path or a
-presigned PUT URL) receives one line per input line, in order:
+presigned PUT URL) receives one line per input line, in order (``env:NAME`` for either stands for the
+value of the environment variable NAME: the pipeline passes its presigned URLs that way, as every local
+user may read a process's arguments in /proc/<pid>/cmdline but not its environment):
 ``fixed_a<TAB>fixed_b<TAB>hardrules_tag<TAB>bicleaner_score`` where the tag is ``keep`` or the rules
 that reject the pair, and the score is calibrated with the model's Platt parameters (fitted on a balanced
 sample), so 0.5 means even odds whatever share of negatives the model was trained on. The offline switches are deliberate: fastspell's language identification and
@@ -36,7 +38,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="bitextflow-bicleaner-") as tmp:
         work = Path(tmp)
         pairs = work / "pairs.tsv"
-        pairs.write_bytes(_read(args.input))
+        pairs.write_bytes(_read(_location(args.input)))
         expected = _line_count(pairs)
         fixed, tagged, scored = work / "fixed.tsv", work / "tagged.tsv", work / "scores.txt"
         # Every step keeps one output line per input line (no dedup, no drop of empty or long pairs).
@@ -54,7 +56,7 @@ def main(argv: list[str]) -> int:
         if len(rows) != expected:
             print(f"error: {expected} pairs in, {len(rows)} scored; a tool dropped lines", file=sys.stderr)
             return 1
-        _write(args.output, "".join(rows).encode("utf-8"))
+        _write(_location(args.output), "".join(rows).encode("utf-8"))
     return 0
 
 
@@ -63,8 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", required=True, help="bicleaner-ai model folder (with metadata.yaml)")
     parser.add_argument("--source", required=True, help="language code of the first column")
     parser.add_argument("--target", required=True, help="language code of the second column")
-    parser.add_argument("--input", required=True, help="TSV of pairs: a path or an http(s) URL")
-    parser.add_argument("--output", required=True, help="where the scored TSV goes: a path or an http(s) PUT URL")
+    parser.add_argument("--input", required=True, help="TSV of pairs: a path, an http(s) URL or env:VARIABLE holding one")
+    parser.add_argument(
+        "--output", required=True, help="where the scored TSV goes: a path, an http(s) PUT URL or env:VARIABLE holding one"
+    )
     return parser
 
 
@@ -83,6 +87,16 @@ def _lines(path: Path) -> list[str]:
 
 def _line_count(path: Path) -> int:
     return len(_lines(path))
+
+
+def _location(value: str) -> str:
+    """A path or URL as given, or the value of the variable ``env:NAME`` names."""
+    if not value.startswith("env:"):
+        return value
+    name = value.removeprefix("env:")
+    if not os.environ.get(name):
+        raise SystemExit(f"error: {value} names the environment variable {name}, which is not set")
+    return os.environ[name]
 
 
 def _read(source: str) -> bytes:
