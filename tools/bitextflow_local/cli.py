@@ -1,7 +1,8 @@
 """``bitextflow-local``: the local services, the local site and the demo, from one command.
 
 - ``bitextflow-local services up|down|status``: the local stack (SeaweedFS, the local site, Airflow) of
-  the project home, in the background (:mod:`bitextflow_local.services.stack`);
+  the project home, in the background (:mod:`bitextflow_local.services.stack`); ``up --executor celery
+  [--workers N]`` is its distributed profile (:mod:`bitextflow_local.services.celery_profile`);
 - ``bitextflow-local site build|serve|stats``: the local multilingual site
   (:mod:`bitextflow_local.localsite`, also ``python -m bitextflow_local.localsite``);
 - ``bitextflow-local demo``: run the en-es DAG on the running stack and report the release
@@ -16,10 +17,20 @@ from collections.abc import Sequence
 from bitextflow.settings import project_home
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def cmd_services(args: argparse.Namespace) -> int:
     from bitextflow_local.services import stack
 
-    return stack.main(args.action, project_home())
+    if args.action != "up" and (args.executor or args.workers):
+        raise SystemExit("bitextflow-local: error: --executor and --workers go with `services up` only")
+    if args.workers and args.executor != "celery":
+        raise SystemExit("bitextflow-local: error: --workers needs --executor celery (LocalExecutor runs tasks in the scheduler)")
+    return stack.main(args.action, project_home(), args.executor or "local", args.workers or 2)
 
 
 def cmd_site(args: argparse.Namespace) -> int:
@@ -43,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="subcommand", required=True)
     services = sub.add_parser("services", help="local S3 (SeaweedFS), site and Airflow for the demo, in the background")
     services.add_argument("action", choices=["up", "down", "status"])
+    services.add_argument(
+        "--executor",
+        choices=["local", "celery"],
+        help="local (default): LocalExecutor on SQLite; celery: CeleryExecutor on a private PostgreSQL and Redis "
+        "with Celery workers (docs/scaling.md)",
+    )
+    services.add_argument("--workers", type=_positive, help="Celery workers, each its own process (default 2)")
     services.set_defaults(func=cmd_services)
     site = sub.add_parser(
         "site",

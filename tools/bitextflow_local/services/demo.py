@@ -19,15 +19,18 @@ from bitextflow.config import load_pair_config
 from bitextflow.settings import load_services_env, local_state_dir, project_home
 from bitextflow.storage import ObjectStore
 from bitextflow_local.localsite import Truth
-from bitextflow_local.services.stack import airflow_env
+from bitextflow_local.services.stack import state_dir
 
 PAIR = "en-es"
 TIMEOUT_S = 20 * 60
 
 
 def airflow(*args: str, home: Path) -> str:
+    """The `airflow` CLI with the settings the stack runs Airflow with (its executor, its database)."""
+    lines = (state_dir(home) / "airflow.env").read_text().splitlines()
+    settings = dict(line.split("=", 1) for line in lines if "=" in line)
     command = [str(Path(sys.executable).parent / "airflow"), *args]
-    result = subprocess.run(command, env={**os.environ, **airflow_env(home)}, capture_output=True, text=True, check=False)
+    result = subprocess.run(command, env={**os.environ, **settings}, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise SystemExit(f"bitextflow-local demo: `airflow {' '.join(args)}` failed:\n{result.stderr[-3000:]}")
     return result.stdout

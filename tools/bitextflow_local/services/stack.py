@@ -12,6 +12,8 @@ under ``.local/``:
 
 Airflow runs as its four components (SQLite, LocalExecutor, parallelism 4), each in its own process
 group, with the API server bound to 127.0.0.1 and no log servers, so nothing listens beyond loopback.
+``--executor celery`` is the distributed profile instead: CeleryExecutor on a private PostgreSQL and Redis
+with N Celery workers (:mod:`bitextflow_local.services.celery_profile`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ AIRFLOW_COMPONENTS = {
 # SQLite lets one writer in at a time: Airflow's four components and its CLI wait up to a minute for
 # the lock rather than fail with "database is locked" after sqlite3's default 5 s.
 SQLITE_CONNECT_ARGS = {"timeout": 60}
+LOCAL_EXECUTOR = {
+    "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+    "AIRFLOW__CORE__PARALLELISM": "4",
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "bitextflow_local.services.stack.SQLITE_CONNECT_ARGS",
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "bitextflow_local.services.stack.SQLITE_CONNECT_ARGS",
+}
 
 
 def state_dir(home: Path) -> Path:
@@ -54,20 +62,18 @@ def state_dir(home: Path) -> Path:
     return home / ".local"
 
 
-def airflow_env(home: Path) -> dict[str, str]:
-    """Airflow settings for the local stack; also what the demo's `airflow` CLI calls use."""
+def airflow_env(home: Path, executor: str = "local") -> dict[str, str]:
+    """Airflow settings of the local stack; the Celery profile adds its executor and database (the stack writes
+    what it runs with to ``.local/airflow.env``, which the demo's `airflow` CLI calls read)."""
     return {
+        **(LOCAL_EXECUTOR if executor == "local" else {}),
         "AIRFLOW_HOME": str(state_dir(home) / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(home / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__DAGBAG_IMPORT_ERROR_TRACEBACKS": "False",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(AIRFLOW_PORT),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "bitextflow_local.services.stack.SQLITE_CONNECT_ARGS",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "bitextflow_local.services.stack.SQLITE_CONNECT_ARGS",
         # Tasks report to the API server's execution API; its default URL assumes port 8080.
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{AIRFLOW_PORT}/execution/",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
@@ -104,7 +110,7 @@ def _running_supervisor(home: Path) -> dict | None:
     return state
 
 
-def supervise(home: Path) -> None:
+def supervise(home: Path, executor: str, workers: int) -> None:
     """Run the services until SIGTERM or SIGINT; then stop them all (Airflow, site, S3) and exit."""
     from bitextflow_local.localsite import build_site, serve
     from bitextflow_local.services.seaweed import SeaweedServer
@@ -124,16 +130,22 @@ def supervise(home: Path) -> None:
         "BITEXTFLOW_AIRFLOW_URL": f"http://127.0.0.1:{AIRFLOW_PORT}/",
     }
     write_private(local / "services.env", _env_lines(client_env))
-    af_env = airflow_env(home)
-    write_private(local / "airflow.env", _env_lines(af_env))
     airflow_dir = local / "airflow"
     airflow_dir.mkdir(parents=True, exist_ok=True)
     venv_bin = str(Path(sys.executable).parent)
-    # Airflow components spawn `airflow ...` from PATH
-    env = {**os.environ, **client_env, **af_env, "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}"}
-    subprocess.run([f"{venv_bin}/airflow", "db", "migrate"], env=env, check=True, capture_output=True)
     components: list[subprocess.Popen] = []
+    cluster = None
     try:
+        af_env = airflow_env(home, executor)
+        if executor == "celery":
+            from bitextflow_local.services.celery_profile import CeleryCluster
+
+            cluster = CeleryCluster(local, workers)
+            af_env |= cluster.airflow_env()
+        write_private(local / "airflow.env", _env_lines(af_env))
+        # Airflow components spawn `airflow ...` from PATH
+        env = {**os.environ, **client_env, **af_env, "PATH": f"{venv_bin}:{os.environ.get('PATH', '')}"}
+        subprocess.run([f"{venv_bin}/airflow", "db", "migrate"], env=env, check=True, capture_output=True)
         for name, args in AIRFLOW_COMPONENTS.items():
             with open(airflow_dir / f"{name}.log", "ab") as log:
                 components.append(
@@ -146,6 +158,8 @@ def supervise(home: Path) -> None:
                         start_new_session=True,  # children ignore SIGTERM: stop the group
                     )  # fmt: skip
                 )
+        if cluster is not None:
+            cluster.start_workers(env, f"{venv_bin}/airflow")
         health = f"http://127.0.0.1:{AIRFLOW_PORT}/api/v2/monitor/health"
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _healthy(health):
@@ -158,6 +172,7 @@ def supervise(home: Path) -> None:
             "s3": s3.endpoint_url,
             "site": site_server.base_url,
             "airflow": client_env["BITEXTFLOW_AIRFLOW_URL"],
+            **(cluster.state() if cluster is not None else {"executor": "local"}),
         }
         (local / "stack.json").write_text(json.dumps(state, indent=2))
         print(f"services ready: {json.dumps(state)}", flush=True)
@@ -166,26 +181,48 @@ def supervise(home: Path) -> None:
             if exited:
                 print(f"airflow {exited} exited; stopping the stack", flush=True)
                 break
+            if cluster is not None and cluster.check_workers():
+                state |= cluster.state()
+                (local / "stack.json").write_text(json.dumps(state, indent=2))
     finally:
         (local / "stack.json").unlink(missing_ok=True)
+        if cluster is not None:
+            cluster.stop_workers()
         for process in components:
             stop_process_group(process, grace=30)
+        if cluster is not None:
+            cluster.stop()
         site_server.stop()
         s3.stop()
         print("services stopped", flush=True)
 
 
-def up(home: Path) -> int:
+def up(home: Path, executor: str = "local", workers: int = 2) -> int:
     running = _running_supervisor(home)
     if running:
+        if running.get("executor", "local") != executor:
+            print(
+                f"bitextflow-local: error: services are running with the {running['executor']} executor; "
+                "stop them first with `bitextflow-local services down`",
+                file=sys.stderr,
+            )
+            return 1
         print(f"services already running: {json.dumps(running)}")
         return 0
+    if executor == "celery":
+        from bitextflow_local.services.celery_profile import check_installed
+
+        try:
+            check_installed()
+        except RuntimeError as exc:
+            print(f"bitextflow-local: error: {exc}", file=sys.stderr)
+            return 1
     local = state_dir(home)
     local.mkdir(parents=True, exist_ok=True)
     log_path = local / "stack.log"
     with open(log_path, "ab") as log:
         supervisor = subprocess.Popen(
-            [sys.executable, "-m", "bitextflow_local.services.stack", "supervise", str(home)],
+            [sys.executable, "-m", "bitextflow_local.services.stack", "supervise", str(home), executor, str(workers)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -201,6 +238,8 @@ def up(home: Path) -> int:
             return 1
         time.sleep(1)
     print(f"services ready: S3 {state['s3']}, site {state['site']}, Airflow UI {state['airflow']}")
+    if executor == "celery":
+        print(f"CeleryExecutor: database {state['database']}, broker {state['broker']}, workers {', '.join(state['workers'])}")
     print(
         f"stop them with `make stop` (Airflow's admin password: {local / 'airflow' / 'simple_auth_manager_passwords.json.generated'})"
     )
@@ -232,12 +271,14 @@ def status(home: Path) -> int:
     return 0
 
 
-def main(action: str, home: Path) -> int:
-    return {"up": up, "down": down, "status": status}[action](home)
+def main(action: str, home: Path, executor: str = "local", workers: int = 2) -> int:
+    if action == "up":
+        return up(home, executor, workers)
+    return {"down": down, "status": status}[action](home)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["supervise"]:
-        supervise(Path(sys.argv[2]))
+        supervise(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
     else:
         sys.exit(main(sys.argv[1], Path(sys.argv[2])))
