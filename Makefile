@@ -21,6 +21,9 @@ $(STAMP): requirements.lock pyproject.toml tools/pyproject.toml $(BICLEANER_STAM
 	command -v lt-print >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends lttoolbox-dev; }
 	@# groff renders the man pages of the crawl benchmark's full local site (bitextflow-local site build --full)
 	command -v groff >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends groff-base; }
+	@# Redis and PostgreSQL: the local stack's distributed profile (services up --executor celery); Debian keeps initdb off PATH
+	command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends redis-server; }
+	command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends postgresql; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
