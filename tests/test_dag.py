@@ -28,7 +28,7 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     assert not bag.import_errors
     dag = bag.dags[DAG_ID]
     order = [
-        "crawl", "extract_batches", "extract", "gate_documents", "align_documents", "align_sentences", "score", "classify",
+        "crawl_plan", "crawl", "extract_batches", "extract", "gate_documents", "align_documents", "align_sentences", "score", "classify",
         "gate", "release",
     ]  # fmt: skip
     assert [t.task_id for t in dag.topological_sort()] == order
@@ -37,7 +37,7 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
     mapped = {t.task_id for t in dag.tasks if isinstance(t, MappedOperator)}
-    assert mapped == {"extract", "align_sentences", "score", "classify"}
+    assert mapped == {"crawl", "extract", "align_sentences", "score", "classify"}, "crawl maps over host groups"
 
 
 def test_invalid_pair_config_stops_parsing_with_one_line(tmp_path, monkeypatch):

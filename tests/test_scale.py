@@ -83,3 +83,44 @@ def test_a_run_over_1500_warc_files_maps_into_few_extract_tasks(dag_folder, s3_e
     assert sum(c["in"] for c in counts) == WARC_FILES and sum(c["kept"] for c in counts) == WARC_FILES
     report = store.get_json(ctx.key("gate", "documents.report.json"))
     assert report["success"] is True
+
+
+def _groups_apart(hosts: list[str]) -> int:
+    """The smallest number of host groups that puts each of ``hosts`` in its own group."""
+    from bitextflow.crawl.urls import host_group
+
+    return next(n for n in range(len(hosts), 64) if len({host_group(host, n) for host in hosts}) == len(hosts))
+
+
+@pytest.mark.integration
+def test_the_crawl_maps_over_host_groups_each_with_its_own_frontier_checkpoints_and_warcs(site, store) -> None:
+    """Two hosts (the local site by address and by name) in two groups: two crawl tasks, each fetching its own
+    host only, writing its own WARC files, crawl log and counts; extract reads them all."""
+    from bitextflow.catalog.checkpoints import crawl_log
+    from bitextflow.crawl.urls import host_of
+    from bitextflow.stages.crawl import Crawl
+    from bitextflow.stages.registry import REGISTRY
+
+    port = site.base_url.rsplit(":", 1)[1].strip("/")
+    seeds = [f"http://127.0.0.1:{port}/", f"http://localhost:{port}/"]
+    groups = _groups_apart([host_of(seed) for seed in seeds])
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
+        {
+            "crawl.seeds": seeds,
+            "crawl.host_groups": groups,
+            "crawl.max_pages": 40,
+            "crawl.allow_private_addresses": ["127.0.0.1", "::1"],
+        }
+    )
+    planned = Crawl.first_inputs(config)
+    assert len(planned) == 2 and all(name.startswith("hosts-") for name in planned)
+    ctx = run_context(config, store, "test_crawl_host_groups")
+    keys = REGISTRY.run(ctx, "crawl", planned)
+    assert {key.rsplit("/", 1)[1].rsplit("-", 1)[0] for key in keys} == {f"crawl-{group}" for group in planned}
+    for group in planned:
+        assert store.exists(ctx.key("crawl", f"{group}/checkpoint.json.gz"))
+    fetched = [line for line in crawl_log(store, config.pair, ctx.run_id) if line["outcome"] == "fetched"]
+    assert {host_of(line["url"]) for line in fetched} == {host_of(seed) for seed in seeds}
+    assert len(fetched) == 40, "max_pages is shared among the groups by their seeds"
+    documents = REGISTRY.run(ctx, "extract", keys)
+    assert len(documents) == len(keys)

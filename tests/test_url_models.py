@@ -17,7 +17,7 @@ import pytest
 
 from bitextflow import records
 from bitextflow.align.documents import align_by_url
-from bitextflow.catalog.checkpoints import STATE_NAME
+from bitextflow.catalog.checkpoints import STATE_NAME, crawl_log
 from bitextflow.catalog.models import list_url_versions, publish_url_models, resolve_url_models
 from bitextflow.config import load_pair_config
 from bitextflow.crawl.scoring import PageView, PairContext
@@ -179,7 +179,7 @@ def test_train_task_publishes_a_version_that_the_next_smart_crawl_uses(site, s3_
     first = run_context(config, store, "url_models_first")
     REGISTRY.run(first, "crawl")
     assert _strategy_used(first) == "url-rules", "no version yet: smart falls back to url-rules"
-    log = url_training_data.read_crawl_log(store.get_bytes(first.key("crawl", "crawl-log.jsonl.gz")))
+    log = crawl_log(store, first.config.pair, first.run_id)
     # document pairs as align_documents finds them from these pages' URLs and languages
     pages, _counts = url_training_data.pages_from_crawl_log(log)
     documents = [Document.of_text(url, url, language) for url, language in pages]
@@ -212,7 +212,7 @@ def test_train_task_publishes_a_version_that_the_next_smart_crawl_uses(site, s3_
     second = run_context(config.with_overrides({"crawl.max_pages": 20}), store, "url_models_second")
     REGISTRY.run(second, "crawl")
     assert _strategy_used(second) == "smart"
-    fetched = url_training_data.read_crawl_log(store.get_bytes(second.key("crawl", "crawl-log.jsonl.gz")))
+    fetched = crawl_log(store, second.config.pair, second.run_id)
     assert fetched[0]["url"] == site.base_url and fetched[0]["priority"] == 1.0, "seeds first"
 
 

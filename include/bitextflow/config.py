@@ -130,7 +130,20 @@ class CrawlConfig(_Section):
     terms_other_language_bonus: float = Field(
         10.0, ge=0, description="terms strategy: the constant c added to links that point to the other language."
     )
-    max_pages: int = Field(2000, ge=1, description="Stop after this many fetched URLs (responses written to WARC).")
+    max_pages: int = Field(
+        2000,
+        ge=1,
+        description="Stop after this many fetched URLs (responses written to WARC); shared among the host "
+        "groups in proportion to their seeds.",
+    )
+    host_groups: int = Field(
+        1,
+        ge=1,
+        le=4096,
+        description="Crawl tasks: hosts are grouped by a hash of their registered domain and each "
+        "group is crawled by its own task (its own frontier, checkpoints and WARC files); a link to a host of another "
+        "group is left to that group (counted as other_host_group). 1: one task crawls every host.",
+    )
     max_pages_per_host: int | None = Field(None, ge=1, description="Fetch at most this many URLs from one host.")
     max_depth: int = Field(30, ge=0, description="Links further than this from a seed are not followed.")
     time_limit_seconds: float | None = Field(None, gt=0, description="Stop fetching after this long (resumed runs included).")

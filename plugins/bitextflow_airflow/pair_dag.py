@@ -71,7 +71,7 @@ def _stage_callable(stage: type[Stage], config: PairConfig, registry: StageRegis
     def run_task(inputs: Any = (), **context: Any) -> Any:
         # A mapped task gets one shard (a key) or a batch of them (Stage.max_tasks); it returns as it got.
         written = run_stage(task_context(config, context, registry), stage, as_inputs(inputs))
-        if stage.partitioning == "shard" and isinstance(inputs, str):
+        if stage.partitioning == "shard" and isinstance(inputs, str) and stage.outputs_per_input == "one":
             written = written[0]
         if asset is not None:
             context["outlet_events"][asset].extra = {"run_id": context["run_id"], "written": written}
@@ -106,7 +106,9 @@ def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, r
         )  # fmt: skip
         return operator.output
     decorated = task(function, task_id=stage.name, outlets=outlets, max_active_tis_per_dagrun=stage.resources.concurrency)
-    if upstream is None:
+    if upstream is None and stage.partitioning == "shard":
+        upstream = _first_inputs(stage, config)
+    elif upstream is None:
         return decorated()
     if stage.partitioning != "shard":
         return decorated(upstream)
@@ -125,6 +127,17 @@ def _batched(stage: type[Stage], config: PairConfig, upstream: Any) -> Any:
         return batches(shards, stage.max_tasks(run_config(config, context)) or len(shards))
 
     return group(upstream)
+
+
+def _first_inputs(stage: type[Stage], config: PairConfig) -> Any:
+    """A task that lists the first stage's inputs with the run's overrides (the crawl's host groups of this run's
+    seeds), for the stage to map over."""
+
+    @task(task_id=f"{stage.name}_plan")
+    def plan(**context: Any) -> list[str]:
+        return stage.first_inputs(run_config(config, context))
+
+    return plan()
 
 
 def build_pair_dag(config: PairConfig, config_path: Path, registry: StageRegistry = REGISTRY) -> DAG:

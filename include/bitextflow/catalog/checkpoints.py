@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import CRAWL_LOGS
+from bitextflow.storage.tables import stage_outputs
 
 STATE_NAME = "checkpoint.json.gz"
 LOG_PART = "log/part-{:05d}.jsonl.gz"
@@ -60,3 +62,13 @@ class ObjectStoreCheckpoints:
         """Every log part, in order, as one gzip JSON-lines object."""
         chunks = [gzip.decompress(self.store.get_bytes(self.key(LOG_PART.format(i)))) for i in range(parts)]
         return gzip.compress(b"".join(chunks), mtime=0)
+
+
+def crawl_log(store: ObjectStore, pair: str, run_id: str) -> list[dict[str, Any]]:
+    """The crawl-log lines of a run, every host group's (none when the run ingested WARCs)."""
+    return [
+        json.loads(line)
+        for key in stage_outputs(store, pair, run_id, "crawl", CRAWL_LOGS)
+        for line in gzip.decompress(store.get_bytes(key)).decode("utf-8").splitlines()
+        if line.strip()
+    ]

@@ -33,7 +33,7 @@ from bitextflow.crawl.frontier import Entry, Frontier
 from bitextflow.crawl.scoring import LinkScorer, PairContext
 from bitextflow.crawl.smart_scorer import SmartSettings
 from bitextflow.crawl.strategies import make_scorer
-from bitextflow.crawl.urls import has_skipped_extension, host_of, normalise_url, predicted_language
+from bitextflow.crawl.urls import has_skipped_extension, host_group, host_of, normalise_url, predicted_language
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.models.url_models import load_url_models
 
@@ -116,6 +116,7 @@ class CrawlState:
         checkpoints: CheckpointStore | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         on_entry: Callable[[CrawlLogEntry], None] | None = None,
+        host_group: int | None = None,
     ):
         self.config = config
         self.warc = warc
@@ -123,6 +124,7 @@ class CrawlState:
         self.checkpoints = checkpoints
         self._transport = transport
         self._on_entry = on_entry
+        self.host_group = host_group  # of config.host_groups; None: every host is this crawl's
         self.scorer: LinkScorer = make_scorer(
             config.strategy,
             self.pair,
@@ -191,6 +193,8 @@ class CrawlState:
         reason = ""
         if not seed and not (self._any_host or host in self.scope):
             reason = "off_host"
+        elif self.host_group is not None and host_group(host, self.config.host_groups) != self.host_group:
+            reason = "other_host_group"  # in scope, but another group's task crawls it
         elif depth > self.config.max_depth:
             reason = "too_deep"
         elif not seed and has_skipped_extension(url, self._skip):

@@ -14,6 +14,7 @@ suffix (a country-code TLD whose country has one language), then the subdomain.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -23,6 +24,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import lxml.etree
 import lxml.html
 from courlan import normalize_url
+from tld import get_fld
 
 from bitextflow.text import encoding
 from bitextflow.text.languages import normalise_language
@@ -104,6 +106,21 @@ def _canonical(url: str) -> str | None:
 def host_of(url: str) -> str:
     """``host[:port]`` of a canonical URL: the unit of politeness, page limits and scouting."""
     return urlsplit(url).netloc
+
+
+@functools.lru_cache(maxsize=65_536)
+def site_of(host: str) -> str:
+    """The registered domain of ``host[:port]`` (``docs.debian.org`` -> ``debian.org``, by the public suffix
+    list); the host itself for an address or a name under no known suffix."""
+    hostname = urlsplit(f"http://{host}").hostname or host
+    return get_fld(hostname, fix_protocol=True, fail_silently=True) or hostname
+
+
+def host_group(host: str, groups: int) -> int:
+    """Which of ``groups`` crawl host groups crawls ``host``: a stable hash of its registered domain, so a
+    site's hosts (``www.``, ``docs.``) share one frontier, one politeness schedule and one task."""
+    digest = hashlib.sha1(site_of(host).encode("utf-8"), usedforsecurity=False).digest()
+    return int.from_bytes(digest[:8], "big") % groups
 
 
 def origin_of(url: str) -> str:

@@ -9,8 +9,6 @@ Jaccard), v with a random token removed (removed tokens), and the same-language 
 
 from __future__ import annotations
 
-import gzip
-import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -54,11 +52,6 @@ def pages_from_crawl_log(lines: Iterable[dict[str, Any]]) -> tuple[list[tuple[st
             pages[line["url"]] = line["detected_language"]
             counts.keep()
     return list(pages.items()), counts
-
-
-def read_crawl_log(data: bytes) -> list[dict[str, Any]]:
-    """The lines of a ``crawl-log.jsonl.gz``."""
-    return [json.loads(line) for line in gzip.decompress(data).decode("utf-8").splitlines() if line.strip()]
 
 
 @dataclass(frozen=True)

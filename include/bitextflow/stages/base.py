@@ -132,6 +132,8 @@ class Stage:
     #: The folder of the run those outputs are in, when not the stage's own (a gate passes its inputs on).
     output_folder: ClassVar[str | None] = None
     partitioning: ClassVar[Partitioning] = "shard"
+    #: A ``shard`` stage's outputs per input: one key, or a list of keys (a crawl host group: its WARC files).
+    outputs_per_input: ClassVar[Literal["one", "many"]] = "one"
     resources: ClassVar[Resources] = Resources()
     #: The quality gate this stage runs (its Data Docs get a link on the task), if any.
     gate: ClassVar[str | None] = None
@@ -161,6 +163,12 @@ class Stage:
     def runs_on_gpu(cls, config: PairConfig) -> bool:
         """Whether this pair runs the stage as one GPU step (see :class:`Resources`)."""
         return cls.resources.gpu
+
+    @classmethod
+    def first_inputs(cls, config: PairConfig) -> list[str]:
+        """For the first stage (no ``after``): its inputs, from the pair config alone (a ``shard`` first stage
+        gets one task per item, e.g. the crawl's host groups)."""
+        return []
 
     @classmethod
     def max_tasks(cls, config: PairConfig) -> int | None:

@@ -1,5 +1,10 @@
 """Stage ``crawl``: the focused bilingual crawl from the seeds (or existing WARC files) into WARC shards.
 
+Site partitions: with ``crawl.host_groups`` above 1, hosts are grouped by a hash of their registered
+domain and the stage maps over the groups that hold a seed, one task each, each with its own frontier,
+checkpoints (``crawl/<group>/``), crawl log and WARC files (``crawl-<group>-NNNNN.warc.gz``). With one
+group the layout is the single crawl's (``crawl/checkpoint.json.gz``, ``crawl-NNNNN.warc.gz``).
+
 Resumable: the crawl checkpoints under its folder and a rerun of the task with the same run id
 continues from the last checkpoint (or, if the crawl had finished, returns its shards).
 """
@@ -9,16 +14,17 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from bitextflow.catalog.checkpoints import ObjectStoreCheckpoints
 from bitextflow.catalog.models import resolve_url_models
 from bitextflow.catalog.warcs import resolve_warcs
+from bitextflow.config import CrawlConfig, PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.crawl_state import CrawlLogEntry
 from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.scoring import PairContext
+from bitextflow.crawl.urls import host_group, host_of, normalise_url
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import StageError
 from bitextflow.models.url_models import TRAIN_COMMAND
@@ -27,22 +33,43 @@ from bitextflow.storage.layout import CRAWL_LOG, WARC_SHARDS
 
 log = logging.getLogger(__name__)
 
-_CRAWLED_SHARD = re.compile(r"crawl-\d{5}\.warc\.gz$")
+INGEST = "warcs"
+ALL_HOSTS = "hosts"
+
+
+def _group_index(group: str) -> int | None:
+    """``hosts-007`` -> 7; ``hosts`` (one group) -> None."""
+    return None if group == ALL_HOSTS else int(group.rsplit("-", 1)[1])
 
 
 class Crawl(Stage):
     name = "crawl"
     outputs = WARC_SHARDS
-    partitioning = "run"
+    partitioning = "shard"
+    outputs_per_input = "many"
     help = "crawl from the seeds (or ingest crawl.warcs) into WARC shards"
 
-    def run(self, inputs: Sequence[str] = ()) -> list[str]:
-        """Returns the WARC shard keys (the shards of the extract stage)."""
+    @classmethod
+    def first_inputs(cls, config: PairConfig) -> list[str]:
+        """The host groups that hold a seed (``hosts`` when there is one group), or ``warcs`` to ingest."""
+        crawl = config.crawl
+        if crawl.warcs:
+            return [INGEST]
+        if crawl.host_groups == 1:
+            return [ALL_HOSTS]
+        groups = {host_group(host_of(url), crawl.host_groups) for url in _seed_urls(crawl)}
+        return [f"{ALL_HOSTS}-{group:03d}" for group in sorted(groups)]
+
+    def run(self, group: str) -> list[str]:
+        """Returns the WARC shard keys of ``group`` (the shards of the extract stage)."""
         ctx = self.ctx
         ctx.store.ensure_bucket()
-        config = ctx.config.crawl
-        if config.warcs:
+        if group == INGEST:
             return self._ingest()
+        index = _group_index(group)
+        config = _group_config(ctx.config.crawl, index)
+        folder = "" if index is None else f"{group}/"
+        shard_prefix = "crawl" if index is None else f"crawl-{group}"
 
         def upload(path: Path, name: str) -> str:
             return ctx.store.put_file(ctx.key("crawl", name), path, "application/warc")
@@ -57,8 +84,8 @@ class Crawl(Stage):
             "robots": "obey",
             "isPartOf": f"{ctx.config.pair}/{ctx.run_id}",
         }
-        warc = RotatingWarcWriter(upload, config.warc_max_bytes, download=download, info=info)
-        checkpoints = ObjectStoreCheckpoints(ctx.store, lambda name: ctx.key("crawl", name))
+        warc = RotatingWarcWriter(upload, config.warc_max_bytes, shard_prefix, download=download, info=info)
+        checkpoints = ObjectStoreCheckpoints(ctx.store, lambda name: ctx.key("crawl", folder + name))
         pair = PairContext(ctx.config.source, ctx.config.target, ctx.config.domain.terms)
         started = time.monotonic()
 
@@ -77,17 +104,19 @@ class Crawl(Stage):
             if resolved is None:
                 log.warning("crawl: no URL model version at %s yet; train one with `%s`", config.url_models, TRAIN_COMMAND)
             config = config.model_copy(update={"url_models": str(resolved[0]) if resolved else None})
-        crawler = Crawler(config, warc, pair, checkpoints=checkpoints, on_entry=progress)
+        crawler = Crawler(config, warc, pair, checkpoints=checkpoints, on_entry=progress, host_group=index)
         if crawler.strategy_used != config.strategy:
             log.warning("crawl: strategy %s is not available; ranking with %s", config.strategy, crawler.strategy_used)
         crawler.crawl()
         keys = crawler.keys
         # Shards of a killed attempt that the resumed crawl did not write again are not part of the crawl.
-        for key in ctx.store.list_keys(ctx.key("crawl", "")):
-            if _CRAWLED_SHARD.search(key) and key not in keys:
+        own_shard = re.compile(re.escape(shard_prefix) + r"-\d{5}\.warc\.gz$")
+        for key in ctx.store.list_keys(ctx.key("crawl", shard_prefix)):
+            if own_shard.search(key) and key not in keys:
                 ctx.store.delete_prefix(key)
-        ctx.store.put_bytes(ctx.key("crawl", CRAWL_LOG), checkpoints.merged_log(crawler.log_parts), "application/gzip")
-        ctx.write_counts("crawl", "crawl", crawler.counts)
+        log_name = CRAWL_LOG if index is None else CRAWL_LOG.replace(".jsonl", f".{group}.jsonl")
+        ctx.store.put_bytes(ctx.key("crawl", log_name), checkpoints.merged_log(crawler.log_parts), "application/gzip")
+        ctx.write_counts("crawl", "crawl" if index is None else group, crawler.counts)
         if not keys:
             seeds = ", ".join(str(s) for s in config.seeds)
             raise StageError(
@@ -111,3 +140,20 @@ class Crawl(Stage):
         counts.keep(len(keys))
         ctx.write_counts("crawl", "crawl", counts)
         return keys
+
+
+def _seed_urls(config: CrawlConfig) -> list[str]:
+    return [url for url in (normalise_url(str(seed)) for seed in config.seeds) if url]
+
+
+def _group_config(config: CrawlConfig, index: int | None) -> CrawlConfig:
+    """The crawl settings of one host group: its seeds, and its share of ``max_pages`` by its seeds."""
+    if index is None:
+        return config
+    seeds = [
+        seed
+        for seed in config.seeds
+        if (url := normalise_url(str(seed))) and host_group(host_of(url), config.host_groups) == index
+    ]
+    share = max(1, config.max_pages * len(seeds) // max(1, len(_seed_urls(config))))
+    return config.model_copy(update={"seeds": seeds, "max_pages": share})

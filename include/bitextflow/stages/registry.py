@@ -65,8 +65,11 @@ class StageRegistry:
         return tuple(stage for stage in self.stages if stage.partitioning == "model" and stage.enabled(config))
 
     def run(self, ctx: RunContext, name: str, inputs: Sequence[str] | str = ()) -> Any:
-        """Run the stage ``name`` on ``inputs`` (keys, or one key) in this process (see :func:`run_stage`)."""
-        return run_stage(ctx, self.get(name), as_inputs(inputs))
+        """Run the stage ``name`` on ``inputs`` (keys, or one key; the first stage's own by default) in this
+        process (see :func:`run_stage`)."""
+        stage = self.get(name)
+        keys = as_inputs(inputs) or (stage.first_inputs(ctx.config) if stage.after is None else [])
+        return run_stage(ctx, stage, keys)
 
     def with_stage(self, stage: type[Stage]) -> StageRegistry:
         """This registry plus ``stage`` at the end (its ``after`` must name a registered stage)."""
@@ -105,7 +108,7 @@ def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry =
     """A stage's inputs when it runs alone (a CLI command, a GPU step): the output shards of the stage it
     reads, found in the store; none for the first stage and model steps."""
     if stage.after is None:
-        return []
+        return stage.first_inputs(ctx.config)
     upstream = registry.get(stage.after)
     keys = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
     if not keys:
@@ -134,7 +137,7 @@ def run_stage(
         for key in progress(inputs, stage.name) if progress else inputs:
             with naming_the_input(stage.name, key):
                 outputs.append(task.run(key))
-        return outputs
+        return as_inputs(outputs)  # a shard may give several keys (a crawl's host group: its WARC files)
     with naming_the_input(stage.name, inputs):
         return task.run(inputs)
 
@@ -176,5 +179,6 @@ def run_pipeline(
     for stage in registry.run_stages(ctx.config):
         if stage.name == until:
             break
-        outputs[stage.name] = run_stage(ctx, stage, as_inputs(outputs[stage.after] if stage.after else None), progress)
+        inputs = as_inputs(outputs[stage.after]) if stage.after else stage.first_inputs(ctx.config)
+        outputs[stage.name] = run_stage(ctx, stage, inputs, progress)
     return outputs

@@ -6,8 +6,6 @@ files that fail it are kept under the run's ``gate/rejected_release/`` for inspe
 
 from __future__ import annotations
 
-import gzip
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from bitextflow import records
+from bitextflow.catalog.checkpoints import crawl_log
 from bitextflow.catalog.registry import registry_for
 from bitextflow.catalog.releases import ReleaseInfo, publish_release
 from bitextflow.catalog.status import collect_counts
@@ -25,7 +24,7 @@ from bitextflow.quality import release_checks
 from bitextflow.release.build import ReleaseExtras, monolingual_corpus
 from bitextflow.stages.base import RunContext, Stage
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import CRAWL_LOG, RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS
+from bitextflow.storage.layout import RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS
 from bitextflow.storage.tables import read_table, read_tables
 
 log = logging.getLogger(__name__)
@@ -74,13 +73,8 @@ def release_extras(ctx: RunContext) -> ReleaseExtras:
     monolingual, counts = monolingual_corpus(
         read_tables(ctx.store, ctx.outputs("extract", SENTENCE_SHARDS), records.SENTENCES), [ctx.config.source, ctx.config.target]
     )
-    log_key = ctx.key("crawl", CRAWL_LOG)
-    crawl_log = (
-        [json.loads(line) for line in gzip.decompress(ctx.store.get_bytes(log_key)).splitlines() if line.strip()]
-        if ctx.store.exists(log_key)
-        else []
-    )
-    return ReleaseExtras(document_pairs, monolingual, counts, crawl_log, ctx.config)
+    lines = crawl_log(ctx.store, ctx.config.pair, ctx.run_id)
+    return ReleaseExtras(document_pairs, monolingual, counts, lines, ctx.config)
 
 
 def release_inputs(ctx: RunContext, gated_key: str) -> tuple[pd.DataFrame, list[StageCounts], str, dict[str, Any], ReleaseExtras]:

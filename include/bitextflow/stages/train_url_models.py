@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bitextflow import records
+from bitextflow.catalog.checkpoints import crawl_log
 from bitextflow.catalog.models import publish_url_models
 from bitextflow.config import PairConfig
 from bitextflow.models import url_training, url_training_data
 from bitextflow.stages.base import Stage
-from bitextflow.storage.layout import CRAWL_LOG
 from bitextflow.storage.tables import read_tables
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class TrainUrlModels(Stage):
     def run(self, document_pairs_keys: Sequence[str]) -> str:
         """Returns the published version's URI."""
         ctx = self.ctx
-        lines = url_training_data.read_crawl_log(ctx.store.get_bytes(ctx.key("crawl", CRAWL_LOG)))
+        lines = crawl_log(ctx.store, ctx.config.pair, ctx.run_id)
         pages, counts = url_training_data.pages_from_crawl_log(lines)
         pairs = read_tables(ctx.store, list(document_pairs_keys), records.DOCUMENT_PAIRS)
         settings = url_training.settings_from_config(ctx.config.crawl)

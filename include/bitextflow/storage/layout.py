@@ -13,8 +13,10 @@ from pathlib import Path
 
 from bitextflow.errors import StorageError
 
-#: The crawl's log (URL, outcome, CLD2 language per fetch), in the crawl stage's folder.
+#: The crawl's log (URL, outcome, CLD2 language per fetch), in the crawl stage's folder; one per host group
+#: (``crawl-log.<group>.jsonl.gz``) when the crawl has several.
 CRAWL_LOG = "crawl-log.jsonl.gz"
+CRAWL_LOGS = re.compile(r"^crawl-log(\.hosts-\d+)?\.jsonl\.gz$")
 #: Sentence pairs an incremental run carries over from the previous release (align_documents folder).
 CARRIED_SENTENCE_PAIRS = "carried-sentence-pairs.parquet"
 
