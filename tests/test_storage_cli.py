@@ -118,3 +118,24 @@ def test_a_downloaded_key_never_lands_outside_its_folder(tmp_path) -> None:
     for hostile in ("../outside.json", "v1/../../outside.json", "/etc/passwd"):
         with pytest.raises(StorageError, match="outside"):
             local_path(tmp_path, hostile)
+
+
+@pytest.mark.integration
+def test_read_rows_takes_the_rows_and_columns_asked_for_by_ranged_reads(store):
+    """align_sentences reads the sentences of its own documents, not whole extract shards into memory."""
+    from bitextflow import records
+    from bitextflow.records import Sentence
+    from bitextflow.storage.tables import read_rows, write_table
+
+    rows = [Sentence(f"d{d}", f"http://h/{d}", "en", p, "p", 0, f"text {d}.{p}", False) for d in range(50) for p in range(20)]
+    keys = [write_table(store, f"tests/rows/{part}.sentences.parquet", records.frame_of(rows[part::2], records.SENTENCES),
+                        records.SENTENCES) for part in range(2)]  # fmt: skip
+    opened = []
+    original = store.open_read
+    store.open_read = lambda key, *args: opened.append(key) or original(key, *args)  # a spy on the real reader
+    frame = read_rows(store, keys, records.SENTENCES, ["doc_id", "paragraph_index", "text"], "doc_id", {"d3", "d7"})
+    assert list(frame.columns) == ["doc_id", "paragraph_index", "text"]
+    assert sorted(set(frame["doc_id"])) == ["d3", "d7"] and len(frame) == 40
+    assert opened == keys, "each shard is read through a seekable ranged stream"
+    empty = read_rows(store, [], records.SENTENCES, ["doc_id", "text"], "doc_id", {"d3"})
+    assert list(empty.columns) == ["doc_id", "text"] and empty.empty

@@ -15,7 +15,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.records import SentencePair
 from bitextflow.stages.base import Resources, Stage, shard_name
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
-from bitextflow.storage.tables import read_table, read_tables, write_table
+from bitextflow.storage.tables import read_rows, read_table, write_table
 from bitextflow.text.comparison import pair_hash
 
 
@@ -46,7 +46,10 @@ class AlignSentences(Stage):
         ctx = self.ctx
         shard = shard_name(document_pairs_key).replace("docpairs", "sentpairs")
         doc_pairs = read_table(ctx.store, document_pairs_key)
-        sentences = self._document_sentences(set(doc_pairs["sentences_key_a"]) | set(doc_pairs["sentences_key_b"]))
+        sentences = self._document_sentences(
+            set(doc_pairs["sentences_key_a"]) | set(doc_pairs["sentences_key_b"]),
+            set(doc_pairs["doc_id_a"]) | set(doc_pairs["doc_id_b"]),
+        )
         counts = StageCounts("align_sentences")
         aligned_pairs: list[SentencePair] = []
         for pair in doc_pairs.itertuples():
@@ -75,7 +78,9 @@ class AlignSentences(Stage):
         ctx.write_counts("align_sentences", shard, counts)
         return key
 
-    def _document_sentences(self, keys: set[str]) -> dict[str, list[str]]:
-        frame = read_tables(self.ctx.store, sorted(keys), records.SENTENCES)
+    def _document_sentences(self, keys: set[str], doc_ids: set[str]) -> dict[str, list[str]]:
+        """The sentences of ``doc_ids`` in order, read from the extract shards ``keys`` (those rows and columns only)."""
+        columns = ["doc_id", "paragraph_index", "sentence_index", "text"]
+        frame = read_rows(self.ctx.store, sorted(keys), records.SENTENCES, columns, "doc_id", doc_ids)
         frame = frame.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
         return {doc_id: list(group["text"]) for doc_id, group in frame.groupby("doc_id", sort=False)}

@@ -7,6 +7,7 @@ import re
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bitextflow.records import OPTIONAL
@@ -31,6 +32,23 @@ def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Sc
 
 def read_table(store: ObjectStore, key: str) -> pd.DataFrame:
     return pq.read_table(io.BytesIO(store.get_bytes(key))).to_pandas()
+
+
+def read_rows(
+    store: ObjectStore, keys: list[str], schema: pa.Schema, columns: list[str], column: str, values: set[str]
+) -> pd.DataFrame:
+    """The rows of ``keys`` whose ``column`` is in ``values``, ``columns`` only: each file is read by ranged GETs
+    (its footer, then the chunks of those columns), so a task that needs a few documents of a large shard
+    neither downloads nor holds the rest."""
+    selected = pa.array(sorted(values), pa.string())
+    tables = []
+    for key in keys:
+        with store.open_read(key) as stream:
+            table = pq.read_table(stream, columns=columns)
+        tables.append(table.filter(pc.is_in(table[column], value_set=selected)))
+    if not tables:
+        return schema.empty_table().select(columns).to_pandas()
+    return pa.concat_tables(tables).to_pandas()
 
 
 def read_tables(store: ObjectStore, keys: list[str], schema: pa.Schema) -> pd.DataFrame:
