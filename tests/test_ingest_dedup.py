@@ -303,7 +303,13 @@ def test_a_shard_of_duplicates_and_a_shard_of_nothing_go_through_every_stage(sto
     store.put_bytes("ingest-edges/b-copies.warc.gz", make_warc(copies), "application/warc")
     store.put_bytes("ingest-edges/c-empty.warc.gz", make_warc([]), "application/warc")
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
-        {"crawl.seeds": [], "crawl.warcs": ["ingest-edges/"], "gate.min_sentence_pairs": 1, "gate.min_document_pairs": 1}
+        {
+            "crawl.seeds": [],
+            "crawl.warcs": ["ingest-edges/"],
+            "gate.min_sentence_pairs": 1,
+            "gate.min_document_pairs": 1,
+            "gate.max_volume_drop": None,
+        }
     )
     ctx = run_context(config, store, "test_ingest_edges")
     outputs = run_pipeline(ctx)
