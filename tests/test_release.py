@@ -387,3 +387,19 @@ def test_the_ilsp_fc_export_carries_control_characters_from_the_web_as_replaceme
     ns = {"c": "http://www.xces.org/schema/2003"}
     assert root.findtext(".//c:imprint/c:eAddress", namespaces=ns) == "http://s/a\ufffd.html"
     assert root.find(".//c:annotation[@type='warc']", ns).get("record") == "<urn:uuid:1\ufffd>"
+
+
+def test_the_report_shows_pairs_per_score_band_and_says_when_a_score_was_not_computed(tmp_path: Path) -> None:
+    """An empty bicleaner_score histogram was drawn when nothing was scored, and no pair was ever shown."""
+    df = pairs(12).assign(bicleaner_score=None)
+    df["alignment_score"] = [i / 12 for i in range(12)]
+    extras = ReleaseExtras(crawl_log=[{"url": df["url_a"][0], "outcome": "fetched"}])
+    build_release(tmp_path, PAIR, 1, df, counts(), "run-bands", GATE_REPORT, extras)
+    report = (tmp_path / "report.html").read_text(encoding="utf-8")
+    tree = etree.fromstring(report.encode(), etree.HTMLParser())
+    assert "Score: bicleaner_score" not in {img.get("alt") for img in tree.iter("img")}
+    assert "Not computed for this release: no pair has a bicleaner_score" in report
+    (table,) = [t for t in tree.iter("table") if t.findtext("tr/th[2]") == "alignment_score"]
+    rows = [[cell.text for cell in row.findall("td")] for row in table.findall("tr")[1:]]
+    assert [row[0] for row in rows] == ["lowest"] * 3 + ["median"] * 3 + ["highest"] * 3
+    assert rows[0][1:] == ["0.000", df.text_a[0], df.text_b[0]] and rows[-3][1:] == ["0.917", df.text_a[11], df.text_b[11]]

@@ -3,8 +3,10 @@
 Plots are drawn with matplotlib's Agg backend (no display needed) and embedded as base64 PNG, so the
 report can be opened from S3, a laptop or a DVC checkout alike. It shows:
 
-- token-length histograms of both sides and a histogram of every numeric score column of the pairs
-  (alignment, domain relevance and whatever scores the stages add, such as a Bicleaner score);
+- token-length histograms of both sides and, for every numeric score column of the pairs (alignment,
+  domain relevance and whatever scores the stages add, such as a Bicleaner score), a histogram and
+  sample pairs at the lowest, median and highest score, so a reader sees what each band looks like; a
+  score no pair has (a step that did not run) is said in words instead of an empty plot;
 - yield per site: sentence pairs per host, next to the pages fetched from it;
 - language distribution of fetched pages (crawl log) and domain distributions: the matched domain
   terms, every label column with few values and the mean of every probability-distribution column;
@@ -77,7 +79,23 @@ def _length_histograms(stats: Mapping[str, Any], pair: str) -> str:
 
 
 def _score_columns(df: pd.DataFrame) -> list[str]:
-    return [c for c in df.columns if c not in _NOT_DISTRIBUTIONS and pd.api.types.is_float_dtype(df[c])]
+    """Numeric score columns, and ``*score`` columns no pair has a value in (of no numeric type then)."""
+    return [
+        c for c in df.columns
+        if c not in _NOT_DISTRIBUTIONS and (pd.api.types.is_float_dtype(df[c]) or (c.endswith("score") and df[c].isna().all()))
+    ]  # fmt: skip
+
+
+_SAMPLES_PER_BAND = 3
+
+
+def _score_samples(df: pd.DataFrame, column: str) -> list[tuple[str, str, str, str]]:
+    """(band, score, text_a, text_b) of a few pairs at the lowest, the median and the highest ``column``."""
+    scored = df.dropna(subset=[column]).sort_values(column, kind="stable")
+    middle = max(0, len(scored) // 2 - _SAMPLES_PER_BAND // 2)
+    bands = (("lowest", scored.head(_SAMPLES_PER_BAND)), ("median", scored.iloc[middle : middle + _SAMPLES_PER_BAND]),
+             ("highest", scored.tail(_SAMPLES_PER_BAND).iloc[::-1]))  # fmt: skip
+    return [(band, f"{row[column]:.3f}", row["text_a"], row["text_b"]) for band, rows in bands for _, row in rows.iterrows()]
 
 
 def _score_histogram(df: pd.DataFrame, column: str) -> str:
@@ -215,7 +233,14 @@ def render_report(
     sections.append("<h2>Summary</h2>" + _table(summary, ("figure", "value")))
     figure("Sentence length", _length_histograms(stats, pair))
     for column in _score_columns(df):
-        figure(f"Score: {column}", _score_histogram(df, column))
+        if df[column].notna().any():
+            figure(f"Score: {column}", _score_histogram(df, column))
+            sections.append(_table(_score_samples(df, column), ("band", column, "text_a", "text_b")))
+        else:
+            sections.append(
+                f"<h2>Score: {html.escape(column)}</h2><p>Not computed for this release: no pair has a "
+                f"{html.escape(column)} (the step that gives it did not run for this pair).</p>"
+            )
 
     fetched_per_host = Counter(host(e["url"]) for e in crawl_log if e.get("outcome") == "fetched")
     hosts = stats["side_a"]["top_hosts"]
