@@ -14,6 +14,8 @@ from bitextflow.records import OPTIONAL
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import stage_key
 
+_ROWS_PER_READ = 8192
+
 
 def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Schema) -> str:
     """Write ``frame`` with an explicit schema, so that an empty shard still has typed columns.
@@ -37,18 +39,20 @@ def read_table(store: ObjectStore, key: str) -> pd.DataFrame:
 def read_rows(
     store: ObjectStore, keys: list[str], schema: pa.Schema, columns: list[str], column: str, values: set[str]
 ) -> pd.DataFrame:
-    """The rows of ``keys`` whose ``column`` is in ``values``, ``columns`` only: each file is read by ranged GETs
-    (its footer, then the chunks of those columns), so a task that needs a few documents of a large shard
-    neither downloads nor holds the rest."""
+    """The rows of ``keys`` whose ``column`` is in ``values``, ``columns`` only. Each file is read by ranged GETs
+    (its footer, then the chunks of those columns), a batch of rows at a time, so a task that needs a few
+    documents of a large shard neither downloads nor holds the rest: its memory follows what it asked for."""
     selected = pa.array(sorted(values), pa.string())
-    tables = []
+    parts = []
     for key in keys:
         with store.open_read(key) as stream:
-            table = pq.read_table(stream, columns=columns)
-        tables.append(table.filter(pc.is_in(table[column], value_set=selected)))
-    if not tables:
+            for batch in pq.ParquetFile(stream).iter_batches(batch_size=_ROWS_PER_READ, columns=columns):
+                matching = batch.filter(pc.is_in(batch.column(column), value_set=selected))
+                if matching.num_rows:
+                    parts.append(matching)
+    if not parts:
         return schema.empty_table().select(columns).to_pandas()
-    return pa.concat_tables(tables).to_pandas()
+    return pa.Table.from_batches(parts).to_pandas()
 
 
 def read_tables(store: ObjectStore, keys: list[str], schema: pa.Schema) -> pd.DataFrame:
