@@ -7,6 +7,7 @@ any test imports it, with its own SQLite database in a temporary AIRFLOW_HOME.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,18 @@ def pair_config():
     from bitextflow.config import load_pair_config
 
     return load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+
+
+def free_port() -> int:
+    """A port nothing listens on now, on 127.0.0.1 (for a service a test starts)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def env_file(path: Path) -> dict[str, str]:
+    """``NAME=value`` lines of a generated settings file (the local stack's ``.env`` files)."""
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
 def eval_dir(name: str) -> Path:

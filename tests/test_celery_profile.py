@@ -6,7 +6,6 @@ duplicates nothing. The stack tests share one stack (in a home of their own) and
 import json
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import redis
 
 from bitextflow.catalog.releases import list_releases
 from bitextflow.storage import ObjectStore
+from conftest import env_file, free_port
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,16 +38,6 @@ OVERRIDES = {"crawl.max_pages": 60, "gate.min_sentence_pairs": 20, "crawl.per_ho
 NAME_THE_RUN = {"datasheet.md", "gate.json", "report.html"}
 # the task the SIGKILL test kills the worker of, once it runs: half-way through the DAG (tests/test_dag.py)
 KILLED_TASK = "align_documents"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def env_file(path: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
 @dataclass

@@ -3,7 +3,6 @@ pair, stopped cleanly. The tests share one stack (it takes a minute to start) an
 
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -15,20 +14,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conftest import env_file, free_port
+
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 BACKFILL_TIMEOUT_S = 15 * 60
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def env_file(path: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
 @dataclass
