@@ -240,6 +240,8 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
     keywords = _clean(tree.xpath("string(//meta[@name='keywords']/@content)"))
     body_element = tree.find(".//body")
     shown = body_element if body_element is not None else tree
+    if tree.getparent() is None and tree.tag in ("script", "style", "noscript"):
+        shown = None  # the whole page was one of them (a fragment parses to that element): nothing shows
     # from the document's root: a fragment parses to an element whose parent (body) holds the link's context
     document = tree.getroottree().getroot()
     texts = _TextMap(document, lambda e: e.tag == "a" or e is shown or any(child.tag == "a" for child in e))
@@ -255,7 +257,7 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
         context = texts.around(anchor, _CONTEXT_CHARS) if anchor.getparent() is not None else anchor_text
         links[target] = Link(target, anchor_text, context, (anchor.get("hreflang") or "").strip())
     language = (tree.get("lang") or tree.get("{http://www.w3.org/XML/1998/namespace}lang") or "").strip()
-    return ParsedPage(title, description, keywords, texts.of(shown), list(links.values()), language)
+    return ParsedPage(title, description, keywords, texts.of(shown) if shown is not None else "", list(links.values()), language)
 
 
 def extract_links(html: bytes, base_url: str) -> list[str]:
