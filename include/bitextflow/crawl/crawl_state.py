@@ -8,9 +8,9 @@ limit, dropped hosts). :class:`bitextflow.crawl.crawler.Crawler` runs the event 
 A checkpoint (when a :class:`CheckpointStore` is given) writes the open WARC shard (as far as it goes),
 the log lines and the URLs first seen since the last checkpoint (each a numbered part, so a checkpoint
 costs what happened since the last one, not the whole seen-set again) and, last, the state (frontier,
-host states, counts, scorer state, the number of parts). The state object is the commit point: a crawl killed at any moment resumes from the
-last one, re-fetching exactly the pages whose records were not yet committed, so no page is lost and
-none is in the WARC twice.
+host states, counts, scorer state, the number of parts). The state object is the commit point: a crawl
+killed at any moment resumes from the last one, re-fetching exactly the pages whose records were not yet
+committed, so no page is lost and none is in the WARC twice.
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ from bitextflow.models.url_models import load_url_models
 log = logging.getLogger(__name__)
 
 CHECKPOINT_VERSION = 2
+
+
+def canonical_seeds(config: CrawlConfig) -> list[str]:
+    """The seeds as canonical URLs, in order; a seed that is not a crawlable URL is left out (counted by the crawl)."""
+    return [url for url in (normalise_url(str(seed)) for seed in config.seeds) if url]
 
 
 @dataclass
@@ -139,7 +144,7 @@ class CrawlState:
         self._seen_since_checkpoint: list[str] = []
         self._seen_parts = 0
         self.hosts: dict[str, HostState] = {}
-        self.seed_urls = {url for url in (normalise_url(str(seed)) for seed in config.seeds) if url}
+        self.seed_urls = set(canonical_seeds(config))
         self.scope: set[str] = {host_of(url) for url in self.seed_urls}
         self.fetched = 0
         self.resumed = False

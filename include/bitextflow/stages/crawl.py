@@ -21,10 +21,10 @@ from bitextflow.catalog.models import resolve_url_models
 from bitextflow.catalog.warcs import resolve_warcs
 from bitextflow.config import CrawlConfig, PairConfig
 from bitextflow.counts import StageCounts
-from bitextflow.crawl.crawl_state import CrawlLogEntry
+from bitextflow.crawl.crawl_state import CrawlLogEntry, canonical_seeds
 from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.scoring import PairContext
-from bitextflow.crawl.urls import host_group, host_of, normalise_url
+from bitextflow.crawl.urls import host_group, host_of
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import StageError
 from bitextflow.models.url_models import TRAIN_COMMAND
@@ -57,7 +57,7 @@ class Crawl(Stage):
             return [INGEST]
         if crawl.host_groups == 1:
             return [ALL_HOSTS]
-        groups = {host_group(host_of(url), crawl.host_groups) for url in _seed_urls(crawl)}
+        groups = {host_group(host_of(url), crawl.host_groups) for url in canonical_seeds(crawl)}
         return [f"{ALL_HOSTS}-{group:03d}" for group in sorted(groups)]
 
     def run(self, group: str) -> list[str]:
@@ -142,18 +142,11 @@ class Crawl(Stage):
         return keys
 
 
-def _seed_urls(config: CrawlConfig) -> list[str]:
-    return [url for url in (normalise_url(str(seed)) for seed in config.seeds) if url]
-
-
 def _group_config(config: CrawlConfig, index: int | None) -> CrawlConfig:
     """The crawl settings of one host group: its seeds, and its share of ``max_pages`` by its seeds."""
     if index is None:
         return config
-    seeds = [
-        seed
-        for seed in config.seeds
-        if (url := normalise_url(str(seed))) and host_group(host_of(url), config.host_groups) == index
-    ]
-    share = max(1, config.max_pages * len(seeds) // max(1, len(_seed_urls(config))))
+    every = canonical_seeds(config)
+    seeds = [url for url in every if host_group(host_of(url), config.host_groups) == index]
+    share = max(1, config.max_pages * len(seeds) // max(1, len(every)))
     return config.model_copy(update={"seeds": seeds, "max_pages": share})

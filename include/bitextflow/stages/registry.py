@@ -65,11 +65,8 @@ class StageRegistry:
         return tuple(stage for stage in self.stages if stage.partitioning == "model" and stage.enabled(config))
 
     def run(self, ctx: RunContext, name: str, inputs: Sequence[str] | str = ()) -> Any:
-        """Run the stage ``name`` on ``inputs`` (keys, or one key; the first stage's own by default) in this
-        process (see :func:`run_stage`)."""
-        stage = self.get(name)
-        keys = as_inputs(inputs) or (stage.first_inputs(ctx.config) if stage.after is None else [])
-        return run_stage(ctx, stage, keys)
+        """Run the stage ``name`` on ``inputs`` (keys, or one key) in this process (see :func:`run_stage`)."""
+        return run_stage(ctx, self.get(name), as_inputs(inputs))
 
     def with_stage(self, stage: type[Stage]) -> StageRegistry:
         """This registry plus ``stage`` at the end (its ``after`` must name a registered stage)."""
@@ -108,7 +105,7 @@ def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry =
     """A stage's inputs when it runs alone (a CLI command, a GPU step): the output shards of the stage it
     reads, found in the store; none for the first stage and model steps."""
     if stage.after is None:
-        return stage.first_inputs(ctx.config)
+        return []
     upstream = registry.get(stage.after)
     keys = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
     if not keys:
@@ -129,6 +126,8 @@ def run_stage(
     """Run one stage on its inputs in this process: ``setup()`` once, then ``run`` per shard (a ``shard``
     stage; a list of outputs) or once on every input (a ``run`` or ``model`` stage). ``progress`` wraps
     the shards (a progress bar); ``options`` are the stage's command-line options."""
+    if not inputs and stage.after is None:  # the first stage's inputs come from the pair config (crawl host groups)
+        inputs = stage.first_inputs(ctx.config)
     task = stage(ctx, options)
     with naming_the_input(stage.name, inputs):
         task.setup()
@@ -179,6 +178,5 @@ def run_pipeline(
     for stage in registry.run_stages(ctx.config):
         if stage.name == until:
             break
-        inputs = as_inputs(outputs[stage.after]) if stage.after else stage.first_inputs(ctx.config)
-        outputs[stage.name] = run_stage(ctx, stage, inputs, progress)
+        outputs[stage.name] = run_stage(ctx, stage, as_inputs(outputs[stage.after] if stage.after else None), progress)
     return outputs
