@@ -98,12 +98,6 @@ def _page(*links: str) -> bytes:
     return ("<html><body>" + "".join(f'<p><a href="{link}">{link}</a></p>' for link in links) + "</body></html>").encode()
 
 
-def _crawl(config: CrawlConfig) -> Crawler:
-    crawler = Crawler(config, RotatingWarcWriter(lambda path, name: name, 10**9))
-    crawler.crawl()
-    return crawler
-
-
 def _config(seed: str, allowed: list[str], **settings) -> CrawlConfig:
     return CrawlConfig(seeds=[seed], allow_private_addresses=allowed, delay_seconds=0, strategy="bfs", scout_pages=0,
                        timeout_seconds=5, **settings)  # fmt: skip
@@ -125,7 +119,7 @@ def test_userinfo_and_a_trailing_dot_are_the_same_host_and_no_credentials_are_se
             "/": (200, _page(f"http://user:secret@{site}/a", f"http://127.0.0.1.:{port}/b"), {}),
             "/a": (200, _page(), {}), "/b": (200, _page(), {}), "/robots.txt": (200, b"", {"Content-Type": "text/plain"}),
         })  # fmt: skip
-        crawler = _crawl(_config(f"http://{site}/", ["127.0.0.1"]))
+        crawler, _bodies = _crawl_bodies(_config(f"http://{site}/", ["127.0.0.1"]))
     assert set(crawler.hosts) == {site}
     assert [path for _host, path, _auth in _SiteHandler.requests].count("/robots.txt") == 1
     assert not [auth for _host, _path, auth in _SiteHandler.requests if auth], "credentials from a link were sent"
@@ -142,7 +136,9 @@ def test_an_allowed_address_with_a_port_admits_that_port_only():
     with _serve({}) as port, _serve({}) as other:
         _SiteHandler.pages.update({"/": (200, _page(f"http://127.0.0.1:{other}/api/v2/dags"), {}),
                                    "/robots.txt": (404, b"", {})})  # fmt: skip
-        crawler = _crawl(_config(f"http://127.0.0.1:{port}/", [f"127.0.0.1:{port}"], allowed_hosts=[f"127.0.0.1:{other}"]))
+        crawler, _bodies = _crawl_bodies(
+            _config(f"http://127.0.0.1:{port}/", [f"127.0.0.1:{port}"], allowed_hosts=[f"127.0.0.1:{other}"])
+        )
     assert not [path for _host, path, _auth in _SiteHandler.requests if path.startswith("/api/")]
     outcomes = {entry.url: entry.outcome for entry in crawler.log}
     assert outcomes[f"http://127.0.0.1:{other}/api/v2/dags"] == "private_address"
@@ -156,8 +152,8 @@ def test_a_seed_that_redirects_widens_the_scope_but_its_target_follows_the_norma
             "/old": (301, b"", {"Location": f"http://localhost:{port}/new"}),
             "/new": (200, _page("/page"), {}), "/page": (200, _page(), {}), "/manual.pdf": (200, b"%PDF", {}),
         })  # fmt: skip
-        pdf = _crawl(_config(f"http://127.0.0.1:{port}/", ["127.0.0.1", "::1"]))
-        moved = _crawl(_config(f"http://127.0.0.1:{port}/old", ["127.0.0.1", "::1"]))
+        pdf, _bodies = _crawl_bodies(_config(f"http://127.0.0.1:{port}/", ["127.0.0.1", "::1"]))
+        moved, _bodies = _crawl_bodies(_config(f"http://127.0.0.1:{port}/old", ["127.0.0.1", "::1"]))
     assert pdf.counts.to_dict()["dropped"].get("skipped_extension") == 1
     assert not [path for _host, path, _auth in _SiteHandler.requests if path == "/manual.pdf"]
     assert f"localhost:{port}" in moved.scope
@@ -211,6 +207,7 @@ async def _fetch_and_close(fetcher: Fetcher, url: str) -> FetchResult:
 
 
 def _crawl_bodies(config: CrawlConfig) -> tuple[Crawler, list[bytes]]:
+    """Crawl to the end; the crawler and the bodies of the responses it wrote to WARC."""
     shards: dict[str, bytes] = {}
 
     def upload(path: Path, name: str) -> str:

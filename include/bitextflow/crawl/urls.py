@@ -17,7 +17,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -116,6 +116,7 @@ def site_of(host: str) -> str:
     return get_fld(hostname, fix_protocol=True, fail_silently=True) or hostname
 
 
+@functools.lru_cache(maxsize=65_536)  # asked for every URL a crawl admits
 def host_group(host: str, groups: int) -> int:
     """Which of ``groups`` crawl host groups crawls ``host``: a stable hash of its registered domain, so a
     site's hosts (``www.``, ``docs.``) share one frontier, one politeness schedule and one task."""
@@ -183,22 +184,25 @@ class _TextMap:
     quadratic in the links of one element: 20,000 links took seconds and stalled every fetch).
     """
 
-    def __init__(self, root: lxml.html.HtmlElement, wanted: Callable[[lxml.html.HtmlElement], bool]):
+    def __init__(self, root: lxml.html.HtmlElement, shown: lxml.html.HtmlElement | None):
+        """Walk ``root``, keeping where the texts of its links, their parents and ``shown`` lie."""
         self._pieces: list[str] = []
         self._length = 0
         self.spans: dict[lxml.html.HtmlElement, tuple[int, int]] = {}
         self.anchors: list[lxml.html.HtmlElement] = []
         opened: list[int] = []
+        wanted = {shown}  # lxml gives one proxy per element while it is referenced: identity holds
         for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
             if event == "start":
                 opened.append(self._length + (1 if self._pieces else 0))
                 if element.tag == "a":
                     self.anchors.append(element)
+                    wanted.update((element, element.getparent()))
                 if isinstance(element.tag, str):  # comments and processing instructions show no text
                     self._add(element.text)
             else:
                 start = opened.pop()
-                if wanted(element):
+                if element in wanted:
                     self.spans[element] = (start, self._length)
                 if element is not root:
                     self._add(element.tail)
@@ -244,7 +248,7 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
         shown = None  # the whole page was one of them (a fragment parses to that element): nothing shows
     # from the document's root: a fragment parses to an element whose parent (body) holds the link's context
     document = tree.getroottree().getroot()
-    texts = _TextMap(document, lambda e: e.tag == "a" or e is shown or any(child.tag == "a" for child in e))
+    texts = _TextMap(document, shown)
     links: dict[str, Link] = {}
     for anchor in texts.anchors:
         href = anchor.get("href")
