@@ -110,7 +110,7 @@ def _run_ours(warc: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         started, cpu_started = time.perf_counter(), time.process_time()
         result = extract_shard(
-            warc, Path(tmp), warc_key=str(warc), sentences_key="sentences", languages={"en", "es"},
+            warc, Path(tmp), warc_key=str(warc), languages={"en", "es"},
             config=config.extract, domain=config.domain,
         )  # fmt: skip
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started

@@ -74,7 +74,7 @@ def run_shard(tmp_path: Path, data: bytes, config: ExtractConfig | None = None, 
     path = tmp_path / "shard.warc.gz"
     path.write_bytes(data)
     result = extract_shard(
-        path, tmp_path / "out", warc_key="k/crawl-00000.warc.gz", sentences_key="k/s.parquet", languages={"en", "es"},
+        path, tmp_path / "out", warc_key="k/crawl-00000.warc.gz", languages={"en", "es"},
         config=config or ExtractConfig(min_sentence_tokens=3, max_sentence_tokens=120), domain=domain,
     )  # fmt: skip
     docs = pq.read_table(result.documents).to_pandas()
@@ -690,7 +690,7 @@ def test_output_on_local_site_pages_is_unchanged(site, tmp_path):
     data = make_warc([(url, "text/html", body) for url, body in site_pages(site.site.docroot)])
     (tmp_path / "shard.warc.gz").write_bytes(data)
     result = extract_shard(
-        tmp_path / "shard.warc.gz", tmp_path / "out", warc_key="k/crawl-00000.warc.gz", sentences_key="k/s.parquet",
+        tmp_path / "shard.warc.gz", tmp_path / "out", warc_key="k/crawl-00000.warc.gz",
         languages={"en", "es"}, config=config.extract, domain=config.domain,
     )  # fmt: skip
     assert shard_digest(result) == SITE_DIGEST

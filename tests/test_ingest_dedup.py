@@ -123,6 +123,12 @@ def ingest_context(store):
     return run_context(config, store, "test_ingest_dedup")
 
 
+def cross_shard_duplicates(ctx) -> pd.DataFrame:
+    """The documents the run-level pass set aside, every partition's."""
+    keys = [key for key in ctx.store.list_keys(ctx.key("align_documents", "")) if key.endswith(".cross-shard-duplicates.parquet")]
+    return pd.concat([read_table(ctx.store, key) for key in sorted(keys)], ignore_index=True)
+
+
 def test_ingested_warcs_are_extracted_and_deduplicated_across_shards(ingest_context):
     ctx = ingest_context
     warc_keys = REGISTRY.run(ctx, "crawl")
@@ -145,13 +151,16 @@ def test_ingested_warcs_are_extracted_and_deduplicated_across_shards(ingest_cont
     lines = gzip.decompress(ctx.store.get_bytes(ctx.key("extract", "export/site-a/documents.jsonl.gz"))).splitlines()
     assert [json.loads(line)["url"] for line in lines] == list(read_table(ctx.store, documents_keys[1])["url"])
 
-    pair_keys = REGISTRY.run(ctx, "align_documents", documents_keys)
+    partition_keys = REGISTRY.run(ctx, "partition", documents_keys)
+    assert len(partition_keys) == 1, "one site: one partition"
+    REGISTRY.run(ctx, "deduplicate", partition_keys)
+    pair_keys = REGISTRY.run(ctx, "align_documents", partition_keys)
     pairs = pd.concat([read_table(ctx.store, key) for key in pair_keys])
     assert sorted(zip(pairs["url_a"].str.rsplit("/", n=1).str[1], pairs["url_b"].str.rsplit("/", n=1).str[1], strict=True)) == [
         ("network.html", "network.html"),
         ("upgrade.html", "upgrade.html"),
     ]
-    removed = read_table(ctx.store, ctx.key("align_documents", "documents.cross-shard-duplicates.parquet"))
+    removed = cross_shard_duplicates(ctx)
     by_url = dict(
         zip(
             removed["url"].str.split("/", n=3).str[3],
@@ -164,7 +173,7 @@ def test_ingested_warcs_are_extracted_and_deduplicated_across_shards(ingest_cont
         "en/upgrade-old.html": ("near_duplicate_lsh", doc_id["en/upgrade.html"]),  # the longer one stays
         "es/upgrade-copy.html": ("duplicate_content_cross_shard", doc_id["es/upgrade.html"]),  # the first one stays
     }
-    counts = ctx.store.get_json(ctx.key("align_documents", "documents.cross-shard-duplicates.counts.json"))
+    counts = ctx.store.get_json(ctx.key("deduplicate", "deduplicate.counts.json"))
     assert counts == {
         "stage": "extract_documents_cross_shard",
         "in": 6,
@@ -230,7 +239,7 @@ def extracted(tmp_path: Path, name: str, pages: list[tuple[str, str, bytes]]) ->
     path = tmp_path / f"{name}.warc.gz"
     path.write_bytes(make_warc(pages))
     result = extract_shard(
-        path, tmp_path / name, warc_key=f"run/{name}.warc.gz", sentences_key=f"run/{name}.sentences.parquet",
+        path, tmp_path / name, warc_key=f"run/{name}.warc.gz",
         languages={"en", "es"}, config=ExtractConfig(min_sentence_tokens=3),
     )  # fmt: skip
     return pq.read_table(result.documents).to_pandas()
@@ -316,7 +325,7 @@ def test_a_shard_of_duplicates_and_a_shard_of_nothing_go_through_every_stage(sto
 
     documents = {key.rsplit("/", 1)[1]: len(read_table(store, key)) for key in outputs["extract"]}
     assert documents == {"a-originals.documents.parquet": 4, "b-copies.documents.parquet": 4, "c-empty.documents.parquet": 0}
-    removed = read_table(store, ctx.key("align_documents", "documents.cross-shard-duplicates.parquet"))
+    removed = cross_shard_duplicates(ctx)
     assert sorted(removed["url"]) == sorted(url for url, _kind, _body in copies)
     assert outputs["release"], "the run is released"
     for counts in collect_counts(store, ctx.config.pair, ctx.run_id, ctx.stage_order):

@@ -212,7 +212,7 @@ def test_train_task_publishes_a_version_that_the_next_smart_crawl_uses(site, s3_
     second = run_context(config.with_overrides({"crawl.max_pages": 20}), store, "url_models_second")
     REGISTRY.run(second, "crawl")
     assert _strategy_used(second) == "smart"
-    fetched = crawl_log(store, second.config.pair, second.run_id)
+    fetched = list(crawl_log(store, second.config.pair, second.run_id))
     assert fetched[0]["url"] == site.base_url and fetched[0]["priority"] == 1.0, "seeds first"
 
 

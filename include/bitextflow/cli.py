@@ -28,7 +28,16 @@ from bitextflow.errors import BitextflowError, ConfigError
 from bitextflow.release.build import build_release
 from bitextflow.settings import load_services_env, pairs_dir
 from bitextflow.stages.base import RunContext
-from bitextflow.stages.registry import REGISTRY, StageRegistry, run_context, run_pipeline, run_stage, stored_inputs
+from bitextflow.stages.registry import (
+    REGISTRY,
+    StageRegistry,
+    as_inputs,
+    run_context,
+    run_pipeline,
+    run_stage,
+    stored_inputs,
+    task_inputs,
+)
 from bitextflow.stages.release import release_inputs
 from bitextflow.storage import ObjectStore, StorageSettings
 
@@ -80,9 +89,12 @@ def _progress(keys: Sequence[str], stage: str) -> Sequence[str]:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
+    """Every task of the stage one after the other, or (``--inputs``) one task on the inputs given, as a DAG's
+    mapped task gets them."""
     ctx = _context(args, args.run_id or _new_run_id())
     stage = REGISTRY.get(args.stage)
-    print(json.dumps(run_stage(ctx, stage, stored_inputs(ctx, stage), _progress, vars(args)), indent=2))
+    inputs = args.inputs if args.inputs else as_inputs(task_inputs(ctx, stage, stored_inputs(ctx, stage)))
+    print(json.dumps(run_stage(ctx, stage, inputs, _progress, vars(args)), indent=2))
     return 0
 
 
@@ -109,7 +121,7 @@ def cmd_releases_build(args: argparse.Namespace) -> int:
     """Rebuild a run's release files locally from its stage outputs (what `dvc repro` runs)."""
     ctx = _context(args)
     version, _ = next_version(ctx.store, ctx.config.pair, ctx.run_id)
-    inputs = release_inputs(ctx, stored_inputs(ctx, REGISTRY.get("release"))[0])
+    inputs = release_inputs(ctx, stored_inputs(ctx, REGISTRY.get("release")))
     paths = build_release(Path(args.out), ctx.config.pair, version, *inputs)
     print(json.dumps({"version": version, "files": [str(p) for p in paths]}, indent=2))
     return 0
@@ -179,6 +191,10 @@ def build_parser(registry: StageRegistry = REGISTRY) -> argparse.ArgumentParser:
             p.add_argument("--run-id", help="recorded in the model's metadata (default: cli__<UTC timestamp>)")
         else:
             p.add_argument("--run-id", required=True, help="run whose earlier stage outputs to read")
+            p.add_argument(
+                "--inputs", nargs="+", metavar="KEY",
+                help="run one task on these keys, as the DAG's task gets them (default: every task of the stage)",
+            )  # fmt: skip
         stage.add_arguments(p)
         p.set_defaults(func=cmd_stage, stage=stage.name)
 

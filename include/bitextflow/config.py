@@ -270,6 +270,12 @@ def allowed_address(entry: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6N
 
 
 class ExtractConfig(_Section):
+    site_partitions: int = Field(
+        16, ge=1, le=4096, description="Site partitions P: documents and sentences are written partitioned by web site "
+        "(registered domain hashed into P), and document alignment, sentence alignment, scoring and classification map "
+        "over the partitions that hold documents, one task each. Size it so that a partition holds what one task can "
+        "align (docs/scaling.md); a run of one site has one partition whatever P is.",
+    )  # fmt: skip
     max_tasks: int = Field(
         256, ge=1, description="Most extract tasks of a run: WARC files are grouped into at most this many batches, "
         "one task each (a run over 50,000 WARC files stays under Airflow's `max_map_length`, 1,024 by default).",
@@ -495,7 +501,7 @@ class GateConfig(_Section):
         0.1, ge=0, le=1, description="Share of one side's sentences that CLD2 is sure are in another language allowed."
     )
     min_documents: int = Field(1, ge=0, description="Fewer kept documents after extraction fail the documents gate.")
-    min_document_pairs: int = Field(1, ge=0, description="Fewer document pairs fail the document-pairs gate.")
+    min_document_pairs: int = Field(1, ge=0, description="A run with fewer document pairs fails the sentence-pairs gate.")
     max_volume_drop: float | None = Field(
         0.5, ge=0, le=1,
         description="Fail when the release has this share fewer pairs than the pair's previous release (null: no check).",

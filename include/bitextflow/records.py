@@ -63,9 +63,9 @@ _LANGUAGE_SHARE = pa.struct([("language", pa.string()), ("share", pa.float64())]
 class Document:
     """A crawled page after extraction, with its provenance (WARC record), language, paragraphs and relevance.
 
-    Built with keywords after ``doc_id`` and ``url``; ``sentences_key`` names the extract output with its
-    sentences. :meth:`from_row` reads a row of the documents table. Two documents are the same document
-    when their ``doc_id`` (a digest of the URL) is.
+    Built with keywords after ``doc_id`` and ``url``; ``partition`` is the site partition of its URL (pages of one
+    web site share one; :func:`bitextflow.text.urls.site_partition`). :meth:`from_row` reads a row of the documents
+    table. Two documents are the same document when their ``doc_id`` (a digest of the URL) is.
     """
 
     doc_id: str = column(pa.string())
@@ -92,7 +92,7 @@ class Document:
     content_hash: str = column(pa.string(), default="", kw_only=True)
     duplicate_of: str = column(pa.string(), default="", kw_only=True)  # the document kept instead (rejected rows)
     drop_reason: str = column(pa.string(), default="", kw_only=True)  # empty for kept documents
-    sentences_key: str = column(pa.string(), default="", kw_only=True)
+    partition: int = column(pa.int32(), default=0, kw_only=True)
 
     @classmethod
     def from_row(cls, row: Any) -> Document:
@@ -140,7 +140,8 @@ _SEQUENCE_FIELDS = frozenset({"repairs", "language_set", "images"})
 
 @dataclass(frozen=True, slots=True)
 class Sentence:
-    """A sentence of a document, in its paragraph; ``duplicate``: seen before in the shard, same language."""
+    """A sentence of a document, in its paragraph; ``duplicate``: seen before in the shard, same language;
+    ``partition``: its document's site partition."""
 
     doc_id: str = column(pa.string())
     url: str = column(pa.string())
@@ -150,20 +151,21 @@ class Sentence:
     sentence_index: int = column(pa.int32())
     text: str = column(pa.string())
     duplicate: bool = column(pa.bool_())
+    partition: int = column(pa.int32(), default=0, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
 class DocumentPair:
-    """Two documents believed to be translations of each other, how that was decided and how sure it is."""
+    """Two documents believed to be translations of each other, how that was decided and how sure it is, and the
+    site partition both belong to (pairs are made within a site)."""
 
     doc_id_a: str = column(pa.string())
     doc_id_b: str = column(pa.string())
     url_a: str = column(pa.string())
     url_b: str = column(pa.string())
-    sentences_key_a: str = column(pa.string(), default="", kw_only=True)
-    sentences_key_b: str = column(pa.string(), default="", kw_only=True)
     method: str = column(pa.string(), default="")
     score: float = column(pa.float64(), default=0.0)
+    partition: int = column(pa.int32(), default=0, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

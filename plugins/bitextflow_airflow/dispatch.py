@@ -22,7 +22,7 @@ from typing import Any
 
 from bitextflow.config import GpuDispatchConfig, PairConfig
 from bitextflow.errors import ConfigError
-from bitextflow.stages.registry import REGISTRY, run_context, run_stage, stored_inputs
+from bitextflow.stages.registry import REGISTRY, as_inputs, run_context, run_stage, stored_inputs, task_inputs
 from bitextflow.storage import ObjectStore
 
 EXECUTABLE = "bitextflow"
@@ -81,7 +81,7 @@ def run_in_process(
     effective = config.with_run_overrides(overrides or {})
     ctx = run_context(effective, store or object_store(effective.storage.bucket), run_id)
     step = REGISTRY.get(stage)
-    return run_stage(ctx, step, stored_inputs(ctx, step))
+    return run_stage(ctx, step, as_inputs(task_inputs(ctx, step, stored_inputs(ctx, step))))
 
 
 def pod_operator(stage: str, config: PairConfig, *, task_id: str | None = None, **operator_kwargs: Any) -> Any:

@@ -1,5 +1,6 @@
 """A stage with an external step (bicleaner-ai's environment): three mapped tasks per shard instead of one.
 
+``<stage>_shards`` lists the upstream's shards (its tasks each give a site partition's), then
 ``<prepare_task_id>[shard]`` (worker: :meth:`Stage.prepare`, e.g. our hard rules and the bicleaner input
 in S3) -> ``<task_id>[shard]`` (the step's script in its own environment) -> ``<stage>[shard]`` (worker:
 :meth:`Stage.finish`). The job between them, an XCom value, holds storage keys, never a signed URL.
@@ -24,6 +25,7 @@ from airflow.sdk import task
 from bitextflow.config import PairConfig
 from bitextflow.errors import ConfigError
 from bitextflow.stages.base import ExternalStep, RunContext, Stage
+from bitextflow.stages.registry import as_inputs
 from bitextflow_airflow.dispatch import pod_placement
 
 
@@ -48,7 +50,12 @@ def external_step_tasks(
     def finish(job: dict[str, Any], **context: Any) -> str:
         return stage(make_context(context)).finish(job)
 
-    jobs = prepare.expand(input_key=upstream)
+    @task(task_id=f"{stage.name}_shards")
+    def shards(outputs: Any) -> list[str]:
+        """The upstream's shards one by one: its tasks give a site partition's shards each."""
+        return as_inputs(outputs)
+
+    jobs = prepare.expand(input_key=shards(upstream))
     middle = _pod(stage, step, config, make_context).expand(job=jobs) if on_kubernetes else run_step.expand(job=jobs)
     outputs = finish.expand(job=jobs)
     middle >> outputs

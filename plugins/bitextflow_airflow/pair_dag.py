@@ -17,7 +17,7 @@ from airflow.sdk import DAG, Asset, Param, task
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.stages.base import RunContext, Stage
-from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, batches, run_context, run_stage
+from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, run_context, run_stage, task_inputs
 from bitextflow_airflow.dispatch import gpu_step
 from bitextflow_airflow.external import external_step_tasks
 from bitextflow_airflow.gate import GateOperator
@@ -87,10 +87,12 @@ def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, r
         step = gpu_step(stage.name, config)
 
         @task(task_id=f"{stage.name}_outputs", max_active_tis_per_dagrun=stage.resources.concurrency)
-        def outputs(input_key: str, **context: Any) -> str:
-            return stage(task_context(config, context, registry)).output_key(input_key)
+        def outputs(inputs: Any, **context: Any) -> Any:
+            task_context_ = task_context(config, context, registry)
+            keys = [stage(task_context_).output_key(key) for key in as_inputs(inputs)]
+            return keys[0] if isinstance(inputs, str) else keys
 
-        keys = outputs.expand(input_key=upstream)
+        keys = outputs.expand(inputs=upstream)
         upstream >> step >> keys
         return keys
     external = stage.external_step(config)
@@ -106,38 +108,23 @@ def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, r
         )  # fmt: skip
         return operator.output
     decorated = task(function, task_id=stage.name, outlets=outlets, max_active_tis_per_dagrun=stage.resources.concurrency)
-    if upstream is None and stage.partitioning == "shard":
-        upstream = _first_inputs(stage, config)
-    elif upstream is None:
-        return decorated()
     if stage.partitioning != "shard":
-        return decorated(upstream)
-    if stage.max_tasks(config) is not None:
-        upstream = _batched(stage, config, upstream)
+        return decorated(upstream) if upstream is not None else decorated()
+    if stage.plans_tasks(config):
+        upstream = _planned(stage, config, upstream, registry)
     return decorated.expand(inputs=upstream)
 
 
-def _batched(stage: type[Stage], config: PairConfig, upstream: Any) -> Any:
-    """A task that groups the upstream shards into at most ``stage.max_tasks`` batches (with the run's overrides),
-    so that a run over thousands of shards maps into a bounded number of tasks."""
-
-    @task(task_id=f"{stage.name}_batches")
-    def group(keys: Any, **context: Any) -> list[list[str]]:
-        shards = as_inputs(keys)
-        return batches(shards, stage.max_tasks(run_config(config, context)) or len(shards))
-
-    return group(upstream)
-
-
-def _first_inputs(stage: type[Stage], config: PairConfig) -> Any:
-    """A task that lists the first stage's inputs with the run's overrides (the crawl's host groups of this run's
-    seeds), for the stage to map over."""
+def _planned(stage: type[Stage], config: PairConfig, upstream: Any, registry: StageRegistry) -> Any:
+    """A ``<stage>_plan`` task that lists the stage's tasks with the run's overrides (:func:`task_inputs`): the crawl's
+    host groups of this run's seeds, extract's batches of WARC files (so that a run over thousands stays under
+    ``max_map_length``), one per site partition."""
 
     @task(task_id=f"{stage.name}_plan")
-    def plan(**context: Any) -> list[str]:
-        return stage.first_inputs(run_config(config, context))
+    def plan(keys: Any = (), **context: Any) -> list[str | list[str]]:
+        return task_inputs(task_context(config, context, registry), stage, as_inputs(keys))
 
-    return plan()
+    return plan(upstream) if upstream is not None else plan()
 
 
 def build_pair_dag(config: PairConfig, config_path: Path, registry: StageRegistry = REGISTRY) -> DAG:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from bitextflow.storage import ObjectStore
@@ -64,11 +64,8 @@ class ObjectStoreCheckpoints:
         return gzip.compress(b"".join(chunks), mtime=0)
 
 
-def crawl_log(store: ObjectStore, pair: str, run_id: str) -> list[dict[str, Any]]:
-    """The crawl-log lines of a run, every host group's (none when the run ingested WARCs)."""
-    return [
-        json.loads(line)
-        for key in stage_outputs(store, pair, run_id, "crawl", CRAWL_LOGS)
-        for line in gzip.decompress(store.get_bytes(key)).decode("utf-8").splitlines()
-        if line.strip()
-    ]
+def crawl_log(store: ObjectStore, pair: str, run_id: str) -> Iterator[dict[str, Any]]:
+    """The crawl-log lines of a run, every host group's in turn, streamed (none when the run ingested WARCs)."""
+    for key in stage_outputs(store, pair, run_id, "crawl", CRAWL_LOGS):
+        with store.open_read(key) as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+            yield from (json.loads(line) for line in lines if line.strip())

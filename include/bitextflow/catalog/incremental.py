@@ -11,8 +11,9 @@ is complete, not a delta.
 What changed is reported per run (``align_documents/changes.json``): pages new, changed, unchanged
 and gone since the previous release, document pairs carried or re-aligned, sentence pairs carried.
 
-The reference is the previous release's run outputs in the store (its extract documents and gated
-pairs); if they were deleted, the run processes everything and says so.
+The reference is the previous release's run outputs in the store, one site partition at a time (its
+partition's documents, document pairs and gated pairs); if they were deleted, or that run cut its sites
+into another number of partitions, the run processes everything and says so.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from bitextflow import records
 from bitextflow.catalog.releases import ReleaseInfo, list_releases
 from bitextflow.storage import ObjectStore
-from bitextflow.storage.layout import DOCUMENT_SHARDS, RELEASED_DOCUMENT_PAIRS, stage_key
+from bitextflow.storage.layout import RELEASED_DOCUMENT_PAIRS, partition_name, partition_of_key, stage_key
 from bitextflow.storage.tables import read_table, read_tables, stage_outputs
 
 log = logging.getLogger(__name__)
@@ -44,29 +46,48 @@ class PreviousRelease:
     pairs: pd.DataFrame = field(repr=False)
 
 
-def previous_release(store: ObjectStore, pair: str, run_id: str) -> PreviousRelease | None:
-    """The latest release of ``pair`` made by another run, with its run's outputs; None if there is none."""
+def previous_release(store: ObjectStore, pair: str, run_id: str, partition: int, site_partitions: int) -> PreviousRelease | None:
+    """The latest release of ``pair`` made by another run, with what its run saw of site ``partition``; None if there
+    is none, or if its outputs are gone or were cut into another number of partitions (``extract.site_partitions``)."""
     earlier = [info for info in list_releases(store, pair) if info.run_id != run_id]
     if not earlier:
         return None
     release = earlier[-1]
-    documents_keys = stage_outputs(store, pair, release.run_id, "extract", DOCUMENT_SHARDS)
-    gated_key = stage_key(pair, release.run_id, "gate", "sentence_pairs.parquet")
-    if not documents_keys or not store.exists(gated_key):
+    plan_key = stage_key(pair, release.run_id, "partitions", "plan.json")
+    if not store.exists(plan_key):
         log.warning(
             "incremental: the outputs of run %s (release v%d) are gone from the store; processing every page",
             release.run_id, release.version,
         )  # fmt: skip
         return None
-    documents = read_tables(store, documents_keys, records.DOCUMENTS)
-    pair_keys = stage_outputs(store, pair, release.run_id, "align_documents", RELEASED_DOCUMENT_PAIRS)
-    document_pairs = read_tables(store, pair_keys, records.DOCUMENT_PAIRS)
+    if (earlier_partitions := store.get_json(plan_key)["site_partitions"]) != site_partitions:
+        log.warning(
+            "incremental: run %s (release v%d) cut its sites into %d partitions, this run into %d; processing every page",
+            release.run_id, release.version, earlier_partitions, site_partitions,
+        )  # fmt: skip
+        return None
+    name = partition_name(partition)
+    documents = _table_if_any(store, stage_key(pair, release.run_id, "partitions", f"{name}.documents.parquet"), records.DOCUMENTS, ["url", "content_hash"])
+    document_pairs = read_tables(
+        store,
+        [key for key in stage_outputs(store, pair, release.run_id, "align_documents", RELEASED_DOCUMENT_PAIRS) if partition_of_key(key) == partition],
+        records.DOCUMENT_PAIRS,
+    )  # fmt: skip
+    gated = _table_if_any(store, stage_key(pair, release.run_id, "gate", f"{name}.sentence_pairs.parquet"), records.CLASSIFIED_SENTENCE_PAIRS)
     return PreviousRelease(
         release,
         dict(zip(documents["url"], documents["content_hash"], strict=True)),
         set(zip(document_pairs["url_a"], document_pairs["url_b"], strict=True)),
-        read_table(store, gated_key),
+        gated,
     )
+
+
+def _table_if_any(store: ObjectStore, key: str, schema: pa.Schema, columns: list[str] | None = None) -> pd.DataFrame:
+    """``key``'s table, or an empty one when the run wrote none (a partition it did not have, or without pairs)."""
+    if store.exists(key):
+        return read_table(store, key, columns)
+    empty = schema.empty_table()
+    return (empty.select(columns) if columns else empty).to_pandas()
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -32,7 +33,7 @@ import pandas as pd
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.hashing import file_sha256
-from bitextflow.release.build import ReleaseExtras, build_release, json_bytes
+from bitextflow.release.build import Chunks, ReleaseExtras, build_release, json_bytes
 from bitextflow.release.formats import TSV_COLUMNS
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import safe_key_part
@@ -121,14 +122,15 @@ def next_version(store: ObjectStore, pair: str, run_id: str) -> tuple[int, dict[
 def publish_release(
     store: ObjectStore,
     pair: str,
-    df: pd.DataFrame,
+    pairs: Chunks,
     stage_counts: Iterable[StageCounts],
     run_id: str,
     gate_report: dict[str, Any] | None,
     extras: ReleaseExtras | None = None,
     verify: Callable[[Path, int], None] | None = None,
 ) -> ReleaseInfo:
-    """Publish ``df`` as the next version of ``pair`` (or return the version ``run_id`` already published).
+    """Publish ``pairs`` (a frame, or frames in order) as the next version of ``pair`` (or return the version
+    ``run_id`` already published).
 
     ``gate_report`` is :meth:`bitextflow.quality.GateReport.to_dict` of the gate that let the data
     through; ``None`` (no gate ran) is recorded as such in ``gate.json`` and the manifest.
@@ -147,7 +149,8 @@ def publish_release(
     files: dict[str, dict[str, Any]] = {}
     # Files can be large: written to local files and uploaded from there (multipart when big).
     with TemporaryDirectory(prefix="bitextflow-release-") as tmp:
-        built = build_release(Path(tmp), pair, version, df, stage_counts, run_id, gate_report, extras)
+        built = build_release(Path(tmp), pair, version, pairs, stage_counts, run_id, gate_report, extras)
+        sentence_pairs = json.loads((Path(tmp) / "stats.json").read_text(encoding="utf-8"))["sentence_pairs"]
         if verify is not None:
             verify(Path(tmp), version)
         for path in built:
@@ -160,7 +163,7 @@ def publish_release(
         "pair": pair,
         "run_id": run_id,
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "sentence_pairs": len(df),
+        "sentence_pairs": sentence_pairs,
         "gate_success": gate_success,
         "files": files,
     }

@@ -14,7 +14,6 @@ suffix (a country-code TLD whose country has one language), then the subdomain.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -24,11 +23,10 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import lxml.etree
 import lxml.html
 from courlan import normalize_url
-from tld import get_fld
 
 from bitextflow.text import encoding
 from bitextflow.text.languages import normalise_language
-from bitextflow.text.urls import url_key
+from bitextflow.text.urls import site_bucket, url_key
 
 # Trust in a language marker by URL component (the order of the smart-crawling seed).
 COMPONENT_TRUST: dict[str, float] = {"parameter": 0.95, "path": 0.9, "public_suffix": 0.75, "subdomain": 0.7}
@@ -108,20 +106,12 @@ def host_of(url: str) -> str:
     return urlsplit(url).netloc
 
 
-@functools.lru_cache(maxsize=65_536)
-def site_of(host: str) -> str:
-    """The registered domain of ``host[:port]`` (``docs.debian.org`` -> ``debian.org``, by the public suffix
-    list); the host itself for an address or a name under no known suffix."""
-    hostname = urlsplit(f"http://{host}").hostname or host
-    return get_fld(hostname, fix_protocol=True, fail_silently=True) or hostname
-
-
 @functools.lru_cache(maxsize=65_536)  # asked for every URL a crawl admits
 def host_group(host: str, groups: int) -> int:
-    """Which of ``groups`` crawl host groups crawls ``host``: a stable hash of its registered domain, so a
-    site's hosts (``www.``, ``docs.``) share one frontier, one politeness schedule and one task."""
-    digest = hashlib.sha1(site_of(host).encode("utf-8"), usedforsecurity=False).digest()
-    return int.from_bytes(digest[:8], "big") % groups
+    """Which of ``groups`` crawl host groups crawls ``host``: its site's bucket (:func:`site_bucket`), so a site's
+    hosts (``www.``, ``docs.``) share one frontier, one politeness schedule and one task, and a crawl with as many
+    host groups as the run has site partitions crawls each partition's sites in one task."""
+    return site_bucket(host, groups)
 
 
 def origin_of(url: str) -> str:

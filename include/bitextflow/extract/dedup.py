@@ -10,8 +10,12 @@
 
 Only hashes are kept in memory (8 bytes a paragraph), never texts.
 
-Across the shards of a run (:func:`deduplicate_run`, before document alignment): exact letters-only
-content (``duplicate_content_cross_shard``) and MinHash LSH near-duplicates (``near_duplicate_lsh``).
+Across the shards of a run, before document alignment: the same URL twice, exact letters-only content
+(``duplicate_content_cross_shard``) and MinHash LSH near-duplicates (``near_duplicate_lsh``), found
+across site partitions with bounded memory: each partition's documents are sketched
+(:func:`sketch_documents`) where they are gathered, and the search (:func:`find_run_duplicates`) reads
+the run's sketches without their signatures (about 100 bytes a document), fetching signatures only
+for the documents that share an LSH band.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from bitextflow.counts import StageCounts
 from bitextflow.extract.structure import letters_key
@@ -142,6 +149,149 @@ def shingle_hashes(letters: str) -> np.ndarray:
     return np.unique((rolling >> np.uint64(32)) ^ (rolling & np.uint64(0xFFFFFFFF))).astype(np.uint32)
 
 
+#: A document's MinHash sketch: what the run-level search reads of it (the signature only for candidates).
+SKETCHES = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("language", pa.string()),
+        ("order", pa.int64()),  # the document's place in the run: shard, then row (the first of twins is kept)
+        ("letters", pa.int64()),  # length of the letters-only main text (the longer of near-twins is kept)
+        ("content", pa.binary(16)),  # digest of that text; null for a text without letters
+        ("bands", pa.list_(pa.uint64())),  # one hash per LSH band of the signature; empty without letters
+        ("signature", pa.binary()),  # the MinHash values (uint64, little-endian); empty without letters
+    ]
+)
+SEARCH_COLUMNS = ["doc_id", "language", "order", "letters", "content", "bands"]  # what the search reads
+
+
+def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
+    """(bands, rows per band) that datasketch's ``MinHashLSH`` picks for ``threshold`` and ``num_perm``, so that a
+    search over stored bands finds the candidates its index would."""
+    from datasketch import MinHashLSH
+
+    index = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    return index.b, index.r
+
+
+def main_text_letters(paragraphs: Any) -> str:
+    """The letters-only main text of a document's paragraphs (boilerplate and title left out)."""
+    return letters_key("\n".join(p["text"] for p in paragraphs if not p["boilerplate"] and p["type"] != "title"))
+
+
+def sketch_documents(documents: pa.Table, orders: Sequence[int], threshold: float = 0.8, num_perm: int = 128) -> pa.Table:
+    """:data:`SKETCHES` rows of ``documents`` (``records.DOCUMENTS`` rows) whose places in the run are ``orders``.
+
+    MinHash (Broder, 1997, "On the resemblance and containment of documents") of the letters-only
+    ``SHINGLE_CHARS``-shingles of the main text, cut into LSH bands as datasketch's ``MinHashLSH`` cuts them.
+    """
+    from datasketch import MinHash
+
+    bands, rows = lsh_bands(threshold, num_perm)
+    template = MinHash(num_perm=num_perm, hashfunc=int)  # its permutations, drawn once instead of per document
+    columns: dict[str, list[Any]] = {name: [] for name in SKETCHES.names}
+    texts = (main_text_letters(paragraphs) for paragraphs in documents["paragraphs"].to_pylist())
+    doc_ids, languages = documents["doc_id"].to_pylist(), documents["language"].to_pylist()
+    for order, doc_id, language, letters in zip(orders, doc_ids, languages, texts, strict=True):
+        band_hashes: list[int] = []
+        signature = b""
+        if letters:
+            sketch = MinHash(num_perm=num_perm, hashfunc=int, permutations=template.permutations, scheme=template.scheme)
+            sketch.update_batch(shingle_hashes(letters).tolist())
+            values = sketch.hashvalues.astype("<u8")
+            signature = values.tobytes()
+            band_hashes = [_band_hash(values[band * rows : (band + 1) * rows]) for band in range(bands)]
+        columns["doc_id"].append(doc_id)
+        columns["language"].append(language)
+        columns["order"].append(int(order))
+        columns["letters"].append(len(letters))
+        columns["content"].append(hashlib.blake2b(letters.encode("utf-8"), digest_size=16).digest() if letters else None)
+        columns["bands"].append(band_hashes)
+        columns["signature"].append(signature)
+    return pa.table(columns, schema=SKETCHES)
+
+
+def _band_hash(values: np.ndarray) -> int:
+    return int.from_bytes(hashlib.blake2b(values.tobytes(), digest_size=8).digest(), "little")
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """Why a document is set aside across the run, and the document kept instead."""
+
+    reason: str
+    duplicate_of: str
+
+
+SignatureLookup = Callable[[set[str]], dict[str, np.ndarray]]
+
+
+def find_run_duplicates(sketches: pa.Table, signatures: SignatureLookup, threshold: float = 0.8) -> dict[int, Duplicate]:
+    """The documents of a run to set aside, by ``order``, from their sketches (:data:`SKETCHES` columns; the
+    signature is not needed: ``signatures`` fetches those of the candidates only, so memory follows the run's
+    near-duplicates, not its documents).
+
+    - ``duplicate_url_cross_shard`` (the same URL, so the same ``doc_id``) and ``duplicate_content_cross_shard``
+      (the same letters-only main text) as a document earlier in the run (``order``), which is kept;
+    - ``near_duplicate_lsh``: documents of one language visited longest first (then in run order); a document
+      whose candidates among those kept so far (sharing an LSH band) include one whose estimated Jaccard
+      similarity reaches ``threshold`` is a near-duplicate of the most similar (on a tie, the smallest doc_id).
+      This is what inserting the kept ones into datasketch's ``MinHashLSH`` and querying it finds.
+    """
+    frame = sketches.select(SEARCH_COLUMNS).to_pandas().sort_values("order", kind="stable").reset_index(drop=True)
+    found: dict[int, Duplicate] = {}
+    repeated_url = frame["doc_id"].duplicated()
+    for order, doc_id in zip(frame.loc[repeated_url, "order"], frame.loc[repeated_url, "doc_id"], strict=True):
+        found[int(order)] = Duplicate("duplicate_url_cross_shard", doc_id)
+    frame = frame[~repeated_url]
+    with_content = frame[frame["content"].notna()]
+    first_of_content = with_content.drop_duplicates("content").set_index("content")["doc_id"]
+    repeated = with_content[with_content["content"].duplicated()]
+    for order, content in zip(repeated["order"], repeated["content"], strict=True):
+        found[int(order)] = Duplicate("duplicate_content_cross_shard", first_of_content[content])
+    frame = frame[(frame["letters"] > 0) & ~frame["order"].isin(list(found))]
+    # visiting order: longest first, then run order
+    frame = frame.sort_values(["letters", "order"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    earlier = _earlier_candidates(frame)
+    if not earlier:
+        return found
+    doc_ids, orders = frame["doc_id"].tolist(), frame["order"].tolist()
+    involved = set(earlier) | {other for others in earlier.values() for other in others}
+    values = signatures({doc_ids[rank] for rank in involved})
+    kept: set[int] = set()
+    for rank in range(len(frame)):
+        similar = []
+        for other in earlier.get(rank, ()):
+            if other in kept:
+                agreeing = np.count_nonzero(values[doc_ids[rank]] == values[doc_ids[other]])
+                if (similarity := agreeing / len(values[doc_ids[rank]])) >= threshold:
+                    similar.append((-similarity, doc_ids[other]))
+        if similar:
+            found[int(orders[rank])] = Duplicate("near_duplicate_lsh", min(similar)[1])
+        else:
+            kept.add(rank)
+    return found
+
+
+def _earlier_candidates(frame: pd.DataFrame) -> dict[int, set[int]]:
+    """For each visiting rank (row of ``frame``), the earlier ranks that share an LSH band in its language."""
+    if frame.empty:
+        return {}
+    bands = np.array(frame["bands"].tolist(), dtype=np.uint64)
+    languages = pd.factorize(frame["language"])[0].astype(np.uint64)
+    ranks = np.arange(len(frame))
+    earlier: dict[int, set[int]] = {}
+    for band in range(bands.shape[1]):
+        order = np.lexsort((ranks, bands[:, band], languages))
+        key_language, key_band = languages[order], bands[order, band]
+        starts = np.flatnonzero(np.r_[True, (key_language[1:] != key_language[:-1]) | (key_band[1:] != key_band[:-1])])
+        ends = np.r_[starts[1:], len(order)]
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            members = order[start:end].tolist()  # in visiting order
+            for position in range(1, len(members)):
+                earlier.setdefault(members[position], set()).update(members[:position])
+    return earlier
+
+
 @dataclass
 class RunDeduplication:
     kept: pd.DataFrame
@@ -149,59 +299,36 @@ class RunDeduplication:
     counts: StageCounts
 
 
-def deduplicate_run(documents: pd.DataFrame, threshold: float = 0.8, num_perm: int = 128) -> RunDeduplication:
-    """Exact and near-duplicate documents across all the shards of a run (``records.DOCUMENTS`` rows).
-
-    - ``duplicate_url_cross_shard`` (the same URL, so the same ``doc_id``) and
-      ``duplicate_content_cross_shard`` (the same letters-only main text) as an earlier document (in the
-      order of ``documents``: the shards' order, then the order in the shard), which is kept;
-    - ``near_duplicate_lsh``: MinHash (Broder, 1997, "On the resemblance and containment of
-      documents") of the letters-only ``SHINGLE_CHARS``-shingles of the main text, candidates from LSH
-      banding (datasketch ``MinHashLSH``, per language), confirmed when the estimated Jaccard similarity
-      reaches ``threshold``. Documents are visited longest first, so the longer one is always kept.
-    """
-    from datasketch import MinHash, MinHashLSH
-
+def deduplication_counts(documents: int, duplicates: Iterable[Duplicate]) -> StageCounts:
+    """The counts of the run-level pass: every document in, the duplicates dropped by reason, the rest kept."""
     counts = StageCounts("extract_documents_cross_shard")
-    counts.seen(len(documents))
-    documents = documents.reset_index(drop=True)
-    letters = [
-        letters_key("\n".join(p["text"] for p in paragraphs if not p["boilerplate"] and p["type"] != "title"))
-        for paragraphs in documents["paragraphs"]
-    ]
-    reasons = [""] * len(documents)
-    duplicate_of = [""] * len(documents)
-    first_with: dict[str, int] = {}
-    for index, (doc_id, key) in enumerate(zip(documents["doc_id"], letters, strict=True)):
-        content = hashlib.blake2b(key.encode("utf-8"), digest_size=16).hexdigest()
-        if (first := first_with.setdefault(doc_id, index)) != index:  # the same URL in two shards
-            reasons[index], duplicate_of[index] = "duplicate_url_cross_shard", doc_id
-        elif key and (first := first_with.setdefault(content, index)) != index:
-            reasons[index], duplicate_of[index] = "duplicate_content_cross_shard", documents.at[first, "doc_id"]
-    indexes: dict[str, MinHashLSH] = {}
-    sketches: dict[str, MinHash] = {}
-    for index in sorted(range(len(documents)), key=lambda i: (-len(letters[i]), i)):
-        if reasons[index] or not letters[index]:
-            continue
-        sketch = MinHash(num_perm=num_perm, hashfunc=int)
-        sketch.update_batch(shingle_hashes(letters[index]).tolist())
-        language = documents.at[index, "language"]
-        if language not in indexes:
-            indexes[language] = MinHashLSH(threshold=threshold, num_perm=num_perm)
-        similar = [(-sketch.jaccard(sketches[other]), other) for other in indexes[language].query(sketch)]
-        similar = [(negative, other) for negative, other in similar if -negative >= threshold]
-        if similar:  # the most similar one; on a tie the smallest doc_id
-            reasons[index], duplicate_of[index] = "near_duplicate_lsh", min(similar)[1]
-            continue
-        doc_id = documents.at[index, "doc_id"]
-        indexes[language].insert(doc_id, sketch)
-        sketches[doc_id] = sketch
-    dropped = np.array([bool(reason) for reason in reasons], dtype=bool)
-    for reason in reasons:
-        if reason:
-            counts.drop(reason)
-    counts.keep(int((~dropped).sum()))
+    counts.seen(documents)
+    dropped = 0
+    for duplicate in duplicates:
+        counts.drop(duplicate.reason)
+        dropped += 1
+    counts.keep(documents - dropped)
+    return counts
+
+
+def set_aside(documents: pd.DataFrame, orders: Iterable[int], found: Mapping[int, Duplicate]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``documents`` (whose rows have ``orders``) split into those kept and those in ``found``, the latter with
+    ``drop_reason`` and ``duplicate_of``."""
+    decisions = [found.get(int(order)) for order in orders]
+    dropped = np.array([decision is not None for decision in decisions], dtype=bool)
     removed = documents[dropped].copy()
-    removed["drop_reason"] = [reason for reason in reasons if reason]
-    removed["duplicate_of"] = [other for other, reason in zip(duplicate_of, reasons, strict=True) if reason]
-    return RunDeduplication(documents[~dropped].reset_index(drop=True), removed.reset_index(drop=True), counts)
+    removed["drop_reason"] = [decision.reason for decision in decisions if decision is not None]
+    removed["duplicate_of"] = [decision.duplicate_of for decision in decisions if decision is not None]
+    return documents[~dropped].reset_index(drop=True), removed.reset_index(drop=True)
+
+
+def deduplicate_run(documents: pd.DataFrame, threshold: float = 0.8, num_perm: int = 128) -> RunDeduplication:
+    """Exact and near-duplicate documents across all the shards of a run (``records.DOCUMENTS`` rows, in run order),
+    in one process: :func:`sketch_documents` and :func:`find_run_duplicates` on a frame (tests, small runs)."""
+    documents = documents.reset_index(drop=True)
+    table = pa.Table.from_pandas(documents[["doc_id", "language", "paragraphs"]], preserve_index=False)
+    sketches = sketch_documents(table, range(len(documents)), threshold, num_perm)
+    by_id = dict(zip(sketches["doc_id"].to_pylist(), (np.frombuffer(raw, dtype="<u8") for raw in sketches["signature"].to_pylist()), strict=True))
+    found = find_run_duplicates(sketches, lambda wanted: {doc_id: by_id[doc_id] for doc_id in wanted}, threshold)
+    kept, removed = set_aside(documents, range(len(documents)), found)
+    return RunDeduplication(kept, removed, deduplication_counts(len(documents), found.values()))

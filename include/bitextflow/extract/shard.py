@@ -9,6 +9,10 @@ Two passes, with memory that does not grow with the shard's text:
    their sentence counts, rejected documents with the reason (and what they duplicate), sentences
    of kept documents with repeats in the same language flagged (or dropped). Pass 2 works on Arrow
    batches column by column: only the ids, languages and sentence texts become Python objects.
+
+Documents and sentences carry their site partition (:func:`bitextflow.text.urls.site_partition`), and
+their files are grouped by it: partition after partition, no row group holding two, so that the stage
+that gathers a partition from every shard reads only that partition's row groups.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from bitextflow.extract.documents import DocumentBuilder
 from bitextflow.extract.model import ExtractedPage
 from bitextflow.extract.sentences import sentences_of
 from bitextflow.extract.warc import iter_responses
+from bitextflow.text.urls import site_partition
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +91,34 @@ class _BatchWriter:
         return self.path
 
 
+class _PartitionedWriter:
+    """Rows of several site partitions to one Parquet file, grouped by partition: partitions in order, each one's
+    rows in the order they came, no row group holding two (a reader of one partition skips the others' row groups
+    by the ``partition`` column's statistics). Rows wait in one uncompressed spill per partition until :meth:`close`."""
+
+    def __init__(self, path: Path, schema: pa.Schema, batch: int):
+        self.path, self.schema, self.batch = path, schema, batch
+        self._spills: dict[int, _BatchWriter] = {}
+
+    def add_table(self, table: pa.Table) -> None:
+        partitions = table["partition"]
+        for partition in sorted(pc.unique(partitions).to_pylist()):
+            spill = self._spills.get(partition)
+            if spill is None:
+                spill_path = self.path.with_name(f"{self.path.stem}.spill-{partition}.parquet")
+                spill = self._spills[partition] = _BatchWriter(spill_path, self.schema, self.batch, "none")
+            spill.add_table(table.filter(pc.equal(partitions, partition)))
+
+    def close(self) -> Path:
+        final = _BatchWriter(self.path, self.schema, self.batch)
+        for partition in sorted(self._spills):
+            spill = self._spills[partition].close()
+            for table in _read_tables(spill, self.batch):
+                final.add_table(table)
+            spill.unlink()
+        return final.close()
+
+
 def _read_tables(path: Path, batch_size: int):
     for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):
         yield pa.Table.from_batches([batch])
@@ -95,7 +128,7 @@ def _with_column(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
     return table.set_column(table.schema.get_field_index(name), name, values)
 
 
-def document_row(document: ExtractedPage, warc_key: str, sentences_key: str) -> dict[str, Any]:
+def document_row(document: ExtractedPage, warc_key: str, partition: int) -> dict[str, Any]:
     return {
         "doc_id": document.doc_id,
         "url": document.url,
@@ -131,7 +164,7 @@ def document_row(document: ExtractedPage, warc_key: str, sentences_key: str) -> 
         "content_hash": document.content_hash,
         "duplicate_of": "",
         "drop_reason": "",
-        "sentences_key": sentences_key,
+        "partition": partition,
     }
 
 
@@ -159,7 +192,6 @@ def extract_shard(
     workdir: Path,
     *,
     warc_key: str,
-    sentences_key: str,
     languages: set[str],
     config: ExtractConfig | None = None,
     domain: DomainConfig | None = None,
@@ -167,7 +199,8 @@ def extract_shard(
     """Extract one WARC (path or seekable binary stream) into Parquet files under ``workdir``.
 
     Sentences are made for documents in ``languages`` (the pair's); documents in other languages
-    are kept (they tell what the site holds) but have none.
+    are kept (they tell what the site holds) but have none. Both are grouped by site partition
+    (``config.site_partitions``).
     """
     config = config or ExtractConfig()
     builder = DocumentBuilder(config, domain)
@@ -189,7 +222,8 @@ def extract_shard(
         document = builder.build(response, doc_counts)
         if document is None:
             continue
-        row = document_row(document, warc_key, sentences_key)
+        partition = site_partition(document.url, config.site_partitions)
+        row = document_row(document, warc_key, partition)
         reason = dedup.add(len(doc_ids), document.language, [p.text for p in document.main_paragraphs])
         if reason is None and document.relevance < min_p:
             reason = "below_document_relevance"
@@ -213,6 +247,7 @@ def extract_shard(
                         "sentence_index": sentence.sentence_index,
                         "text": sentence.text,
                         "duplicate": False,
+                        "partition": partition,
                     }
                 )
     spill_docs.close()
@@ -220,7 +255,7 @@ def extract_shard(
 
     # -- pass 2 ----------------------------------------------------------------------------------
     near = {doc_ids[loser]: doc_ids[winner] for loser, winner in dedup.near_duplicates().items()}
-    sentences = _BatchWriter(workdir / "sentences.parquet", records.SENTENCES, SENTENCE_BATCH)
+    sentences = _PartitionedWriter(workdir / "sentences.parquet", records.SENTENCES, SENTENCE_BATCH)
     per_document: Counter[str] = Counter()
     seen = SentenceDeduplicator()
     drop_repeats = config.duplicate_sentences == "drop"
@@ -239,7 +274,7 @@ def extract_shard(
             duplicate.append(repeat)
         # typed indices: an empty Python list becomes a null-typed array, which take() refuses
         sentences.add_table(_with_column(table, "duplicate", pa.array(duplicate, pa.bool_())).take(pa.array(keep, pa.int64())))
-    documents = _BatchWriter(workdir / "documents.parquet", records.DOCUMENTS, DOCUMENT_BATCH)
+    documents = _PartitionedWriter(workdir / "documents.parquet", records.DOCUMENTS, DOCUMENT_BATCH)
     for table in _read_tables(spill_docs.path, DOCUMENT_BATCH):
         doc_ids = table["doc_id"].to_pylist()
         is_near = pa.array([doc_id in near for doc_id in doc_ids], pa.bool_())

@@ -10,11 +10,14 @@ from bitextflow.quality.sentence_pairs import (
     OPTIONAL_SCORE_COLUMNS,
     REPEATED_HASH_COLUMN,
     SENTENCE_PAIR_COLUMNS,
+    PairsSummary,
     length_ratio,
+    run_sentence_pairs_check,
     sentence_pairs_check,
     volume_bounds,
+    with_helper_columns,
 )
-from bitextflow.quality.stages import document_pairs_check, documents_check, sentences_check
+from bitextflow.quality.stages import document_pairs_check, documents_check, run_documents_check, sentences_check
 
 __all__ = [
     "LENGTH_RATIO_COLUMN",
@@ -22,14 +25,18 @@ __all__ = [
     "REPEATED_HASH_COLUMN",
     "SENTENCE_PAIR_COLUMNS",
     "Check",
+    "PairsSummary",
     "GateReport",
     "document_pairs_check",
     "documents_check",
+    "run_documents_check",
     "enforce",
     "length_ratio",
     "release_checks",
+    "run_sentence_pairs_check",
     "sentence_pairs_check",
     "sentences_check",
     "validate",
     "volume_bounds",
+    "with_helper_columns",
 ]

@@ -16,7 +16,7 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,8 +73,9 @@ class Check:
     expectations: ExpectationsBuilder = field(repr=False)
 
 
-def validate(checks: Sequence[Check], *, data_docs_dir: Path | None = None, run_name: str = "bitextflow") -> list[GateReport]:
-    """Run each check; never raises on bad data (see :func:`enforce`). One report per check, in order.
+def validate(checks: Iterable[Check], *, data_docs_dir: Path | None = None, run_name: str = "bitextflow") -> list[GateReport]:
+    """Run each check; never raises on bad data (see :func:`enforce`). One report per check, in order. ``checks`` may
+    be a generator that reads each frame when its turn comes, so that a gate over many partitions holds one at a time.
 
     With ``data_docs_dir``, the suites and their results are also rendered there as one Data Docs site
     (``index.html`` listing every validation, one page per suite and per validation), ready to upload

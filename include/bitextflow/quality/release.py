@@ -8,10 +8,11 @@ published version:
   number of sentence pairs: ``<tu>`` in the TMX (also valid against the TMX 1.4 DTD), lines of the TSV
   and JSONL, ``stats.json``, the document pairs' yields; each ``mono.<lang>.txt`` holds the lines its
   statistics announce. A mismatch names the file and both numbers;
-- release pairs (the JSONL, every column): the columns of the classified sentence pairs (optional scores aside); URLs, texts,
-  languages and ``pair_hash`` present; texts not blank; each side in its language; ``pair_hash``
-  unique; scores in [0, 1]; each non-empty domain distribution a JSON object of probabilities in
-  [0, 1] adding up to 1.
+- release pairs (the JSONL, every column, read back in chunks of :data:`PAIRS_PER_CHECK` lines, one suite each:
+  ``release_pairs``, then ``release_pairs.00001`` and on): the columns of the classified sentence pairs (optional
+  scores aside); URLs, texts, languages and ``pair_hash`` present; texts not blank; each side in its language;
+  no ``pair_hash`` seen earlier in the file (helper column ``repeated_pair_hash``); scores in [0, 1]; each
+  non-empty domain distribution a JSON object of probabilities in [0, 1] adding up to 1.
 
 :func:`release_file_counts` is also what ``bench/release_check.py`` uses on a published release.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +29,15 @@ import pandas as pd
 
 from bitextflow.errors import StageError
 from bitextflow.quality.engine import Check
-from bitextflow.quality.sentence_pairs import OPTIONAL_SCORE_COLUMNS, SENTENCE_PAIR_COLUMNS
+from bitextflow.quality.sentence_pairs import OPTIONAL_SCORE_COLUMNS, REPEATED_HASH_COLUMN, SENTENCE_PAIR_COLUMNS
 from bitextflow.release.formats import validate_tmx
+from bitextflow.release.profile import identity
 
 RELEASE_FILES_SUITE, RELEASE_PAIRS_SUITE = RELEASE_SUITES = ("release_files", "release_pairs")
 PROBLEM_COLUMN = "problem"
 DOMAIN_PROBLEM_COLUMNS = {"domain_probs_a": "domain_probs_a_problem", "domain_probs_b": "domain_probs_b_problem"}
+#: JSONL lines per release-pairs suite: the gate holds one chunk of the release at a time.
+PAIRS_PER_CHECK = 50_000
 # A distribution written with full float precision adds up to 1 within rounding; more is a broken one.
 _PROBABILITY_TOLERANCE = 1e-3
 
@@ -126,10 +131,25 @@ def release_files_check(directory: Path, pair: str, sentence_pairs: int, require
     return Check(RELEASE_FILES_SUITE, frame, expectations)
 
 
-def release_pairs_check(jsonl: Path, lang_a: str, lang_b: str) -> Check:
-    """The suite over the release's JSONL, read back as users read it."""
-    readable = jsonl.is_file() and jsonl.stat().st_size > 0  # a missing file is the files suite's finding
-    frame = pd.read_json(jsonl, lines=True, dtype=False, convert_dates=False) if readable else pd.DataFrame()
+def release_pairs_checks(jsonl: Path, lang_a: str, lang_b: str) -> Iterator[Check]:
+    """The suites over the release's JSONL, read back as users read it, a chunk at a time."""
+    if not (jsonl.is_file() and jsonl.stat().st_size > 0):  # a missing file is the files suite's finding
+        yield _release_pairs_check(pd.DataFrame(), lang_a, lang_b, RELEASE_PAIRS_SUITE)
+        return
+    seen: set[int] = set()
+    chunks = pd.read_json(jsonl, lines=True, dtype=False, convert_dates=False, chunksize=PAIRS_PER_CHECK)
+    for index, frame in enumerate(chunks):
+        repeated = []
+        for value in frame["pair_hash"] if "pair_hash" in frame.columns else []:
+            key = identity(str(value))
+            repeated.append(value if key in seen else None)
+            seen.add(key)
+        frame[REPEATED_HASH_COLUMN] = repeated if "pair_hash" in frame.columns else None
+        suite = RELEASE_PAIRS_SUITE if index == 0 else f"{RELEASE_PAIRS_SUITE}.{index:05d}"
+        yield _release_pairs_check(frame, lang_a, lang_b, suite)
+
+
+def _release_pairs_check(frame: pd.DataFrame, lang_a: str, lang_b: str, suite: str) -> Check:
     for column, helper in DOMAIN_PROBLEM_COLUMNS.items():
         frame[helper] = frame[column].map(distribution_problem) if column in frame.columns else None
     score_columns = ["alignment_score", "domain_relevance", *(c for c in OPTIONAL_SCORE_COLUMNS if c in frame.columns)]
@@ -144,18 +164,16 @@ def release_pairs_check(jsonl: Path, lang_a: str, lang_b: str) -> Check:
             *(gxe.ExpectColumnValuesToMatchRegex(column=column, regex=r"\S") for column in ("text_a", "text_b")),
             gxe.ExpectColumnValuesToBeInSet(column="lang_a", value_set=[lang_a]),
             gxe.ExpectColumnValuesToBeInSet(column="lang_b", value_set=[lang_b]),
-            gxe.ExpectColumnValuesToBeUnique(column="pair_hash"),
+            gxe.ExpectColumnValuesToBeNull(column=REPEATED_HASH_COLUMN),
             *(gxe.ExpectColumnValuesToBeBetween(column=column, min_value=0.0, max_value=1.0) for column in score_columns),
             *(gxe.ExpectColumnValuesToBeNull(column=helper) for helper in DOMAIN_PROBLEM_COLUMNS.values()),
         ]
 
-    return Check(RELEASE_PAIRS_SUITE, frame, expectations)
+    return Check(suite, frame, expectations)
 
 
-def release_checks(directory: Path, pair: str, sentence_pairs: int, required: list[str] | None = None) -> list[Check]:
-    """Both release suites over the files built into ``directory``."""
+def release_checks(directory: Path, pair: str, sentence_pairs: int, required: list[str] | None = None) -> Iterator[Check]:
+    """The release suites over the files built into ``directory``: the files, then the pairs chunk by chunk."""
     lang_a, lang_b = pair.split("-", 1)
-    return [
-        release_files_check(directory, pair, sentence_pairs, required or required_release_files(pair)),
-        release_pairs_check(directory / f"{pair}.jsonl", lang_a, lang_b),
-    ]
+    yield release_files_check(directory, pair, sentence_pairs, required or required_release_files(pair))
+    yield from release_pairs_checks(directory / f"{pair}.jsonl", lang_a, lang_b)

@@ -1,18 +1,22 @@
-"""The files of one corpus release, written into a local folder from the run's gated pairs and extras.
+"""The files of one corpus release, written into a local folder from the run's gated pairs and extras, streamed.
 
 ``<pair>.tsv`` (Bitextor's columns), ``<pair>.tmx`` (validated against the TMX 1.4 DTD), ``<pair>.jsonl``
 (every column), ``stats.json``, ``gate.json`` and, when the run's other outputs are given
 (:class:`ReleaseExtras`), ``document_pairs.jsonl``, ``mono.<lang>.txt``, ``report.html`` and
 ``datasheet.md``. Publishing them as a numbered version is :mod:`bitextflow.catalog.releases`.
+
+Pairs, document pairs and sentences come as chunks (one site partition after another), each written to the
+files as it comes, so a release never holds the run: :class:`~bitextflow.release.profile.CorpusProfile`
+keeps the figures, and a second pass over the pairs picks the samples the report shows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
@@ -20,65 +24,95 @@ from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.release.datasheet import local_site_licences, render_datasheet
-from bitextflow.release.formats import corpus_stats, validate_tmx, write_jsonl, write_lines, write_tmx, write_tsv
+from bitextflow.release.formats import TmxWriter, validate_tmx, write_jsonl, write_lines, write_tsv
+from bitextflow.release.profile import CorpusProfile, identity
 from bitextflow.text.comparison import normalise_for_comparison
+
+#: A release's rows: one frame, or frames in order (a list, or an object that reads them again on each iteration).
+Chunks = pd.DataFrame | Iterable[pd.DataFrame]
 
 
 def json_bytes(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
 
 
+def chunks_of(rows: Chunks | None) -> Iterable[pd.DataFrame]:
+    """``rows`` as an iterable of frames (a single frame is one chunk)."""
+    if rows is None:
+        return ()
+    return [rows] if isinstance(rows, pd.DataFrame) else rows
+
+
 @dataclass(frozen=True)
 class ReleaseExtras:
     """The run's other outputs that a full release is made of (all optional).
 
-    ``document_pairs``: align_documents' frame; ``monolingual``: deduplicated sentences per language
-    with the counts of that deduplication (:func:`monolingual_corpus`); ``crawl_log``: the crawl log
-    records; ``config``: the pair config (for the datasheet).
+    ``document_pairs``: align_documents' frames; ``sentences``: the extract sentences (``records.SENTENCES`` rows),
+    whose sentences in the pair's languages make the monolingual corpus; ``crawl_log``: the crawl log records
+    (iterable twice); ``config``: the pair config (for the datasheet).
     """
 
-    document_pairs: pd.DataFrame | None = None
-    monolingual: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    monolingual_counts: StageCounts | None = None
-    crawl_log: Sequence[Mapping[str, Any]] = ()
+    document_pairs: Chunks | None = None
+    sentences: Chunks | None = None
+    crawl_log: Iterable[Mapping[str, Any]] = ()
     config: PairConfig | None = None
 
 
-def monolingual_corpus(sentences: pd.DataFrame, languages: Sequence[str]) -> tuple[dict[str, list[str]], StageCounts]:
-    """Sentences per language in document order, each kept once (equal after case folding and dropping
-    non-alphanumerics, as pairs are deduplicated); returns them and the counts of what was dropped."""
-    counts = StageCounts("release_monolingual")
-    counts.seen(len(sentences))
-    corpus: dict[str, list[str]] = {lang: [] for lang in languages}
-    seen: set[tuple[str, str]] = set()
-    ordered = sentences.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
-    for language, text in zip(ordered["language"], ordered["text"], strict=True):
-        if language not in corpus:
-            counts.drop("other_language")
-            continue
-        key = (language, normalise_for_comparison(text))
-        if key in seen:
-            counts.drop("duplicate_sentence")
-            continue
-        seen.add(key)
-        corpus[language].append(text)
-    counts.keep(sum(len(texts) for texts in corpus.values()))
-    return corpus, counts
+class MonolingualCorpus:
+    """Sentences per language, each kept once (equal after case folding and dropping non-alphanumerics, as pairs
+    are deduplicated), written to ``mono.<lang>.txt`` as they come; documents in order within each chunk."""
+
+    def __init__(self, directory: Path, languages: Sequence[str]):
+        self.paths = {language: directory / f"mono.{language}.txt" for language in languages}
+        self.lines = dict.fromkeys(languages, 0)
+        self.counts = StageCounts("release_monolingual")
+        self._seen: set[int] = set()
+        self._files: dict[str, IO[bytes]] = {}
+
+    def add(self, sentences: pd.DataFrame) -> None:
+        self.counts.seen(len(sentences))
+        kept = 0
+        ordered = sentences.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
+        for language, text in zip(ordered["language"], ordered["text"], strict=True):
+            if language not in self.paths:
+                self.counts.drop("other_language")
+                continue
+            key = identity(language, normalise_for_comparison(text))
+            if key in self._seen:
+                self.counts.drop("duplicate_sentence")
+                continue
+            self._seen.add(key)
+            if language not in self._files:
+                self._files[language] = self.paths[language].open("wb")
+            self.lines[language] += write_lines([text], self._files[language])
+            kept += 1
+        self.counts.keep(kept)
+
+    def close(self) -> list[Path]:
+        for language, path in self.paths.items():
+            if language in self._files:
+                self._files[language].close()
+            else:
+                path.write_bytes(b"")
+        return list(self.paths.values())
 
 
-def _document_pairs_with_yield(document_pairs: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
-    released = df.groupby(["url_a", "url_b"]).size().rename("sentence_pairs")
-    columns = [c for c in document_pairs.columns if not c.startswith("sentences_key")]  # internal storage keys
-    frame = document_pairs[columns].merge(released, how="left", left_on=["url_a", "url_b"], right_index=True)
-    frame["sentence_pairs"] = frame["sentence_pairs"].fillna(0).astype(int)
-    return frame.sort_values(["url_a", "url_b"], kind="stable").reset_index(drop=True)
+def _write_document_pairs(document_pairs: Iterable[pd.DataFrame], profile: CorpusProfile, out: IO[bytes]) -> int:
+    """Each document pair with its released sentence pairs, without internal columns; returns how many."""
+    written = 0
+    for frame in document_pairs:
+        columns = [c for c in frame.columns if c != "partition"]  # where the run stored it, not what it is
+        rows = frame[columns].sort_values(["url_a", "url_b"], kind="stable").reset_index(drop=True)
+        rows["sentence_pairs"] = [profile.yield_of(a, b) for a, b in zip(rows["url_a"], rows["url_b"], strict=True)]
+        written += write_jsonl(rows, out)
+    return written
 
 
 def build_release(
     directory: Path,
     pair: str,
     version: int,
-    df: pd.DataFrame,
+    pairs: Chunks,
     stage_counts: Iterable[StageCounts],
     run_id: str,
     gate_report: dict[str, Any] | None,
@@ -93,39 +127,50 @@ def build_release(
     directory.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
 
-    def write(name: str, writer: Any) -> None:
+    def write(name: str, writer: Callable[[IO[bytes]], Any]) -> Any:
         path = directory / name
         with path.open("wb") as out:
-            writer(out)
+            result = writer(out)
         paths.append(path)
+        return result
 
-    write(f"{pair}.tsv", lambda out: write_tsv(df, out))
-    write(f"{pair}.tmx", lambda out: write_tmx(df, out, srclang=pair.split("-")[0]))
-    if validate_tmx(paths[-1]) != len(df):
-        raise StageError(f"{paths[-1]}: TMX holds a different number of tu than the {len(df)} sentence pairs")
-    write(f"{pair}.jsonl", lambda out: write_jsonl(df, out))
-    counts = [*stage_counts, *([extras.monolingual_counts] if extras.monolingual_counts else [])]
-    stats = corpus_stats(df, counts)
+    profile = CorpusProfile()
+    chunks = chunks_of(pairs)
+    tsv, tmx, jsonl = (directory / f"{pair}{suffix}" for suffix in (".tsv", ".tmx", ".jsonl"))
+    with tsv.open("wb") as tsv_out, tmx.open("wb") as tmx_out, jsonl.open("wb") as jsonl_out, TmxWriter(tmx_out, pair.split("-")[0]) as units:
+        for chunk in chunks:
+            write_tsv(chunk, tsv_out)
+            units.write(chunk)
+            write_jsonl(chunk, jsonl_out)
+            profile.add(chunk)
+    paths += [tsv, tmx]
+    if validate_tmx(tmx) != profile.sentence_pairs:
+        raise StageError(f"{tmx}: TMX holds a different number of tu than the {profile.sentence_pairs} sentence pairs")
+    paths.append(jsonl)
+    mono = None
+    if extras.sentences is not None:
+        mono = MonolingualCorpus(directory, pair.split("-", 1))
+        for sentences in chunks_of(extras.sentences):
+            mono.add(sentences)
+    stats = profile.stats([*stage_counts, *([mono.counts] if mono else [])])
     if extras.document_pairs is not None:
-        document_pairs = _document_pairs_with_yield(extras.document_pairs, df)
-        stats["aligned_document_pairs"] = len(document_pairs)
-        write("document_pairs.jsonl", lambda out: write_jsonl(document_pairs, out))
-    for language, texts in extras.monolingual.items():
-        write(f"mono.{language}.txt", lambda out, texts=texts: write_lines(texts, out))
-    if extras.monolingual:
-        stats["monolingual_sentences"] = {language: len(texts) for language, texts in extras.monolingual.items()}
+        stats["aligned_document_pairs"] = write(
+            "document_pairs.jsonl", lambda out: _write_document_pairs(chunks_of(extras.document_pairs), profile, out)
+        )
+    if mono is not None:
+        paths += mono.close()
+        stats["monolingual_sentences"] = dict(mono.lines)
     gate = gate_report if gate_report is not None else {"success": None, "note": "published without a quality gate"}
     write("stats.json", lambda out: out.write(json_bytes(stats)))
     write("gate.json", lambda out: out.write(json_bytes(gate)))
     if extras.document_pairs is not None or extras.crawl_log:
-        paired_urls = (
-            set() if extras.document_pairs is None else {*extras.document_pairs["url_a"], *extras.document_pairs["url_b"]}
-        )
-        from bitextflow.release.report import render_report  # matplotlib: seconds to import, only needed here
+        from bitextflow.release.report import crawl_profile, render_report  # matplotlib: seconds to import, only needed here
 
-        report = render_report(pair, version, df, stats, list(extras.crawl_log), paired_urls)
+        paired_urls = {url for frame in chunks_of(extras.document_pairs) for url in (*frame["url_a"], *frame["url_b"])}
+        report = render_report(pair, version, profile, stats, profile.take_samples(chunks), crawl_profile(extras.crawl_log, paired_urls))
         write("report.html", lambda out: out.write(report))
     if extras.config is not None:
         datasheet = render_datasheet(extras.config, version, run_id, stats, local_site_licences(extras.config))
         write("datasheet.md", lambda out: out.write(datasheet.encode("utf-8")))
     return paths
+

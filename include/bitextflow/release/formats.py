@@ -1,4 +1,4 @@
-"""Release file formats: Bitextor-style TSV, TMX 1.4, and corpus statistics.
+"""Release file formats: Bitextor-style TSV, TMX 1.4, JSONL and plain lines, each written a chunk at a time.
 
 TSV (``<pair>.tsv``), UTF-8, no header, one sentence pair per line, in Bitextor's column order
 (URLs, texts, then scores) so tools that read Bitextor output read ours::
@@ -29,46 +29,30 @@ identical objects); the release manifest records when it was published.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
+from types import TracebackType
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
 from lxml import etree
 
-from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.release.profile import TMX_COLUMNS, require_columns
 from bitextflow.text.markup import xml_safe
 
-TSV_COLUMNS: tuple[str, ...] = ("url_a", "url_b", "text_a", "text_b", "alignment_score", "domain_relevance")
+TSV_COLUMNS: tuple[str, ...] = TMX_COLUMNS[:6]
 """Frame columns written to the TSV, in order (Bitextor's url1, url2, text1, text2, scores)."""
-
-TMX_COLUMNS: tuple[str, ...] = (*TSV_COLUMNS, "lang_a", "lang_b")
-
-TOKEN_BIN_EDGES: tuple[int, ...] = (0, 5, 10, 20, 30, 50, 80, 120)
-"""Left edges of token-length bins (last bin open-ended); fixed so versions compare bin by bin."""
-
-CHARACTER_BIN_EDGES: tuple[int, ...] = (0, 25, 50, 100, 200, 400, 800)
-"""Left edges of character-length bins (last bin open-ended)."""
-
-TOP_HOSTS = 20
 
 _XML = "{http://www.w3.org/XML/1998/namespace}"
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _TSV_BREAKS = str.maketrans({c: " " for c in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
-
-
-def _require(df: pd.DataFrame, columns: Iterable[str], what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise StageError(f"cannot write {what}: sentence-pair frame lacks column(s) {', '.join(missing)}")
 
 
 def _texts(series: pd.Series) -> list[str]:
@@ -93,7 +77,7 @@ def _tsv_field(text: str) -> str:
 
 def write_tsv(df: pd.DataFrame, out: IO[bytes]) -> int:
     """Write ``df`` as header-less Bitextor-style TSV (columns in the module docstring); return rows."""
-    _require(df, TSV_COLUMNS, "TSV")
+    require_columns(df, TSV_COLUMNS, "TSV")
     columns = [_texts(df[c]) for c in TSV_COLUMNS[:4]]
     scores = [[_score(v) for v in df[c].tolist()] for c in TSV_COLUMNS[4:]]
     rows = 0
@@ -117,11 +101,11 @@ def _prop(parent: etree._Element, kind: str, value: str) -> None:
     prop.text = xml_safe(value)
 
 
-def _tu_elements(df: pd.DataFrame) -> Iterator[etree._Element]:
+def _tu_elements(df: pd.DataFrame, first_tuid: int) -> Iterator[etree._Element]:
     columns = {c: _texts(df[c]) for c in ("url_a", "url_b", "text_a", "text_b", "lang_a", "lang_b")}
     scores = {c: [_score(v) for v in df[c].tolist()] for c in ("alignment_score", "domain_relevance")}
     for i in range(len(df)):
-        tu = etree.Element("tu", tuid=str(i + 1))
+        tu = etree.Element("tu", tuid=str(first_tuid + i))
         for kind, column in (("score-aligner", "alignment_score"), ("score-domain-relevance", "domain_relevance")):
             if scores[column][i]:  # a missing score gets no prop rather than an empty one
                 _prop(tu, kind, scores[column][i])
@@ -133,36 +117,50 @@ def _tu_elements(df: pd.DataFrame) -> Iterator[etree._Element]:
         yield tu
 
 
-def write_tmx(df: pd.DataFrame, out: IO[bytes], srclang: str) -> int:
-    """Stream ``df`` as TMX 1.4 to ``out`` (one element in memory at a time); return the number of tu.
+class TmxWriter:
+    """Stream sentence pairs as TMX 1.4 into ``out``, a chunk at a time (:meth:`write`), one element in memory at a
+    time; ``tuid`` runs on across chunks. ``srclang`` is the pair's first language; each tuv's ``xml:lang`` comes
+    from the row's ``lang_a``/``lang_b`` so the file states what the data says."""
 
-    ``srclang`` is the pair's first language; each tuv's ``xml:lang`` comes from the row's
-    ``lang_a``/``lang_b`` so the file states what the data says.
-    """
-    _require(df, TMX_COLUMNS, "TMX")
-    header = etree.Element(
-        "header",
-        creationtool="bitextflow",
-        creationtoolversion=_tool_version(),
-        datatype="plaintext",
-        segtype="sentence",
-        adminlang="en",
-        srclang=srclang,
-        **{"o-tmf": "bitextflow"},
-    )
-    rows = 0
-    # Written by hand: lxml's declaration uses single quotes, which some TMX readers reject.
-    out.write(b'<?xml version="1.0" encoding="UTF-8"?>\n')
-    with etree.xmlfile(out, encoding="utf-8") as xf, xf.element("tmx", version="1.4"):
-        xf.write("\n", header, pretty_print=True)
-        with xf.element("body"):
-            xf.write("\n")
-            for tu in _tu_elements(df):
-                xf.write(tu, pretty_print=True)
-                rows += 1
-        xf.write("\n")
-    out.write(b"\n")
-    return rows
+    def __init__(self, out: IO[bytes], srclang: str):
+        self.out, self.srclang, self.units = out, srclang, 0
+        self._document = contextlib.ExitStack()  # the file and its <tmx> element
+        self._body = contextlib.ExitStack()
+
+    def __enter__(self) -> TmxWriter:
+        header = etree.Element(
+            "header", creationtool="bitextflow", creationtoolversion=_tool_version(), datatype="plaintext",
+            segtype="sentence", adminlang="en", srclang=self.srclang, **{"o-tmf": "bitextflow"},
+        )  # fmt: skip
+        # Written by hand: lxml's declaration uses single quotes, which some TMX readers reject.
+        self.out.write(b'<?xml version="1.0" encoding="UTF-8"?>\n')
+        self._xf = self._document.enter_context(etree.xmlfile(self.out, encoding="utf-8"))
+        self._document.enter_context(self._xf.element("tmx", version="1.4"))
+        self._xf.write("\n", header, pretty_print=True)
+        self._body.enter_context(self._xf.element("body"))
+        self._xf.write("\n")
+        return self
+
+    def write(self, df: pd.DataFrame) -> None:
+        require_columns(df, TMX_COLUMNS, "TMX")
+        for tu in _tu_elements(df, self.units + 1):
+            self._xf.write(tu, pretty_print=True)
+            self.units += 1
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self._body.__exit__(kind, error, trace)
+        if kind is None:
+            self._xf.write("\n")
+        self._document.__exit__(kind, error, trace)
+        if kind is None:
+            self.out.write(b"\n")
+
+
+def write_tmx(df: pd.DataFrame, out: IO[bytes], srclang: str) -> int:
+    """``df`` as a whole TMX 1.4 file (see :class:`TmxWriter`); returns the number of tu."""
+    with TmxWriter(out, srclang) as writer:
+        writer.write(df)
+    return writer.units
 
 
 TMX_DTD = Path(__file__).with_name("tmx14.dtd")
@@ -171,22 +169,44 @@ TMX_DTD = Path(__file__).with_name("tmx14.dtd")
 def validate_tmx(path: str | Path) -> int:
     """Check that ``path`` is well-formed XML and valid against the TMX 1.4 DTD; return its number of tu.
 
-    Parsed incrementally (one ``<tu>`` in memory at a time) for well-formedness, then validated with
-    lxml's DTD validator; the first problem raises :class:`StageError` naming file, line and element.
+    Streamed: each ``<header>`` and ``<tu>`` is validated against the DTD as it is parsed and then dropped, and
+    the document's skeleton (``<tmx>`` with its header and an empty body) last, so memory holds one unit
+    whatever the size of the file. The first problem raises :class:`StageError` naming file, line and element.
     """
     path = Path(path)
+    dtd = etree.DTD(str(TMX_DTD))
     units = 0
+    skeleton = None
     try:
-        for _event, element in etree.iterparse(str(path), tag="tu", huge_tree=True):
-            units += 1
-            element.clear()
+        for event, element in etree.iterparse(str(path), events=("start", "end"), huge_tree=True):
+            if event == "start":
+                if skeleton is None:
+                    skeleton = etree.Element(element.tag, dict(element.attrib))
+                continue
+            if element.tag == "tu":
+                _validate_unit(dtd, element, path)
+                units += 1
+                element.clear()
+                while element.getprevious() is not None:  # cleared units would still add up, one node each
+                    del element.getparent()[0]
+            elif element.tag == "header":
+                _validate_unit(dtd, element, path)
+                skeleton.append(etree.fromstring(etree.tostring(element)))  # a copy: the parsed tree is dropped as it goes
+            elif element.tag == "body":
+                etree.SubElement(skeleton, "body")
     except etree.XMLSyntaxError as exc:
         raise StageError(f"{path}: not well-formed XML ({exc}); the file is damaged, publish the release again") from None
-    dtd = etree.DTD(str(TMX_DTD))
-    if not dtd.validate(etree.parse(str(path), etree.XMLParser(huge_tree=True))):
-        error = dtd.error_log.filter_from_errors()[0]
-        raise StageError(f"{path}:{error.line}: not valid TMX 1.4 ({error.message})")
+    if skeleton is None or not dtd.validate(skeleton):
+        message = dtd.error_log.filter_from_errors()[0].message if skeleton is not None else "no root element"
+        raise StageError(f"{path}:1: not valid TMX 1.4 ({message})")
     return units
+
+
+def _validate_unit(dtd: etree.DTD, element: etree._Element, path: Path) -> None:
+    # validated as a document of its own: an element validated in place is given an xmlns:xml the DTD does not declare
+    if not dtd.validate(etree.fromstring(etree.tostring(element))):
+        error = dtd.error_log.filter_from_errors()[0]
+        raise StageError(f"{path}:{element.sourceline}: not valid TMX 1.4 ({error.message})")
 
 
 def _json_value(value: Any) -> Any:
@@ -224,66 +244,3 @@ def write_lines(texts: Iterable[str], out: IO[bytes]) -> int:
         out.write((_tsv_field(_SURROGATES.sub("\ufffd", text)) + "\n").encode("utf-8"))
         lines += 1
     return lines
-
-
-def _histogram(values: pd.Series, edges: tuple[int, ...]) -> dict[str, list[int]]:
-    bins = np.searchsorted(np.asarray(edges), values.to_numpy(), side="right") - 1
-    counts = np.bincount(bins[bins >= 0], minlength=len(edges))
-    return {"edges": list(edges), "counts": [int(c) for c in counts]}
-
-
-_QUANTILES = {"min": 0.0, "p10": 0.1, "p25": 0.25, "median": 0.5, "p75": 0.75, "p90": 0.9, "max": 1.0}
-
-
-def _summary(values: pd.Series) -> dict[str, float | int | None]:
-    """Count, mean and quantiles of a score column, rounded to 4 decimals; None when it is empty
-    (JSON has no NaN)."""
-    clean = pd.to_numeric(values, errors="coerce").dropna()
-    if clean.empty:
-        return {"count": 0, "mean": None, **dict.fromkeys(_QUANTILES)}
-    quantiles = clean.quantile(list(_QUANTILES.values())).round(4).tolist()
-    return {
-        "count": int(clean.size),
-        "mean": round(float(clean.mean()), 4),
-        **dict(zip(_QUANTILES, quantiles, strict=True)),
-    }
-
-
-def host(url: str) -> str:
-    """The host of ``url``, ``(none)`` when it has none."""
-    return urlsplit(url).hostname or "(none)"
-
-
-def _side_stats(df: pd.DataFrame, side: str) -> dict[str, Any]:
-    texts = pd.Series(_texts(df[f"text_{side}"]), dtype=object)
-    urls = _texts(df[f"url_{side}"])
-    # Whitespace tokens: language-neutral and reproducible, though scripts without spaces (zh, ja)
-    # count a sentence as one token; characters are given next to them for that reason.
-    tokens = texts.map(lambda t: len(t.split())).astype(int)
-    characters = texts.map(len).astype(int)
-    languages = sorted(set(_texts(df[f"lang_{side}"])))
-    return {
-        "languages": languages,
-        "documents": len(set(urls)),
-        "tokens": int(tokens.sum()),
-        "characters": int(characters.sum()),
-        "top_hosts": [{"host": h, "sentence_pairs": n} for h, n in Counter(map(host, urls)).most_common(TOP_HOSTS)],
-        "token_length_histogram": _histogram(tokens, TOKEN_BIN_EDGES),
-        "character_length_histogram": _histogram(characters, CHARACTER_BIN_EDGES),
-    }
-
-
-def corpus_stats(df: pd.DataFrame, stage_counts: Iterable[StageCounts]) -> dict[str, Any]:
-    """The statistics a release publishes (``stats.json``): sizes, per-side figures, score summaries,
-    and the per-stage counts that explain how many items each stage kept and why it dropped others."""
-    _require(df, (*TMX_COLUMNS, "pair_hash"), "statistics")
-    return {
-        "sentence_pairs": len(df),
-        "unique_pairs": int(df["pair_hash"].nunique()),
-        "document_pairs": int(df[["url_a", "url_b"]].drop_duplicates().shape[0]),
-        "side_a": _side_stats(df, "a"),
-        "side_b": _side_stats(df, "b"),
-        "alignment_score": _summary(df["alignment_score"]),
-        "domain_relevance": _summary(df["domain_relevance"]),
-        "stage_counts": [counts.to_dict() for counts in stage_counts],
-    }

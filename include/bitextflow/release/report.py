@@ -22,9 +22,9 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -32,15 +32,13 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: workers have no display
 
 import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np  # noqa: E402
 
-from bitextflow.release.formats import host  # noqa: E402
+from bitextflow.release.profile import MAX_LABELS as _MAX_LABELS  # noqa: E402
+from bitextflow.release.profile import CorpusProfile, host  # noqa: E402
 from bitextflow.text.markup import plot_label  # noqa: E402
 
 _PNG_METADATA = {"Software": None}
-_MAX_LABELS = 20
-# Columns that identify or carry text; never plotted as a distribution.
-_NOT_DISTRIBUTIONS = {"url_a", "url_b", "text_a", "text_b", "lang_a", "lang_b", "pair_hash", "rule_tags", "domain_terms"}
 
 
 def _png(figure: plt.Figure) -> str:
@@ -78,83 +76,12 @@ def _length_histograms(stats: Mapping[str, Any], pair: str) -> str:
     return _png(figure)
 
 
-def _score_columns(df: pd.DataFrame) -> list[str]:
-    """Numeric score columns, and ``*score`` columns no pair has a value in (of no numeric type then)."""
-    return [
-        c for c in df.columns
-        if c not in _NOT_DISTRIBUTIONS and (pd.api.types.is_float_dtype(df[c]) or (c.endswith("score") and df[c].isna().all()))
-    ]  # fmt: skip
-
-
-_SAMPLES_PER_BAND = 3
-
-
-def _score_samples(df: pd.DataFrame, column: str) -> list[tuple[str, str, str, str]]:
-    """(band, score, text_a, text_b) of a few pairs at the lowest, the median and the highest ``column``."""
-    scored = df.dropna(subset=[column]).sort_values(column, kind="stable")
-    middle = max(0, len(scored) // 2 - _SAMPLES_PER_BAND // 2)
-    bands = (("lowest", scored.head(_SAMPLES_PER_BAND)), ("median", scored.iloc[middle : middle + _SAMPLES_PER_BAND]),
-             ("highest", scored.tail(_SAMPLES_PER_BAND).iloc[::-1]))  # fmt: skip
-    return [(band, f"{row[column]:.3f}", row["text_a"], row["text_b"]) for band, rows in bands for _, row in rows.iterrows()]
-
-
-def _score_histogram(df: pd.DataFrame, column: str) -> str:
+def _score_histogram(values: np.ndarray, column: str) -> str:
     figure, axes = plt.subplots(figsize=(5, 3))
-    axes.hist(df[column].dropna(), bins=20, color="#228833")
+    axes.hist(values[~np.isnan(values)], bins=20, color="#228833")
     axes.set_title(column.replace("_", " "))
     axes.set_ylabel("sentence pairs")
     return _png(figure)
-
-
-def _label_columns(df: pd.DataFrame, distributions: Iterable[str]) -> list[str]:
-    """String columns with a handful of non-empty values (domain or topic labels)."""
-    return [
-        c
-        for c in df.columns
-        if c not in _NOT_DISTRIBUTIONS
-        and c not in distributions
-        and (pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object)
-        and df[c].map(lambda v: isinstance(v, str)).all()
-        and 1 <= df[c].nunique() <= _MAX_LABELS
-        and (df[c] != "").any()
-    ]
-
-
-def _distribution_columns(df: pd.DataFrame) -> dict[str, dict[str, float]]:
-    """Mean probability per label of columns holding a distribution per row (a mapping or (label, p) pairs)."""
-    means: dict[str, dict[str, float]] = {}
-    for column in df.columns:
-        if column in _NOT_DISTRIBUTIONS or df.empty:
-            continue
-        rows = [_as_mapping(v) for v in df[column]]
-        if all(r is not None for r in rows):
-            totals: Counter[str] = Counter()
-            for row in rows:
-                totals.update(row)
-            means[column] = {label: round(total / len(rows), 4) for label, total in totals.most_common(_MAX_LABELS)}
-    return means
-
-
-def _as_mapping(value: Any) -> dict[str, float] | None:
-    if isinstance(value, str) and value.startswith("{"):  # a distribution stored as a JSON object
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    if isinstance(value, Mapping):
-        items = list(value.items())
-    elif hasattr(value, "__iter__") and not isinstance(value, str | bytes):
-        items = list(value)
-        if not all(isinstance(i, Mapping) and len(i) == 2 for i in items):
-            items = [tuple(i) if hasattr(i, "__len__") and len(i) == 2 else None for i in items]
-        else:
-            items = [tuple(i.values()) for i in items]
-    else:
-        return None
-    try:
-        return {str(label): float(p) for label, p in items}
-    except (TypeError, ValueError):
-        return None
 
 
 def _stage_counts(stage_counts: list[Mapping[str, Any]]) -> str:
@@ -177,19 +104,42 @@ def _stage_counts(stage_counts: list[Mapping[str, Any]]) -> str:
     return _png(figure)
 
 
-def crawl_efficiency(crawl_log: Iterable[Mapping[str, Any]], paired_urls: set[str]) -> list[tuple[int, int]]:
-    """(pages downloaded, pages of a released document pair among them), after each downloaded page."""
-    fetched = sorted((e for e in crawl_log if e.get("outcome") == "fetched"), key=lambda e: e.get("time", 0.0))
-    curve, found = [], 0
-    for downloaded, entry in enumerate(fetched, start=1):
-        found += entry["url"] in paired_urls
-        curve.append((downloaded, found))
-    return curve
+@dataclass(frozen=True)
+class CrawlProfile:
+    """What the report shows of the crawl log: pages fetched per host and per detected language, and whether each
+    fetched page, in download order, belongs to a released document pair (a byte a page)."""
+
+    fetched_per_host: Counter[str]
+    languages: Counter[str]
+    paired_in_order: np.ndarray
+
+    def curve(self) -> np.ndarray:
+        """Pages of a released document pair found after each downloaded page (García-Romero et al.)."""
+        return np.cumsum(self.paired_in_order)
 
 
-def _efficiency_plot(curve: list[tuple[int, int]]) -> str:
+def crawl_profile(crawl_log: Iterable[Mapping[str, Any]], paired_urls: set[str]) -> CrawlProfile:
+    """One pass over the crawl log (``paired_urls``: the URLs of released document pairs)."""
+    hosts: Counter[str] = Counter()
+    languages: Counter[str] = Counter()
+    times, paired = [], []
+    for entry in crawl_log:
+        if entry.get("outcome") != "fetched":
+            continue
+        hosts[host(entry["url"])] += 1
+        languages[entry.get("detected_language") or "(unknown)"] += 1
+        times.append(float(entry.get("time", 0.0)))
+        paired.append(entry["url"] in paired_urls)
+    order = np.argsort(np.array(times, dtype=float), kind="stable")
+    return CrawlProfile(hosts, languages, np.array(paired, dtype=np.int64)[order])
+
+
+def _efficiency_plot(curve: np.ndarray) -> str:
     figure, axes = plt.subplots(figsize=(6, 3.5))
-    axes.plot([d for d, _ in curve], [f for _, f in curve], color="#aa3377")
+    # at most ~2,000 points: a million-page crawl draws the same line
+    step = max(1, len(curve) // 2000)
+    downloaded = np.r_[np.arange(1, len(curve) + 1)[::step], len(curve)]
+    axes.plot(downloaded, curve[downloaded - 1], color="#aa3377")
     axes.set_xlabel("pages downloaded")
     axes.set_ylabel("pages in a released document pair")
     axes.set_title("Crawl efficiency")
@@ -205,13 +155,13 @@ def _table(rows: Iterable[tuple[Any, ...]], header: tuple[str, ...]) -> str:
 def render_report(
     pair: str,
     version: int,
-    df: pd.DataFrame,
+    profile: CorpusProfile,
     stats: Mapping[str, Any],
-    crawl_log: list[Mapping[str, Any]],
-    paired_urls: set[str],
+    samples: Mapping[str, list[tuple[str, str, str, str]]],
+    crawl: CrawlProfile,
 ) -> bytes:
-    """The report as UTF-8 HTML. ``stats`` is :func:`~bitextflow.release.formats.corpus_stats`'s result
-    (with the monolingual and document-pair figures); ``paired_urls`` the URLs of released document pairs."""
+    """The report as UTF-8 HTML. ``stats`` is the release's ``stats.json`` (with the monolingual and document-pair
+    figures); ``samples`` the pairs shown per score band (:meth:`CorpusProfile.take_samples`)."""
     sections: list[str] = []
 
     def figure(title: str, png: str, note: str = "") -> None:
@@ -232,17 +182,17 @@ def render_report(
     ]
     sections.append("<h2>Summary</h2>" + _table(summary, ("figure", "value")))
     figure("Sentence length", _length_histograms(stats, pair))
-    for column in _score_columns(df):
-        if df[column].notna().any():
-            figure(f"Score: {column}", _score_histogram(df, column))
-            sections.append(_table(_score_samples(df, column), ("band", column, "text_a", "text_b")))
+    for column in profile.scores:
+        values = profile.score_values(column)
+        if column in samples:
+            figure(f"Score: {column}", _score_histogram(values, column))
+            sections.append(_table(samples[column], ("band", column, "text_a", "text_b")))
         else:
             sections.append(
                 f"<h2>Score: {html.escape(column)}</h2><p>Not computed for this release: no pair has a "
                 f"{html.escape(column)} (the step that gives it did not run for this pair).</p>"
             )
 
-    fetched_per_host = Counter(host(e["url"]) for e in crawl_log if e.get("outcome") == "fetched")
     hosts = stats["side_a"]["top_hosts"]
     if hosts:
         figure(
@@ -250,26 +200,22 @@ def render_report(
         )
         sections.append(
             _table(
-                ((h["host"], h["sentence_pairs"], fetched_per_host.get(h["host"], 0)) for h in hosts),
+                ((h["host"], h["sentence_pairs"], crawl.fetched_per_host.get(h["host"], 0)) for h in hosts),
                 ("host", "sentence pairs", "pages fetched"),
             )
         )
-    languages = Counter(e.get("detected_language") or "(unknown)" for e in crawl_log if e.get("outcome") == "fetched")
-    if languages:
+    if crawl.languages:
         figure(
-            "Languages of fetched pages", _bar("Pages per detected language", dict(languages.most_common(_MAX_LABELS)), "pages")
+            "Languages of fetched pages", _bar("Pages per detected language", dict(crawl.languages.most_common(_MAX_LABELS)), "pages")
         )
-    if "domain_terms" in df.columns:
-        terms = Counter(t for value in df["domain_terms"] if isinstance(value, str) for t in value.split(";") if t)
-        if terms:
-            figure(
-                "Domain terms",
-                _bar("Sentence pairs per matched domain term", dict(terms.most_common(_MAX_LABELS)), "sentence pairs"),
-            )
-    distributions = _distribution_columns(df)
-    for column in _label_columns(df, distributions):
-        figure(f"Distribution: {column}", _bar(column, dict(df[column].value_counts().head(_MAX_LABELS)), "sentence pairs"))
-    for column, means in distributions.items():
+    if profile.domain_terms:
+        figure(
+            "Domain terms",
+            _bar("Sentence pairs per matched domain term", dict(profile.domain_terms.most_common(_MAX_LABELS)), "sentence pairs"),
+        )
+    for column, counts in profile.label_counts().items():
+        figure(f"Distribution: {column}", _bar(column, dict(counts.most_common(_MAX_LABELS)), "sentence pairs"))
+    for column, means in profile.distribution_means().items():
         figure(f"Distribution: {column}", _bar(f"mean {column}", means, "mean probability"))
     if stats["stage_counts"]:
         figure("Counts per stage", _stage_counts(stats["stage_counts"]))
@@ -282,12 +228,12 @@ def render_report(
                 ("stage", "in", "kept", "dropped by reason"),
             )
         )
-    curve = crawl_efficiency(crawl_log, paired_urls)
-    if curve:
+    curve = crawl.curve()
+    if len(curve):
         figure(
             "Crawl efficiency",
             _efficiency_plot(curve),
-            f"{curve[-1][1]} of {curve[-1][0]} downloaded pages belong to a released document pair.",
+            f"{int(curve[-1])} of {len(curve)} downloaded pages belong to a released document pair.",
         )
 
     title = f"bitextflow release {html.escape(pair)} v{version}"

@@ -1,13 +1,14 @@
-"""Stage ``align_documents``: the run's documents -> document pairs, in shards for sentence alignment.
+"""Stage ``align_documents``: one site partition's documents -> document pairs, in shards for sentence alignment.
 
-Exact and MinHash LSH near-duplicates across extract shards are set aside first; the pairs pass the
-document-pairs gate; an ``incremental`` run carries unchanged page pairs over from the last release.
+One task per partition (a site is always whole in one). The run-level duplicates the ``deduplicate`` stage found
+are set aside first (``align_documents/part-NNNNN.cross-shard-duplicates.parquet``, with the reason and the kept
+twin); the pairs pass the document-pairs suite of the partition; an ``incremental`` run carries unchanged page
+pairs over from the last release.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -16,28 +17,37 @@ from bitextflow import records
 from bitextflow.align.combined import align_configured
 from bitextflow.catalog import incremental
 from bitextflow.counts import StageCounts
-from bitextflow.errors import StageError
-from bitextflow.extract.dedup import deduplicate_run
+from bitextflow.extract.dedup import Duplicate, set_aside
 from bitextflow.quality import document_pairs_check
 from bitextflow.stages.base import Stage
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import CARRIED_SENTENCE_PAIRS, DOCUMENT_PAIR_SHARDS
-from bitextflow.storage.tables import read_tables, write_table
+from bitextflow.storage.layout import (
+    DOCUMENT_PAIR_SHARDS,
+    carried_sentence_pairs_name,
+    duplicates_name,
+    partition_name,
+    partition_of_key,
+)
+from bitextflow.storage.tables import read_table, write_table
 
 log = logging.getLogger(__name__)
 
 
 class AlignDocuments(Stage):
     name = "align_documents"
-    after = "gate_documents"
+    after = "deduplicate"
     outputs = DOCUMENT_PAIR_SHARDS
-    partitioning = "run"
+    partitioning = "shard"
+    outputs_per_input = "many"
     asset = "document_pairs"
     help = "pair the documents that translate each other, one 1-1 assignment per site"
 
-    def run(self, documents_keys: Sequence[str]) -> list[str]:
+    def run(self, documents_key: str) -> list[str]:
+        """Returns the partition's document-pair shards (none when it has no pair to align)."""
         ctx = self.ctx
-        frame = self._drop_cross_shard_duplicates(read_tables(ctx.store, list(documents_keys), records.DOCUMENTS))
+        partition = partition_of_key(documents_key)
+        name = partition_name(partition)
+        frame = self._without_run_duplicates(read_table(ctx.store, documents_key), partition)
         src, tgt = ctx.config.source, ctx.config.target
         counts = StageCounts("align_documents")
         in_pair = frame[frame["language"].isin([src, tgt])]
@@ -46,77 +56,69 @@ class AlignDocuments(Stage):
         for reason, n in report.unmatched.items():
             counts.drop(reason, n)
         counts.keep(2 * len(pairs))
-        sentences_key = dict(zip(frame["doc_id"], frame["sentences_key"], strict=True))
-        located = [
-            replace(pair, sentences_key_a=sentences_key[pair.doc_id_a], sentences_key_b=sentences_key[pair.doc_id_b])
-            for pair in sorted(pairs, key=lambda p: (p.url_a, p.url_b))
-        ]
-        ctx.write_counts("align_documents", "align_documents", counts)
-        if not located:
-            raise StageError(
-                f"no {src}-{tgt} document pairs among {len(in_pair)} documents in the pair's languages; "
-                "the crawl found no translated pages (check seeds and crawl.max_pages)"
-            )
+        ctx.write_counts("align_documents", name, counts)
+        located = sorted((replace(pair, partition=partition) for pair in pairs), key=lambda p: (p.url_a, p.url_b))
         document_pairs = records.frame_of(located, records.DOCUMENT_PAIRS)
-        judge(ctx, "document_pairs", [document_pairs_check(document_pairs, ctx.config.gate)])
+        if len(document_pairs):
+            judge(ctx, f"document_pairs.{name}", [document_pairs_check(document_pairs, suite=f"document_pairs.{name}")])
         if ctx.config.incremental:
-            document_pairs = self._carry_over_unchanged(frame, document_pairs)
+            document_pairs = self._carry_over_unchanged(frame, document_pairs, partition)
         size = ctx.config.align.document_pairs_per_shard
-        # At least one shard, empty when everything was carried over: an empty map would skip the tasks after it.
         return [
             write_table(
                 ctx.store,
-                ctx.key("align_documents", f"docpairs-{i // size:05d}.parquet"),
+                ctx.key("align_documents", f"docpairs-{name}-{i // size:05d}.parquet"),
                 document_pairs.iloc[i : i + size],
                 records.DOCUMENT_PAIRS,
             )
-            for i in range(0, max(len(document_pairs), 1), size)
+            for i in range(0, len(document_pairs), size)
         ]
 
-    def _drop_cross_shard_duplicates(self, documents: pd.DataFrame) -> pd.DataFrame:
-        """Exact and MinHash LSH near-duplicates across the extract shards (``extract.lsh_*``), set aside.
-
-        Extraction de-duplicates within a shard; this pass sees the whole run. The dropped documents go
-        to ``align_documents/documents.cross-shard-duplicates.parquet`` with the reason and the kept twin.
-        """
+    def _without_run_duplicates(self, documents: pd.DataFrame, partition: int) -> pd.DataFrame:
+        """The partition's documents less those the ``deduplicate`` stage set aside, which go to
+        ``align_documents/part-NNNNN.cross-shard-duplicates.parquet`` with the reason and the kept twin."""
         ctx = self.ctx
-        config = ctx.config.extract
-        result = deduplicate_run(documents, config.lsh_threshold, config.lsh_num_perm)
-        write_table(
-            ctx.store, ctx.key("align_documents", "documents.cross-shard-duplicates.parquet"), result.removed, records.DOCUMENTS
-        )
-        ctx.write_counts("align_documents", "documents.cross-shard-duplicates", result.counts)
-        return result.kept
+        name = partition_name(partition)
+        verdicts = read_table(ctx.store, ctx.key("deduplicate", duplicates_name(partition)))
+        found = {
+            int(order): Duplicate(reason, twin)
+            for order, reason, twin in zip(verdicts["order"], verdicts["drop_reason"], verdicts["duplicate_of"], strict=True)
+        }
+        orders = read_table(ctx.store, ctx.key("partitions", f"{name}.sketches.parquet"), columns=["order"])["order"]
+        kept, removed = set_aside(documents, orders, found)
+        write_table(ctx.store, ctx.key("align_documents", f"{name}.cross-shard-duplicates.parquet"), removed, records.DOCUMENTS)
+        return kept
 
-    def _carry_over_unchanged(self, documents: pd.DataFrame, document_pairs: pd.DataFrame) -> pd.DataFrame:
+    def _carry_over_unchanged(self, documents: pd.DataFrame, document_pairs: pd.DataFrame, partition: int) -> pd.DataFrame:
         """``incremental``: set aside the previous release's pairs of unchanged page pairs for the gate, report
-        what changed (``align_documents/changes.json``); returns the document pairs still to align."""
+        what changed (``align_documents/part-NNNNN.changes.json``); returns the document pairs still to align."""
         ctx = self.ctx
-        previous = incremental.previous_release(ctx.store, ctx.config.pair, ctx.run_id)
+        name = partition_name(partition)
+        previous = incremental.previous_release(ctx.store, ctx.config.pair, ctx.run_id, partition, ctx.config.extract.site_partitions)
         if previous is None:
-            log.info("incremental: no earlier release of %s; aligning every document pair", ctx.config.pair)
+            log.info("incremental: no usable earlier release of %s; aligning every document pair of %s", ctx.config.pair, name)
             return document_pairs
         split = incremental.split_unchanged(
             document_pairs, dict(zip(documents["url"], documents["content_hash"], strict=True)), previous
         )
-        # "docpairs-carried" is listed with the run's document pairs (the release's document_pairs.jsonl) but
-        # is not a shard for sentence alignment; the gate adds the carried sentence pairs to this run's.
+        # "docpairs-<partition>-carried" is listed with the run's document pairs (the release's document_pairs.jsonl)
+        # but is not a shard for sentence alignment; the gate adds the carried sentence pairs to this run's.
         write_table(
             ctx.store,
-            ctx.key("align_documents", "docpairs-carried.parquet"),
+            ctx.key("align_documents", f"docpairs-{name}-carried.parquet"),
             split.carried_document_pairs,
             records.DOCUMENT_PAIRS,
         )
         write_table(
             ctx.store,
-            ctx.key("align_documents", CARRIED_SENTENCE_PAIRS),
+            ctx.key("align_documents", carried_sentence_pairs_name(partition)),
             split.carried_sentence_pairs,
             records.CLASSIFIED_SENTENCE_PAIRS,
         )
-        ctx.store.put_json(ctx.key("align_documents", "changes.json"), split.changes)
+        ctx.store.put_json(ctx.key("align_documents", f"{name}.changes.json"), split.changes)
         log.info(
-            "incremental against release v%d: pages %s; %d document pairs carried over with %d sentence pairs, %d to align",
-            previous.release.version, {kind: c["count"] for kind, c in split.changes["pages"].items()},
+            "incremental against release v%d, %s: pages %s; %d document pairs carried over with %d sentence pairs, %d to align",
+            previous.release.version, name, {kind: c["count"] for kind, c in split.changes["pages"].items()},
             len(split.carried_document_pairs), len(split.carried_sentence_pairs), len(split.to_align),
         )  # fmt: skip
         return split.to_align

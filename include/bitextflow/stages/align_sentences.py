@@ -1,5 +1,8 @@
 """Stage ``align_sentences``: one shard of document pairs -> sentence pairs with an alignment score.
 
+A task gets the document-pair shards of one site partition and reads the sentences of their documents from
+that partition's sentences file only (four columns, a row group at a time).
+
 Counted in beads: each bead becomes a pair or is dropped (unaligned sentence, low score). The
 aligner's dictionary (``hunalign``, ``hybrid``) and encoder (``vecalign``, ``hybrid``) load once per
 task, in :meth:`AlignSentences.setup`.
@@ -14,7 +17,7 @@ from bitextflow.align.dictionary import load_dictionary
 from bitextflow.counts import StageCounts
 from bitextflow.records import SentencePair
 from bitextflow.stages.base import Resources, Stage, shard_name
-from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
+from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS, partition_name, partition_of_key
 from bitextflow.storage.tables import read_rows, read_table, write_table
 from bitextflow.text.comparison import pair_hash
 
@@ -47,8 +50,7 @@ class AlignSentences(Stage):
         shard = shard_name(document_pairs_key).replace("docpairs", "sentpairs")
         doc_pairs = read_table(ctx.store, document_pairs_key)
         sentences = self._document_sentences(
-            set(doc_pairs["sentences_key_a"]) | set(doc_pairs["sentences_key_b"]),
-            set(doc_pairs["doc_id_a"]) | set(doc_pairs["doc_id_b"]),
+            partition_of_key(document_pairs_key), set(doc_pairs["doc_id_a"]) | set(doc_pairs["doc_id_b"])
         )
         counts = StageCounts("align_sentences")
         aligned_pairs: list[SentencePair] = []
@@ -78,9 +80,11 @@ class AlignSentences(Stage):
         ctx.write_counts("align_sentences", shard, counts)
         return key
 
-    def _document_sentences(self, keys: set[str], doc_ids: set[str]) -> dict[str, list[str]]:
-        """The sentences of ``doc_ids`` in order, read from the extract shards ``keys`` (those rows and columns only)."""
+    def _document_sentences(self, partition: int, doc_ids: set[str]) -> dict[str, list[str]]:
+        """The sentences of ``doc_ids`` in order, read from their site partition's sentences (those rows and columns
+        only, a row group at a time)."""
         columns = ["doc_id", "paragraph_index", "sentence_index", "text"]
-        frame = read_rows(self.ctx.store, sorted(keys), records.SENTENCES, columns, "doc_id", doc_ids)
+        key = self.ctx.key("partitions", f"{partition_name(partition)}.sentences.parquet")
+        frame = read_rows(self.ctx.store, [key], records.SENTENCES, columns, "doc_id", doc_ids)
         frame = frame.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
         return {doc_id: list(group["text"]) for doc_id, group in frame.groupby("doc_id", sort=False)}

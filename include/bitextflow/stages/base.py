@@ -176,6 +176,19 @@ class Stage:
         return None
 
     @classmethod
+    def plans_tasks(cls, config: PairConfig) -> bool:
+        """Whether the stage's tasks are listed by a step of their own (a ``<stage>_plan`` task in a DAG): the first
+        stage's, a stage with :meth:`max_tasks`, a stage with its own :meth:`plan`."""
+        return cls.partitioning == "shard" and (
+            cls.after is None or cls.max_tasks(config) is not None or cls.plan is not Stage.plan
+        )
+
+    def plan(self, inputs: Sequence[str]) -> list[str] | None:
+        """For a ``shard`` stage whose tasks are not simply one per input: each task's input, made from the outputs
+        of the stage it reads (the ``partition`` stage: one per site partition); None: one task per input."""
+        return None
+
+    @classmethod
     def external_step(cls, config: PairConfig) -> ExternalStep | None:
         """A step in another environment between :meth:`prepare` and :meth:`finish`, when the pair needs one."""
         return None

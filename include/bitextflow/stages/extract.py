@@ -1,7 +1,9 @@
 """Stage ``extract``: one WARC shard -> documents, rejected documents and sentences (Parquet).
 
 The WARC is streamed from the store through a bounded buffer, never copied whole (see
-:class:`bitextflow.storage.ObjectReader` and :mod:`bitextflow.extract.shard`).
+:class:`bitextflow.storage.ObjectReader` and :mod:`bitextflow.extract.shard`). Documents and sentences
+are grouped by site partition inside each file; the ``partition`` stage gathers each partition's rows
+from every shard.
 """
 
 from __future__ import annotations
@@ -36,15 +38,13 @@ class Extract(Stage):
         """Returns the shard's documents key."""
         ctx = self.ctx
         shard = shard_name(warc_key)
-        sentences_key = ctx.key("extract", f"{shard}.sentences.parquet")
         # an ingested WARC may be in another bucket, or on another endpoint (crawl.warc_buckets)
         store, key = warc_object(ctx.store, warc_key, ctx.config.crawl.warc_buckets)
         with tempfile.TemporaryDirectory(prefix="bitextflow-extract-") as tmp, store.open_read(key, WARC_READ_BUFFER) as warc:
             result = extract_shard(
-                warc, Path(tmp) / "out", warc_key=warc_key, sentences_key=sentences_key,
-                languages={ctx.config.source, ctx.config.target}, config=ctx.config.extract, domain=ctx.config.domain,
+                warc, Path(tmp) / "out", warc_key=warc_key, languages={ctx.config.source, ctx.config.target}, config=ctx.config.extract, domain=ctx.config.domain,
             )  # fmt: skip
-            ctx.store.put_file(sentences_key, result.sentences, _PARQUET)
+            ctx.store.put_file(ctx.key("extract", f"{shard}.sentences.parquet"), result.sentences, _PARQUET)
             ctx.store.put_file(ctx.key("extract", f"{shard}.documents.rejected.parquet"), result.rejected, _PARQUET)
             documents_key = ctx.store.put_file(ctx.key("extract", f"{shard}.documents.parquet"), result.documents, _PARQUET)
             for name, data, content_type in export_documents(

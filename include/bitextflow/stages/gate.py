@@ -1,21 +1,35 @@
-"""Stage ``gate``: the run's sentence pairs merged, exact duplicates dropped (counted), validated.
+"""Stage ``gate``: the run's sentence pairs, site partition by site partition, with repeats dropped (counted)
+across the whole run, validated per partition and as a run.
 
-The volume is judged against the pair's latest release (``gate.max_volume_drop`` / ``_growth``). In an
-``incremental`` run the pairs carried over from that release join this run's before anything is judged.
-A violation fails the run; the merged candidate is written first so it can be inspected.
+Each partition's classified shards (and, in an ``incremental`` run, the pairs carried over from the last
+release) are read in turn; a pair whose hash was already seen anywhere in the run is dropped
+(``duplicate_pair``); the rest are written to ``gate/part-NNNNN.sentence_pairs.parquet`` and judged by the
+partition's suite. The run-level suite judges the figures summed over the partitions: volume against the
+pair's latest release (``gate.max_volume_drop`` / ``_growth``), shares of repeats and of sentences in another
+language, document pairs. The task holds one partition's pairs and 8 bytes per pair of the run (the hashes
+seen). A violation fails the run; the gated files are written first so they can be inspected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+
+import pyarrow.parquet as pq
 
 from bitextflow import records
 from bitextflow.catalog.releases import list_releases
 from bitextflow.counts import StageCounts
-from bitextflow.quality import sentence_pairs_check
+from bitextflow.quality import Check, PairsSummary, run_sentence_pairs_check, sentence_pairs_check, with_helper_columns
 from bitextflow.stages.base import Stage
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import CARRIED_SENTENCE_PAIRS, GATED_PAIRS
+from bitextflow.storage.layout import (
+    GATED_PAIRS,
+    RELEASED_DOCUMENT_PAIRS,
+    carried_sentence_pairs_name,
+    partition_name,
+    partition_of_key,
+)
 from bitextflow.storage.tables import read_tables, write_table
 
 
@@ -26,22 +40,62 @@ class Gate(Stage):
     partitioning = "run"
     gate = "sentence_pairs"
     asset = "sentence_pairs"
-    help = "merge the shards, drop duplicate pairs, validate (fails the run on a violation)"
+    help = "drop pairs repeated across the run, validate each site partition and the run (fails the run on a violation)"
 
-    def run(self, classified_keys: Sequence[str]) -> str:
+    def run(self, classified_keys: Sequence[str]) -> list[str]:
+        """Returns the gated pairs' keys, one per partition with pairs, in partition order."""
+        shards: dict[int, list[str]] = defaultdict(list)
+        for key in sorted(classified_keys):
+            shards[partition_of_key(key)].append(key)
+        gated: list[str] = []
+        judge(self.ctx, "sentence_pairs", self._checks(shards, gated))
+        return gated
+
+    def _checks(self, shards: dict[int, list[str]], gated: list[str]) -> Iterator[Check]:
+        """Each partition's suite as its pairs are merged and written (into ``gated``), then the run's."""
         ctx = self.ctx
-        carried_key = ctx.key("align_documents", CARRIED_SENTENCE_PAIRS)
-        carried = [carried_key] if ctx.config.incremental and ctx.store.exists(carried_key) else []
-        frame = read_tables(ctx.store, [*classified_keys, *carried], records.CLASSIFIED_SENTENCE_PAIRS)
+        carried = self._carried_pairs()
         counts = StageCounts("gate")
-        counts.seen(len(frame))
-        merged = frame.drop_duplicates("pair_hash", keep="first").reset_index(drop=True)
-        counts.drop("duplicate_pair", len(frame) - len(merged))
-        counts.keep(len(merged))
+        seen: set[int] = set()
+        summary = PairsSummary()
+        for partition in sorted(shards.keys() | carried.keys()):
+            frame = read_tables(ctx.store, [*shards.get(partition, []), *carried.get(partition, [])], records.CLASSIFIED_SENTENCE_PAIRS)
+            counts.seen(len(frame))
+            first = []
+            for pair_hash in frame["pair_hash"]:
+                # 64 bits of the SHA-1: a collision in a run of a billion pairs has odds of about 3 in 100 million
+                identity = int(pair_hash[:16], 16) if isinstance(pair_hash, str) and pair_hash else hash(pair_hash)
+                first.append(identity not in seen)
+                seen.add(identity)
+            merged = frame[first].reset_index(drop=True)
+            counts.drop("duplicate_pair", len(frame) - len(merged))
+            counts.keep(len(merged))
+            name = partition_name(partition)
+            gated.append(write_table(ctx.store, ctx.key("gate", f"{name}.sentence_pairs.parquet"), merged, records.CLASSIFIED_SENTENCE_PAIRS))
+            checked = with_helper_columns(merged)
+            summary.add(checked)
+            yield sentence_pairs_check(checked, ctx.config.gate, ctx.config.source, ctx.config.target, suite=f"sentence_pairs.{name}")
         ctx.write_counts("gate", "gate", counts)
-        key = write_table(ctx.store, ctx.key("gate", "sentence_pairs.parquet"), merged, records.CLASSIFIED_SENTENCE_PAIRS)
         previous = [r for r in list_releases(ctx.store, ctx.config.pair) if r.run_id != ctx.run_id]
-        previous_count = previous[-1].sentence_pairs if previous else None
-        check = sentence_pairs_check(merged, ctx.config.gate, ctx.config.source, ctx.config.target, previous_count=previous_count)
-        judge(ctx, "sentence_pairs", [check])
-        return key
+        yield run_sentence_pairs_check(
+            summary, ctx.config.gate, document_pairs=self._document_pairs(),
+            previous_count=previous[-1].sentence_pairs if previous else None,
+        )  # fmt: skip
+
+    def _carried_pairs(self) -> dict[int, list[str]]:
+        """In an ``incremental`` run, each partition's sentence pairs carried over from the last release."""
+        ctx = self.ctx
+        if not ctx.config.incremental:
+            return {}
+        plan = ctx.store.get_json(ctx.key("partitions", "plan.json"))
+        keys = {p: ctx.key("align_documents", carried_sentence_pairs_name(p)) for p in plan["holding"]}
+        return {partition: [key] for partition, key in keys.items() if ctx.store.exists(key)}
+
+    def _document_pairs(self) -> int:
+        """The run's document pairs (carried ones included), from the shards' footers."""
+        ctx = self.ctx
+        total = 0
+        for key in ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS):
+            with ctx.store.open_read(key, 1 << 16) as stream:
+                total += pq.ParquetFile(stream).metadata.num_rows
+        return total

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from bitextflow.quality import Check, GateReport, enforce, validate
@@ -13,8 +14,9 @@ from bitextflow.storage.layout import data_docs_key
 log = logging.getLogger(__name__)
 
 
-def judge(ctx: RunContext, gate: str, checks: list[Check]) -> list[GateReport]:
-    """Run a gate's suites, store each result and the Data Docs under ``gate/``; raise if a suite failed.
+def judge(ctx: RunContext, gate: str, checks: Iterable[Check]) -> list[GateReport]:
+    """Run a gate's suites (a list, or a generator that builds each frame in turn), store each result and the Data
+    Docs under ``gate/``; raise if a suite failed.
 
     Results and Data Docs are stored before the verdict so that a failed gate can be inspected.
     """

@@ -20,9 +20,11 @@ from bitextflow.stages.align_sentences import AlignSentences
 from bitextflow.stages.base import RunContext, Stage, naming_the_input
 from bitextflow.stages.classify import Classify
 from bitextflow.stages.crawl import Crawl
+from bitextflow.stages.deduplicate import Deduplicate
 from bitextflow.stages.extract import Extract
 from bitextflow.stages.gate import Gate
 from bitextflow.stages.gate_documents import GateDocuments
+from bitextflow.stages.partition import Partition
 from bitextflow.stages.release import Release
 from bitextflow.stages.score import Score
 from bitextflow.stages.train_domain import TrainDomain
@@ -65,8 +67,10 @@ class StageRegistry:
         return tuple(stage for stage in self.stages if stage.partitioning == "model" and stage.enabled(config))
 
     def run(self, ctx: RunContext, name: str, inputs: Sequence[str] | str = ()) -> Any:
-        """Run the stage ``name`` on ``inputs`` (keys, or one key) in this process (see :func:`run_stage`)."""
-        return run_stage(ctx, self.get(name), as_inputs(inputs))
+        """Run the stage ``name`` in this process on the outputs ``inputs`` (keys, or one key) of the stage it reads,
+        every task of it (:func:`task_inputs`) one after the other (see :func:`run_stage`)."""
+        stage = self.get(name)
+        return run_stage(ctx, stage, as_inputs(task_inputs(ctx, stage, as_inputs(inputs))))
 
     def with_stage(self, stage: type[Stage]) -> StageRegistry:
         """This registry plus ``stage`` at the end (its ``after`` must name a registered stage)."""
@@ -77,7 +81,9 @@ REGISTRY = StageRegistry(
     (
         Crawl,
         Extract,
+        Partition,
         GateDocuments,
+        Deduplicate,
         AlignDocuments,
         TrainUrlModels,
         AlignSentences,
@@ -102,8 +108,8 @@ def run_context(
 
 
 def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry = REGISTRY) -> list[str]:
-    """A stage's inputs when it runs alone (a CLI command, a GPU step): the output shards of the stage it
-    reads, found in the store; none for the first stage and model steps."""
+    """The outputs of the stage ``stage`` reads, found in the store (a CLI command, a GPU step, a benchmark); none
+    for the first stage and model steps. :func:`task_inputs` makes them the stage's tasks."""
     if stage.after is None:
         return []
     upstream = registry.get(stage.after)
@@ -116,6 +122,22 @@ def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry =
     return keys
 
 
+def task_inputs(ctx: RunContext, stage: type[Stage], upstream: Sequence[str]) -> list[str | list[str]]:
+    """What each task of ``stage`` gets, from the outputs of the stage it reads (as a DAG maps it): the first stage's
+    inputs from the pair config, the stage's own :meth:`~Stage.plan`, batches of at most :meth:`~Stage.max_tasks`,
+    or one task per input. A ``run`` stage is one task on every input."""
+    if stage.partitioning != "shard":
+        return [list(upstream)]
+    inputs = stage.first_inputs(ctx.config) if stage.after is None else list(upstream)
+    with naming_the_input(f"{stage.name} (planning)", inputs):
+        planned = stage(ctx).plan(inputs)
+    if planned is not None:
+        return list(planned)
+    if (limit := stage.max_tasks(ctx.config)) is not None:
+        return list(batches(inputs, limit))
+    return list(inputs)
+
+
 def run_stage(
     ctx: RunContext,
     stage: type[Stage],
@@ -123,11 +145,10 @@ def run_stage(
     progress: Callable[[list[str], str], Iterable[str]] | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> object:
-    """Run one stage on its inputs in this process: ``setup()`` once, then ``run`` per shard (a ``shard``
-    stage; a list of outputs) or once on every input (a ``run`` or ``model`` stage). ``progress`` wraps
-    the shards (a progress bar); ``options`` are the stage's command-line options."""
-    if not inputs and stage.after is None:  # the first stage's inputs come from the pair config (crawl host groups)
-        inputs = stage.first_inputs(ctx.config)
+    """Run one task of a stage on its inputs in this process (:func:`task_inputs` says what a task gets):
+    ``setup()`` once, then ``run`` per shard (a ``shard`` stage; a list of outputs) or once on every input (a ``run``
+    or ``model`` stage). ``progress`` wraps the shards (a progress bar); ``options`` are the stage's command-line
+    options."""
     task = stage(ctx, options)
     with naming_the_input(stage.name, inputs):
         task.setup()
@@ -173,10 +194,11 @@ def run_pipeline(
     progress: Callable[[list[str], str], Iterable[str]] | None = None,
 ) -> dict[str, Any]:
     """Every stage of the run in order (up to, not including, ``until``), each on the outputs of the stage it
-    reads; returns each stage's outputs by name."""
+    reads, its tasks one after the other in this process with one ``setup()``; returns each stage's outputs by name."""
     outputs: dict[str, Any] = {}
     for stage in registry.run_stages(ctx.config):
         if stage.name == until:
             break
-        outputs[stage.name] = run_stage(ctx, stage, as_inputs(outputs[stage.after] if stage.after else None), progress)
+        upstream = as_inputs(outputs[stage.after] if stage.after else None)
+        outputs[stage.name] = run_stage(ctx, stage, as_inputs(task_inputs(ctx, stage, upstream)), progress)
     return outputs

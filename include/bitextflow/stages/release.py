@@ -1,19 +1,19 @@
 """Stage ``release``: the gated pairs published as the pair's next version, then recorded in the DVC registry.
 
-The built files pass the release gate (:mod:`bitextflow.quality.release`) before anything is uploaded;
-files that fail it are kept under the run's ``gate/rejected_release/`` for inspection.
+The release streams the run's site partitions into its files (pairs, document pairs, the monolingual corpus, the
+crawl log for the report) one at a time (:mod:`bitextflow.release.build`). The built files pass the release gate
+(:mod:`bitextflow.quality.release`) before anything is uploaded; files that fail it are kept under the run's
+``gate/rejected_release/`` for inspection.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from bitextflow import records
 from bitextflow.catalog.checkpoints import crawl_log
 from bitextflow.catalog.registry import registry_for
 from bitextflow.catalog.releases import ReleaseInfo, publish_release
@@ -21,13 +21,15 @@ from bitextflow.catalog.status import collect_counts
 from bitextflow.counts import StageCounts
 from bitextflow.errors import GateFailed
 from bitextflow.quality import release_checks
-from bitextflow.release.build import ReleaseExtras, monolingual_corpus
+from bitextflow.release.build import ReleaseExtras
 from bitextflow.stages.base import RunContext, Stage
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS
-from bitextflow.storage.tables import read_table, read_tables
+from bitextflow.storage.layout import CRAWL_LOGS, RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS
+from bitextflow.storage.tables import StoredTables
 
 log = logging.getLogger(__name__)
+
+_MONOLINGUAL_COLUMNS = ["doc_id", "language", "paragraph_index", "sentence_index", "text"]
 
 
 class Release(Stage):
@@ -41,11 +43,12 @@ class Release(Stage):
     def run(self, gated_keys: Sequence[str]) -> dict[str, Any]:
         """Returns the release and, when recorded, its registry entry."""
         ctx = self.ctx
-        df, counts, run_id, report, extras = release_inputs(ctx, gated_keys[0])
+        pairs, counts, run_id, report, extras = release_inputs(ctx, gated_keys)
 
         def release_gate(directory: Path, version: int) -> None:
+            sentence_pairs = json.loads((directory / "stats.json").read_text(encoding="utf-8"))["sentence_pairs"]
             try:
-                judge(ctx, "release", release_checks(directory, ctx.config.pair, len(df)))
+                judge(ctx, "release", release_checks(directory, ctx.config.pair, sentence_pairs))
             except GateFailed:
                 ctx.store.put_tree(ctx.key("gate", "rejected_release/"), directory)
                 log.error(
@@ -55,7 +58,7 @@ class Release(Stage):
                 )
                 raise
 
-        info: ReleaseInfo = publish_release(ctx.store, ctx.config.pair, df, counts, run_id, report, extras, verify=release_gate)
+        info: ReleaseInfo = publish_release(ctx.store, ctx.config.pair, pairs, counts, run_id, report, extras, verify=release_gate)
         log.info("released %s: %d sentence pairs", info.uri, info.sentence_pairs)
         result = info.to_dict()
         if ctx.config.release.record_in_registry:
@@ -66,20 +69,32 @@ class Release(Stage):
 
 
 def release_extras(ctx: RunContext) -> ReleaseExtras:
-    """The run's outputs a release is made of besides the gated pairs: document pairs, the monolingual
-    corpus (sentences of the documents extraction kept, i.e. in the pair's languages and domain) and the
-    crawl log (absent when the run ingested WARCs)."""
-    document_pairs = read_tables(ctx.store, ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS), records.DOCUMENT_PAIRS)
-    monolingual, counts = monolingual_corpus(
-        read_tables(ctx.store, ctx.outputs("extract", SENTENCE_SHARDS), records.SENTENCES), [ctx.config.source, ctx.config.target]
-    )
-    lines = crawl_log(ctx.store, ctx.config.pair, ctx.run_id)
-    return ReleaseExtras(document_pairs, monolingual, counts, lines, ctx.config)
+    """The run's outputs a release is made of besides the gated pairs, each read a partition at a time: document
+    pairs, the monolingual corpus (sentences of the documents extraction kept, i.e. in the pair's languages and
+    domain) and the crawl log (absent when the run ingested WARCs)."""
+    document_pairs = StoredTables(ctx.store, ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS))
+    sentences = StoredTables(ctx.store, ctx.outputs("partitions", SENTENCE_SHARDS), _MONOLINGUAL_COLUMNS)
+    return ReleaseExtras(document_pairs, sentences, _CrawlLog(ctx), ctx.config)
 
 
-def release_inputs(ctx: RunContext, gated_key: str) -> tuple[pd.DataFrame, list[StageCounts], str, dict[str, Any], ReleaseExtras]:
+class _CrawlLog:
+    """The run's crawl log, streamed from the store each time it is read."""
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return crawl_log(self.ctx.store, self.ctx.config.pair, self.ctx.run_id)
+
+    def __bool__(self) -> bool:
+        return bool(self.ctx.outputs("crawl", CRAWL_LOGS))
+
+
+def release_inputs(
+    ctx: RunContext, gated_keys: Sequence[str]
+) -> tuple[StoredTables, list[StageCounts], str, dict[str, Any], ReleaseExtras]:
     """Everything a release of the run is built from, in :func:`~bitextflow.catalog.releases.publish_release`'s
     argument order after the pair: pairs, counts, run id, gate report, extras (``releases build`` reuses it)."""
     report = ctx.store.get_json(ctx.key("gate", "sentence_pairs.report.json"))
     counts = collect_counts(ctx.store, ctx.config.pair, ctx.run_id, ctx.stage_order)
-    return read_table(ctx.store, gated_key), counts, ctx.run_id, report, release_extras(ctx)
+    return StoredTables(ctx.store, sorted(gated_keys)), counts, ctx.run_id, report, release_extras(ctx)

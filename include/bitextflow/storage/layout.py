@@ -17,18 +17,46 @@ from bitextflow.errors import StorageError
 #: (``crawl-log.<group>.jsonl.gz``) when the crawl has several.
 CRAWL_LOG = "crawl-log.jsonl.gz"
 CRAWL_LOGS = re.compile(r"^crawl-log(\.hosts-\d+)?\.jsonl\.gz$")
-#: Sentence pairs an incremental run carries over from the previous release (align_documents folder).
-CARRIED_SENTENCE_PAIRS = "carried-sentence-pairs.parquet"
 
 # Output shards of each stage, by name (a folder also holds side outputs: rejected rows, counts, reports).
 WARC_SHARDS = re.compile(r"\.warc\.gz$")
 DOCUMENT_SHARDS = re.compile(r"\.documents\.parquet$")
 SENTENCE_SHARDS = re.compile(r"\.sentences\.parquet$")
-DOCUMENT_PAIR_SHARDS = re.compile(r"^docpairs-\d+\.parquet$")
-#: The run's document pairs as released: the shards plus those an incremental run carried over.
-RELEASED_DOCUMENT_PAIRS = re.compile(r"^docpairs-(\d+|carried)\.parquet$")
-SENTENCE_PAIR_SHARDS = re.compile(r"^sentpairs-\d+\.parquet$")
-GATED_PAIRS = re.compile(r"^sentence_pairs\.parquet$")
+#: A site partition's task list (``partitions/part-NNNNN.inputs.json``: the extract shards holding it).
+PARTITION_INPUTS = re.compile(r"^part-\d{5}\.inputs\.json$")
+#: A site partition's documents, gathered from every extract shard (``partitions/part-NNNNN.documents.parquet``).
+PARTITION_DOCUMENTS = re.compile(r"^part-\d{5}\.documents\.parquet$")
+#: A partition's document pairs, in shards for sentence alignment: ``docpairs-<partition>-<shard>.parquet``.
+DOCUMENT_PAIR_SHARDS = re.compile(r"^docpairs-part-\d{5}-\d{5}\.parquet$")
+#: The run's document pairs as released: the shards plus those an incremental run carried over, per partition.
+RELEASED_DOCUMENT_PAIRS = re.compile(r"^docpairs-part-\d{5}-(\d{5}|carried)\.parquet$")
+SENTENCE_PAIR_SHARDS = re.compile(r"^sentpairs-part-\d{5}-\d{5}\.parquet$")
+#: The gated pairs of a run, one file per site partition (``gate/part-NNNNN.sentence_pairs.parquet``).
+GATED_PAIRS = re.compile(r"^part-\d{5}\.sentence_pairs\.parquet$")
+_PARTITION_OF_NAME = re.compile(r"part-(\d{5})")
+
+
+def partition_name(partition: int) -> str:
+    """``part-00003``: how a site partition is named in keys (five digits sort in partition order)."""
+    return f"part-{partition:05d}"
+
+
+def duplicates_name(partition: int) -> str:
+    """The run-level duplicates found among one partition's documents (deduplicate folder)."""
+    return f"{partition_name(partition)}.duplicates.parquet"
+
+
+def carried_sentence_pairs_name(partition: int) -> str:
+    """Sentence pairs an incremental run carries over from the previous release for one partition (align_documents)."""
+    return f"{partition_name(partition)}.carried-sentence-pairs.parquet"
+
+
+def partition_of_key(key: str) -> int:
+    """The site partition a partitioned output belongs to, read from its name (``.../docpairs-part-00003-00001...``)."""
+    match = _PARTITION_OF_NAME.search(Path(key).name)
+    if match is None:
+        raise StorageError(f"{key!r} is not a site partition's output (no part-NNNNN in its name)")
+    return int(match.group(1))
 
 
 _KEPT = re.compile(r"[A-Za-z0-9_.-]")

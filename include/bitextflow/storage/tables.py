@@ -1,15 +1,25 @@
-"""Parquet tables in the object store: how stage records travel between tasks."""
+"""Parquet tables in the object store: how stage records travel between tasks.
+
+Whole tables for small outputs (:func:`write_table`, :func:`read_table`); for a run's bulk, reads that
+fetch only what they need (:func:`read_rows`: some rows' columns; :func:`read_partition`: one site
+partition's row groups) and a writer that streams row groups into an object (:class:`TableWriter`).
+"""
 
 from __future__ import annotations
 
 import io
 import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bitextflow.errors import StorageError
 from bitextflow.records import OPTIONAL
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import stage_key
@@ -32,8 +42,83 @@ def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Sc
     return store.put_bytes(key, buffer.getvalue(), "application/vnd.apache.parquet")
 
 
-def read_table(store: ObjectStore, key: str) -> pd.DataFrame:
-    return pq.read_table(io.BytesIO(store.get_bytes(key))).to_pandas()
+def read_table(store: ObjectStore, key: str, columns: list[str] | None = None) -> pd.DataFrame:
+    return pq.read_table(io.BytesIO(store.get_bytes(key)), columns=columns).to_pandas()
+
+
+class StoredTables:
+    """The tables of ``keys``, read one at a time in order each time it is iterated (``columns`` only), so that a
+    task can pass over a run's outputs twice without holding them."""
+
+    def __init__(self, store: ObjectStore, keys: list[str], columns: list[str] | None = None):
+        self.store, self.keys, self.columns = store, keys, columns
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        for key in self.keys:
+            yield read_table(self.store, key, self.columns)
+
+
+def row_groups_by_partition(store: ObjectStore, key: str) -> dict[int, list[int]]:
+    """Site partition -> the row groups of ``key`` that may hold its rows, from the file's footer alone (the
+    ``partition`` column's statistics; a row group whose statistics span several lists under each of them)."""
+    with store.open_read(key, 1 << 16) as stream:
+        metadata = pq.ParquetFile(stream).metadata
+    # the Parquet leaf column (nested columns such as a document's paragraphs come before it as several leaves)
+    column = next(j for j in range(metadata.num_columns) if metadata.schema.column(j).path == "partition")
+    found: dict[int, list[int]] = {}
+    for group in range(metadata.num_row_groups):
+        if metadata.row_group(group).num_rows == 0:
+            continue
+        statistics = metadata.row_group(group).column(column).statistics
+        if statistics is None or not statistics.has_min_max:
+            raise StorageError(f"{store.uri(key)} has no partition statistics; extract it again with this version")
+        for partition in range(statistics.min, statistics.max + 1):
+            found.setdefault(partition, []).append(group)
+    return found
+
+
+def read_partition(store: ObjectStore, key: str, partition: int, row_groups: list[int]) -> Iterator[tuple[pa.Table, pa.Array]]:
+    """The rows of site ``partition`` in ``key``, a row group at a time, fetching only ``row_groups`` (see
+    :func:`row_groups_by_partition`) by ranged reads; each with the rows' positions in the file."""
+    with store.open_read(key) as stream:
+        parquet = pq.ParquetFile(stream)
+        starts = [0]
+        for group in range(parquet.metadata.num_row_groups):
+            starts.append(starts[-1] + parquet.metadata.row_group(group).num_rows)
+        for group in row_groups:
+            table = parquet.read_row_group(group)
+            mine = pc.equal(table["partition"], partition)
+            yield table.filter(mine), pc.add(pc.indices_nonzero(mine), starts[group])
+
+
+class TableWriter:
+    """Stream tables of ``schema`` into the object ``key``: row groups go to a local file as they come and the
+    file is uploaded (multipart when large) when the block ends without an error, so memory holds one batch.
+    Deterministic bytes for the same rows, as :func:`write_table`'s."""
+
+    def __init__(self, store: ObjectStore, key: str, schema: pa.Schema):
+        self.store, self.key, self.schema, self.rows = store, key, schema, 0
+        self._folder = tempfile.TemporaryDirectory(prefix="bitextflow-table-")
+        self._path = Path(self._folder.name) / "table.parquet"
+        self._writer = pq.ParquetWriter(self._path, schema, compression="zstd")
+
+    def write(self, table: pa.Table | pd.DataFrame) -> None:
+        if isinstance(table, pd.DataFrame):
+            table = pa.Table.from_pandas(table, schema=self.schema, preserve_index=False)
+        if table.num_rows:
+            self._writer.write_table(table.cast(self.schema) if table.schema != self.schema else table)
+            self.rows += table.num_rows
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        try:
+            self._writer.close()
+            if kind is None:
+                self.store.put_file(self.key, self._path, "application/vnd.apache.parquet")
+        finally:
+            self._folder.cleanup()
 
 
 def read_rows(

@@ -21,8 +21,12 @@ similarity (Jaccard, shared tokens) compares.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from tld import get_fld
 
 from bitextflow.text.languages import language_markers
 
@@ -214,3 +218,24 @@ def url_text(url: str) -> str:
 def url_tokens(url: str) -> frozenset[str]:
     """The lower-cased words of :func:`url_text`: what URL similarity (Jaccard, shared tokens) compares."""
     return frozenset(url_text(url).lower().split())
+
+
+@functools.lru_cache(maxsize=65_536)
+def site_of(host: str) -> str:
+    """The registered domain of ``host[:port]`` (``docs.debian.org`` -> ``debian.org``, by the public suffix
+    list); the host itself for an address or a name under no known suffix."""
+    hostname = urlsplit(f"http://{host}").hostname or host
+    return get_fld(hostname, fix_protocol=True, fail_silently=True) or hostname
+
+
+def site_bucket(host: str, buckets: int) -> int:
+    """Which of ``buckets`` the site of ``host[:port]`` falls in: a stable hash (SHA-1) of its registered domain,
+    the same on every machine and Python version. Crawl host groups and site partitions both use it."""
+    digest = hashlib.sha1(site_of(host).encode("utf-8"), usedforsecurity=False).digest()
+    return int.from_bytes(digest[:8], "big") % buckets
+
+
+def site_partition(url: str, partitions: int) -> int:
+    """The site partition of ``url``'s page: pages of one web site (registered domain) share a partition, which
+    is what document alignment, 1-1 per site, needs to see together."""
+    return site_bucket(urlsplit(url).netloc, partitions)
