@@ -5,14 +5,17 @@
   [--workers N]`` is its distributed profile (:mod:`bitextflow_local.services.celery_profile`);
 - ``bitextflow-local site build|serve|stats``: the local multilingual site
   (:mod:`bitextflow_local.localsite`, also ``python -m bitextflow_local.localsite``);
-- ``bitextflow-local demo``: run the en-es DAG on the running stack and report the release
-  (:mod:`bitextflow_local.services.demo`).
+- ``bitextflow-local demo [PAIR_CONFIG]``: run the en-es DAG (or the config's) on the running stack and report
+  the release (:mod:`bitextflow_local.services.demo`);
+- ``bitextflow-local report [--pair P] [--version N]``: a release's HTML report, saved for a browser
+  (:mod:`bitextflow_local.services.report`).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
 from bitextflow.settings import project_home
 
@@ -42,7 +45,13 @@ def cmd_site(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from bitextflow_local.services import demo
 
-    return demo.main()
+    return demo.main(args.config)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from bitextflow_local.services import report
+
+    return report.main(args.pair, args.version)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,8 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_commands(site)
     site.set_defaults(func=cmd_site)
-    demo = sub.add_parser("demo", help="trigger the en-es DAG on the running services, follow it and report the release")
+    demo = sub.add_parser("demo", help="trigger a pair's DAG (en-es) on the running services, follow it and report the release")
+    demo.add_argument(
+        "config", nargs="?", type=Path, help="pair config, relative to the project home (default include/pairs/en-es.yaml)"
+    )
     demo.set_defaults(func=cmd_demo)
+    report = sub.add_parser(
+        "report",
+        help="save a release's HTML report under .local/reports and print its file:// URI, for a browser",
+        description="Download a release's report.html (self-contained) from the local S3 into .local/reports/ and print "
+        "the file:// URI a browser opens.",
+    )
+    report.add_argument("--pair", default="en-es", help="language pair (default en-es)")
+    report.add_argument("--version", type=_positive, help="release version (default: the latest)")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

@@ -1,87 +1,111 @@
-"""`bitextflow-local demo` (`make demo`): trigger the en-es DAG in the running local Airflow, follow it, report the release.
+"""`bitextflow-local demo` (`make demo`): trigger a pair's DAG (en-es unless a pair config is given) in the running
+local Airflow, follow it, report the release and save its HTML report for a browser.
 
-Uses the `airflow` command line (no Airflow import: it runs beside Airflow, not inside it), the settings the
-local stack wrote under .local/, and the local site's truth to measure how many released sentence
-pairs come from pages that really are translations of each other.
+Talks to Airflow through its REST API as the stack's generated admin (no Airflow import: it runs beside Airflow,
+not inside it; and no `airflow` CLI, each call of which starts an interpreter that imports Airflow: seconds, on
+2 cores, that added up to a minute of the demo), reads the settings the local stack wrote under .local/, and uses
+the local site's truth to measure how many released sentence pairs come from pages that really are translations
+of each other.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+import httpx
 
 from bitextflow.catalog.releases import list_releases, read_release_pairs
 from bitextflow.config import load_pair_config
 from bitextflow.settings import load_services_env, local_state_dir, project_home
 from bitextflow.storage import ObjectStore
 from bitextflow_local.localsite import Truth
-from bitextflow_local.services.stack import state_dir
+from bitextflow_local.services.report import save_report
+from bitextflow_local.services.stack import admin_password
 
-PAIR = "en-es"
+DEMO_PAIR_CONFIG = Path("include") / "pairs" / "en-es.yaml"
 TIMEOUT_S = 20 * 60
+PARSE_TIMEOUT_S = 3 * 60
+POLL_S = 5
 
 
-def airflow(*args: str, home: Path) -> str:
-    """The `airflow` CLI with the settings the stack runs Airflow with (its executor, its database)."""
-    lines = (state_dir(home) / "airflow.env").read_text().splitlines()
-    settings = dict(line.split("=", 1) for line in lines if "=" in line)
-    command = [str(Path(sys.executable).parent / "airflow"), *args]
-    result = subprocess.run(command, env={**os.environ, **settings}, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise SystemExit(f"bitextflow-local demo: `airflow {' '.join(args)}` failed:\n{result.stderr[-3000:]}")
-    return result.stdout
+def airflow_api(base_url: str, home: Path) -> httpx.Client:
+    """Airflow's REST API (``<base_url>api/v2/``) as the stack's user ``admin``."""
+    login = {"username": "admin", "password": admin_password(home)}
+    token = httpx.post(f"{base_url}auth/token", json=login, timeout=30)
+    token.raise_for_status()
+    return httpx.Client(
+        base_url=f"{base_url}api/v2/", headers={"Authorization": f"Bearer {token.json()['access_token']}"}, timeout=30
+    )
 
 
-def _json_tail(output: str) -> list | dict:
-    """Airflow's CLI prints warnings and log lines before its JSON: take the last line that is JSON."""
-    for line in reversed(output.splitlines()):
-        if line.startswith(("[{", "{", "[]")):
-            return json.loads(line)
-    raise SystemExit(f"bitextflow-local demo: no JSON in the Airflow CLI output:\n{output[-2000:]}")
+def wait_until_parsed(api: httpx.Client, dag_id: str) -> None:
+    """Until the DAG processor has parsed ``dag_id``; a file that fails to parse stops the demo with its error."""
+    deadline = time.monotonic() + PARSE_TIMEOUT_S
+    while api.get(f"dags/{dag_id}").status_code == 404:
+        errors = api.get("importErrors").raise_for_status().json()["import_errors"]
+        if errors:
+            raise SystemExit(f"bitextflow-local demo: the DAG files do not parse: {errors[0]['stack_trace'].strip()[-2000:]}")
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"bitextflow-local demo: {dag_id} was not parsed in {PARSE_TIMEOUT_S} s; see .local/airflow/dag-processor.log"
+            )
+        time.sleep(2)
 
 
-def main() -> int:
+def progress(api: httpx.Client, dag_id: str, run_id: str) -> str:
+    """``12 of 27 tasks done, running: extract, score``: the run's task instances (mapped ones each count)."""
+    instances = api.get(f"dags/{dag_id}/dagRuns/{run_id}/taskInstances", params={"limit": 1000}).raise_for_status().json()
+    states = [(ti["task_id"], ti["state"]) for ti in instances["task_instances"]]
+    done = sum(state in ("success", "skipped") for _, state in states)
+    running = sorted({task for task, state in states if state == "running"})
+    return f"{done} of {len(states)} tasks done" + (f", running: {', '.join(running)}" if running else "")
+
+
+def main(pair_config: Path | None = None) -> int:
+    """Run ``pair_config``'s DAG (default :data:`DEMO_PAIR_CONFIG`, relative to the project home) to its release."""
     home = project_home()
     load_services_env()
     if not (local_state_dir() / "stack.json").is_file():
         print("bitextflow-local demo: services are not running; start them with `bitextflow-local services up`", file=sys.stderr)
         return 1
-    config = load_pair_config(home / "include" / "pairs" / f"{PAIR}.yaml")
+    config = load_pair_config(home / (pair_config or DEMO_PAIR_CONFIG))
     dag_id = config.dag_id
-    airflow("dags", "reserialize", home=home)
-    airflow("dags", "unpause", dag_id, home=home)
-    overrides = {"crawl.seeds": [os.environ["BITEXTFLOW_SITE_URL"]]}
-    triggered = _json_tail(
-        airflow("dags", "trigger", dag_id, "--conf", json.dumps({"overrides": overrides}), "-o", "json", home=home)
-    )
-    run_id = (triggered[0] if isinstance(triggered, list) else triggered)["dag_run_id"]
-    print(f"triggered {dag_id} run {run_id}; watch it at {os.environ.get('BITEXTFLOW_AIRFLOW_URL', '')}dags/{dag_id}")
-    started = time.monotonic()
-    state = "queued"
-    while state not in ("success", "failed"):
-        if time.monotonic() - started > TIMEOUT_S:
-            print(f"bitextflow-local demo: run {run_id} still {state} after {TIMEOUT_S // 60} minutes", file=sys.stderr)
-            return 1
-        time.sleep(10)
-        runs = _json_tail(airflow("dags", "list-runs", dag_id, "-o", "json", home=home))
-        state = next(run["state"] for run in runs if run["run_id"] == run_id)
-        print(f"  {time.monotonic() - started:5.0f} s  run {state}", flush=True)
+    ui = os.environ["BITEXTFLOW_AIRFLOW_URL"]
+    with airflow_api(ui, home) as api:
+        wait_until_parsed(api, dag_id)
+        api.patch(f"dags/{dag_id}", json={"is_paused": False}).raise_for_status()
+        conf = {"overrides": {"crawl.seeds": [os.environ["BITEXTFLOW_SITE_URL"]]}}
+        triggered = api.post(f"dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf}).raise_for_status()
+        run_id = triggered.json()["dag_run_id"]
+        print(f"triggered {dag_id} run {run_id}; watch it at {ui}dags/{dag_id}", flush=True)
+        started = time.monotonic()
+        state, shown = "queued", ""
+        while state not in ("success", "failed"):
+            if time.monotonic() - started > TIMEOUT_S:
+                print(f"bitextflow-local demo: run {run_id} still {state} after {TIMEOUT_S // 60} minutes", file=sys.stderr)
+                return 1
+            time.sleep(POLL_S)
+            state = api.get(f"dags/{dag_id}/dagRuns/{run_id}").raise_for_status().json()["state"]
+            line = f"run {state}: {progress(api, dag_id, run_id)}"
+            if line != shown:  # a line when something changed, not one per poll
+                print(f"  {time.monotonic() - started:5.0f} s  {line}", flush=True)
+                shown = line
     if state != "success":
         print(f"bitextflow-local demo: run {run_id} failed; see the task logs in the Airflow UI", file=sys.stderr)
         return 1
     store = ObjectStore.from_env(config.storage.bucket)
-    release = next(info for info in list_releases(store, PAIR) if info.run_id == run_id)
+    release = next(info for info in list_releases(store, config.pair) if info.run_id == run_id)
     pairs = read_release_pairs(store, release)
     truth = Truth.load(Path(os.environ["BITEXTFLOW_SITE_CACHE"]))
     precision = truth.translation_precision(zip(pairs["url_a"], pairs["url_b"], strict=True))
     print(f"release {release.uri}: v{release.version}, {release.sentence_pairs} sentence pairs")
     print(f"share of sentence pairs from true translation pages: {precision:.3f}")
+    print(f"its report, for a browser: {save_report(store, release).resolve().as_uri()}")
     print(
-        f"finished in {time.monotonic() - started:.0f} s; list releases with `.venv/bin/bitextflow releases list --pair {PAIR} --json`"
+        f"finished in {time.monotonic() - started:.0f} s; list releases with `.venv/bin/bitextflow releases list --pair {config.pair} --json`"
     )
     return 0
 

@@ -62,6 +62,15 @@ def state_dir(home: Path) -> Path:
     return home / ".local"
 
 
+def admin_passwords_file(home: Path) -> Path:
+    """Where Airflow's simple auth manager writes the generated password of the stack's user ``admin``."""
+    return state_dir(home) / "airflow" / "simple_auth_manager_passwords.json.generated"
+
+
+def admin_password(home: Path) -> str:
+    return json.loads(admin_passwords_file(home).read_text())["admin"]
+
+
 def airflow_env(home: Path, executor: str = "local") -> dict[str, str]:
     """Airflow settings of the local stack; the Celery profile adds its executor and database (the stack writes
     what it runs with to ``.local/airflow.env``, which the demo's `airflow` CLI calls read)."""
@@ -240,9 +249,7 @@ def up(home: Path, executor: str = "local", workers: int = 2) -> int:
     print(f"services ready: S3 {state['s3']}, site {state['site']}, Airflow UI {state['airflow']}")
     if executor == "celery":
         print(f"CeleryExecutor: database {state['database']}, broker {state['broker']}, workers {', '.join(state['workers'])}")
-    print(
-        f"stop them with `make stop` (Airflow's admin password: {local / 'airflow' / 'simple_auth_manager_passwords.json.generated'})"
-    )
+    print(f"stop them with `make stop` (Airflow's user admin, password in {admin_passwords_file(home)})")
     return 0
 
 
