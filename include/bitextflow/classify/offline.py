@@ -23,6 +23,7 @@ download`` into ``$BITEXTFLOW_CACHE/domain-data`` once (:mod:`bitextflow.trainin
 from __future__ import annotations
 
 import gzip
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from bitextflow.errors import StageError
 from bitextflow.settings import cache_dir
 from bitextflow.training.debian import fetch_packages
 
+log = logging.getLogger(__name__)
 LABELS = ("computing", "religion", "legal", OTHER)
 #: Bump when the sources or the sentence filters change, so cached sets are rebuilt.
 OFFLINE_SET_VERSION = 1
@@ -127,6 +129,7 @@ def offline_set(language: str = "en") -> Path:
     """The labelled JSONL file of `language`, built on first use (a minute or two) and cached beside the packages."""
     path = default_data_dir() / f"offline-{language}-v{OFFLINE_SET_VERSION}.jsonl"
     if not path.is_file():
+        log.info("building the offline domain set %s from Debian packages (1-2 minutes; once)", path)
         partial = write_labelled(path.with_suffix(f".{os.getpid()}.tmp"), build_offline_set(language))
         partial.replace(path)  # atomically: a killed build leaves no half set behind
     return path
@@ -160,5 +163,6 @@ def build_offline_set(language: str = "en") -> list[LabelledSentence]:
 if __name__ == "__main__":  # `python -m bitextflow.classify.offline en es`: build (or find) the cached sets
     import sys
 
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     for code in sys.argv[1:] or LANGUAGES:
         print(offline_set(code))

