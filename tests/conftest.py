@@ -131,3 +131,28 @@ def eval_dir(name: str) -> Path:
     if not path.is_dir():
         pytest.skip(f"gold data {path} is absent (it ships beside the repository in CI, not in a user's clone)")
     return path
+
+
+def cross_shard_duplicates(ctx):
+    """The documents a run's deduplicate stage set aside, every partition's (align_documents writes them)."""
+    import pandas as pd
+
+    from bitextflow.storage.tables import read_table
+
+    keys = [key for key in ctx.store.list_keys(ctx.key("align_documents", "")) if key.endswith(".cross-shard-duplicates.parquet")]
+    return pd.concat([read_table(ctx.store, key) for key in sorted(keys)], ignore_index=True)
+
+
+def through_partitions(ctx, documents, sentences=None) -> list[str]:
+    """``documents`` (and ``sentences``) written as one extract shard, gathered by the partition stage and de-duplicated
+    across the run, as document alignment finds them; returns the partitions' documents keys."""
+    from bitextflow import records
+    from bitextflow.stages.registry import REGISTRY
+    from bitextflow.storage.tables import write_table
+
+    sentences = records.SENTENCES.empty_table().to_pandas() if sentences is None else sentences
+    write_table(ctx.store, ctx.key("extract", "s.sentences.parquet"), sentences, records.SENTENCES)
+    documents_key = write_table(ctx.store, ctx.key("extract", "s.documents.parquet"), documents, records.DOCUMENTS)
+    partitions = REGISTRY.run(ctx, "partition", [documents_key])
+    REGISTRY.run(ctx, "deduplicate", partitions)
+    return partitions

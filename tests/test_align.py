@@ -21,8 +21,9 @@ from bitextflow.align import (
     align_sentences,
     sentence_pairs,
 )
+from bitextflow.align import dictionary as dictionary_module
 from bitextflow.align.aligners import sentence_aligner
-from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
+from bitextflow.align.dictionary import BilingualDictionary, LemmaPairs, load_dictionary, write_dictionary
 from bitextflow.align.dictionary import default_cache_dir as default_dictionary_dir
 from bitextflow.align.dictionary_dumps import (
     LT_PRINT_INSTALL,
@@ -32,7 +33,7 @@ from bitextflow.align.dictionary_dumps import (
     freedict_pairs,
 )
 from bitextflow.align.evaluation import parse_links, read_links, score_alignments
-from bitextflow.align.lexical import align_sentences_lexical
+from bitextflow.align.lexical import WordTranslations, align_sentences_lexical, words
 from bitextflow.align.sentences import banded_search
 from bitextflow.config import AlignConfig
 from bitextflow.records import Document, DocumentPair
@@ -441,6 +442,57 @@ def test_load_dictionary_without_a_package_returns_none_with_a_reason(tmp_path: 
     assert "building is off" in caplog.text
 
 
+def test_lemma_pairs_keep_order_and_read_as_tuples() -> None:
+    rows = [("casa", "house"), ("perro", "dog"), ("perro", "hound"), ("can", "dog")]
+    pairs = LemmaPairs.from_pairs(rows)
+    assert list(pairs) == rows and len(pairs) == 4 and pairs[1] == ("perro", "dog") and pairs[1:3] == tuple(rows[1:3])
+    assert pairs.left == ("casa", "perro", "can") and pairs.right == ("house", "dog", "hound")
+    assert list(pairs.swapped()) == [(b, a) for a, b in rows]
+    assert list(BilingualDictionary("es", "en", tuple(rows), {}).reversed().pairs) == [(b, a) for a, b in rows]
+
+
+def test_dictionary_binary_form_round_trips_and_is_remade_for_a_new_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The binary form gives back the TSV's pairs without reading the TSV, and is made again from the TSV
+    when the dictionary changes version, when its layout changes, or when it is damaged."""
+    version_1 = [("dog", "perro"), ("dog", "can"), ("house", "casa"), ("pull someone's leg", "tomar el pelo")]
+    version_2 = [*version_1, ("cat", "gato")]
+    write_dictionary("en", "es", version_1, [], tmp_path)
+    binary = tmp_path / "en-es" / dictionary_module.BINARY_NAME
+    original_read_tsv = dictionary_module.read_tsv
+
+    def refuse_tsv(path: Path) -> LemmaPairs:
+        raise AssertionError(f"{path} was parsed although its binary form is current")
+
+    monkeypatch.setattr(dictionary_module, "read_tsv", refuse_tsv)
+    loaded = load_dictionary("es", "en", cache_dir=tmp_path, build=False)
+    assert loaded is not None and (loaded.lang_a, loaded.lang_b) == ("es", "en")
+    assert list(loaded.pairs) == [(b, a) for a, b in version_1]
+    monkeypatch.setattr(dictionary_module, "read_tsv", original_read_tsv)
+
+    stale = binary.read_bytes()
+    write_dictionary("en", "es", version_2, [], tmp_path)  # a new dictionary version ...
+    binary.write_bytes(stale)  # ... beside the binary form of the old one
+    with caplog.at_level(logging.INFO, logger="bitextflow.align.dictionary"):
+        assert list(load_dictionary("en", "es", cache_dir=tmp_path, build=False).pairs) == version_2
+    assert "making its binary form" in caplog.text and binary.read_bytes() != stale
+    monkeypatch.setattr(dictionary_module, "read_tsv", refuse_tsv)
+    assert list(load_dictionary("en", "es", cache_dir=tmp_path, build=False).pairs) == version_2
+    monkeypatch.setattr(dictionary_module, "read_tsv", original_read_tsv)
+
+    monkeypatch.setattr(dictionary_module, "BINARY_FORMAT", dictionary_module.BINARY_FORMAT + 1)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="bitextflow.align.dictionary"):
+        assert list(load_dictionary("en", "es", cache_dir=tmp_path, build=False).pairs) == version_2
+    assert "making its binary form" in caplog.text
+
+    binary.write_bytes(binary.read_bytes()[:-100])  # damaged: the zip directory is cut off
+    assert list(load_dictionary("en", "es", cache_dir=tmp_path, build=False).pairs) == version_2
+    monkeypatch.setattr(dictionary_module, "read_tsv", refuse_tsv)
+    assert list(load_dictionary("en", "es", cache_dir=tmp_path, build=False).pairs) == version_2
+
+
 def _debian_dictionary(lang_a: str, lang_b: str) -> BilingualDictionary:
     """The real dictionary from the cache, built (apt-get download) if missing; skips if it cannot be."""
     if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
@@ -476,6 +528,26 @@ def test_apertium_en_es_dictionary_is_versioned_and_checked(tmp_path: Path) -> N
 def _word(prefix: str, sentence: int, position: int) -> str:
     """A six-letter word unique to (sentence, position), without digits (digits match themselves)."""
     return prefix + "abcdefghij"[sentence] + "klmnopqrst"[position] + "uvw"
+
+
+def test_word_translations_keep_the_pairs_of_one_word_lemmas_stemmed_as_words_does() -> None:
+    rows = [
+        ("Häuser", "maisons"),  # accents fold, both sides stem to five characters
+        ("Haus", "maison"),
+        ("etwas ...", "quelque chose"),  # one word on the left, two on the right: left out
+        ("Ölförderung", "extraction"),
+        ("Straße", "rue"),
+        ("z. B.", "par exemple"),
+        ("-", "tiret"),  # no word
+    ]
+    translations = WordTranslations(BilingualDictionary("de", "fr", tuple(rows), {}))
+    expected: dict[str, set[str]] = {}
+    for left, right in rows:
+        if len(words(left)) == 1 and len(words(right)) == 1:
+            expected.setdefault(words(left)[0], set()).add(words(right)[0])
+    assert translations.forward == expected == {"hause": {"maiso"}, "haus": {"maiso"}, "olfor": {"extra"}, "straß": {"rue"}}
+    assert translations.backward == {"maiso": {"hause", "haus"}, "extra": {"olfor"}, "rue": {"straß"}}
+    assert not WordTranslations(None).forward and not WordTranslations(BilingualDictionary("de", "fr", (), {})).forward
 
 
 def test_dictionary_finds_a_deletion_and_an_insertion_that_length_cannot() -> None:
@@ -590,7 +662,7 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
     for method in ("gale-church", "hunalign", *(("hybrid",) if built else ())):
         config = load_pair_config(root / "include" / "pairs" / "en-es.yaml").with_overrides({"align.sentence_aligner": method})
         ctx = run_context(config, store, f"align_{method}")
-        sentences_key = ctx.key("extract", "s.sentences.parquet")
+        sentences_key = ctx.key("partitions", "part-00000.sentences.parquet")
         rows = [
             {
                 "doc_id": doc,
@@ -600,6 +672,7 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
                 "sentence_index": k,
                 "text": text,
                 "duplicate": False,
+                "partition": 0,
             }
             for doc, lang, texts in (
                 ("a", "en", ["The house is red.", "It has a garden with 2 trees.", "Nothing else here."]),
@@ -608,11 +681,11 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
             for k, text in enumerate(texts)
         ]
         write_table(store, sentences_key, frame(records.SENTENCES, rows), records.SENTENCES)
-        pair = {"doc_id_a": "a", "doc_id_b": "b", "url_a": "a", "url_b": "b", "sentences_key_a": sentences_key,
-                "sentences_key_b": sentences_key, "method": "url_tokens", "score": 1.0}  # fmt: skip
+        pair = {"doc_id_a": "a", "doc_id_b": "b", "url_a": "a", "url_b": "b", "method": "url_tokens", "score": 1.0,
+                "partition": 0}  # fmt: skip
         pairs_key = write_table(
             store,
-            ctx.key("align_documents", "docpairs-00000.parquet"),
+            ctx.key("align_documents", "docpairs-part-00000-00000.parquet"),
             frame(records.DOCUMENT_PAIRS, [pair]),
             records.DOCUMENT_PAIRS,
         )

@@ -13,6 +13,8 @@ from bitextflow.stages.base import shard_name
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.tables import read_table
+from bitextflow.text.urls import site_partition
+from conftest import cross_shard_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,25 +38,28 @@ def test_extract_gives_typed_language_tagged_documents(crawl_run):
     assert len(documents) > 0
     assert set(documents["language"]) & {"en", "es"}
     assert documents["warc_offset"].is_monotonic_increasing
-    sentences = read_table(ctx.store, documents["sentences_key"].iloc[0])
+    shard = shard_name(warc_keys[0])
+    sentences = read_table(ctx.store, ctx.key("extract", f"{shard}.sentences.parquet"))
     assert set(sentences["language"]) <= {"en", "es"}
     assert set(sentences["paragraph_type"]) <= {"heading", "text", "listitem", "cell", "quote"}
     assert sentences["text"].str.split().str.len().min() >= ctx.config.extract.min_sentence_tokens
-    shard = shard_name(warc_keys[0])
     doc_counts = ctx.store.get_json(ctx.key("extract", f"{shard}.documents.counts.json"))
     assert doc_counts["kept"] == len(documents)
     assert doc_counts["in"] == doc_counts["kept"] + sum(doc_counts["dropped"].values())
     sent_counts = ctx.store.get_json(ctx.key("extract", f"{shard}.sentences.counts.json"))
-    assert sent_counts["kept"] == sum(len(read_table(ctx.store, k)) for k in set(documents["sentences_key"]))
+    assert sent_counts["kept"] == len(sentences)
+    assert set(documents["partition"]) == set(sentences["partition"]) == {site_partition(str(ctx.config.crawl.seeds[0]), 16)}
 
 
 def test_cross_shard_duplicates_are_set_aside_before_document_alignment(crawl_run):
     ctx, warc_keys = crawl_run
     documents_keys = [REGISTRY.run(ctx, "extract", [key])[0] for key in warc_keys]
     documents = pd.concat([read_table(ctx.store, key) for key in documents_keys], ignore_index=True)
-    REGISTRY.run(ctx, "align_documents", documents_keys)
-    counts = ctx.store.get_json(ctx.key("align_documents", "documents.cross-shard-duplicates.counts.json"))
-    removed = read_table(ctx.store, ctx.key("align_documents", "documents.cross-shard-duplicates.parquet"))
+    partitions = REGISTRY.run(ctx, "partition", documents_keys)
+    REGISTRY.run(ctx, "deduplicate", partitions)
+    REGISTRY.run(ctx, "align_documents", partitions)
+    counts = ctx.store.get_json(ctx.key("deduplicate", "deduplicate.counts.json"))
+    removed = cross_shard_duplicates(ctx)
     print(f"{len(warc_keys)} shards, {len(documents)} documents, cross-shard duplicates: {counts['dropped']}")
     assert counts["in"] == len(documents) and counts["kept"] + len(removed) == len(documents)
     language = dict(zip(documents["doc_id"], documents["language"], strict=True))

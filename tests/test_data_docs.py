@@ -20,7 +20,7 @@ RUN_ID = "manual__2026-11-22T20:00:00+00:00"
 def one_sided_pairs() -> pd.DataFrame:
     return pd.DataFrame(
         {"doc_id_a": ["a1", "a1"], "doc_id_b": ["b1", "b2"], "url_a": ["u1", "u1"], "url_b": ["v1", "v2"],
-         "sentences_key_a": "k", "sentences_key_b": "k", "method": "url", "score": [1.0, 0.9]},
+         "method": "url", "score": [1.0, 0.9], "partition": 0},
         columns=records.DOCUMENT_PAIRS.names,
     )  # fmt: skip
 
@@ -32,7 +32,7 @@ def judged(store, pair_config: PairConfig) -> RunContext:
     with pytest.raises(
         GateFailed, match=r"document-pairs quality gate failed 1 of .*expect_column_values_to_be_unique\(doc_id_a\)"
     ):
-        judge(ctx, "document_pairs", [document_pairs_check(one_sided_pairs(), pair_config.gate)])
+        judge(ctx, "document_pairs", [document_pairs_check(one_sided_pairs())])
     return ctx
 
 

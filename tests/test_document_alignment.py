@@ -219,7 +219,8 @@ def test_align_documents_stage_records_method_and_score(store) -> None:
     from bitextflow import records
     from bitextflow.config import load_pair_config
     from bitextflow.stages.registry import REGISTRY, run_context
-    from bitextflow.storage.tables import read_table, write_table
+    from bitextflow.storage.tables import read_table
+    from conftest import through_partitions
 
     root = Path(__file__).resolve().parents[1]
     config = load_pair_config(root / "include" / "pairs" / "en-es.yaml")
@@ -251,10 +252,9 @@ def test_align_documents_stage_records_method_and_score(store) -> None:
             {"type": "text", "text": text, "language": language, "boilerplate": False, "out_of_language": False, "terms": []}
         ]
         rows.append({"doc_id": f"{name}-{language}", "url": url, "language": language, "paragraphs": paragraphs,
-                     "images": [], "sentences_key": "unused", "repairs": [], "language_set": []})  # fmt: skip
+                     "images": [], "repairs": [], "language_set": [], "partition": 0})  # fmt: skip
     frame = pd.DataFrame([{field.name: row.get(field.name) for field in records.DOCUMENTS} for row in rows])
-    documents_key = write_table(store, ctx.key("extract", "s.documents.parquet"), frame, records.DOCUMENTS)
-    keys = REGISTRY.run(ctx, "align_documents", [documents_key])
+    keys = REGISTRY.run(ctx, "align_documents", through_partitions(ctx, frame))
     pairs = pd.concat([read_table(store, key) for key in keys])
     chosen = {(a, b): method for a, b, method in zip(pairs["doc_id_a"], pairs["doc_id_b"], pairs["method"], strict=True)}
     assert chosen == {

@@ -26,6 +26,7 @@ from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.tables import read_table
 from test_extract import html_page, make_warc
+from conftest import cross_shard_duplicates
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.integration
@@ -121,12 +122,6 @@ def ingest_context(store):
         }
     )
     return run_context(config, store, "test_ingest_dedup")
-
-
-def cross_shard_duplicates(ctx) -> pd.DataFrame:
-    """The documents the run-level pass set aside, every partition's."""
-    keys = [key for key in ctx.store.list_keys(ctx.key("align_documents", "")) if key.endswith(".cross-shard-duplicates.parquet")]
-    return pd.concat([read_table(ctx.store, key) for key in sorted(keys)], ignore_index=True)
 
 
 def test_ingested_warcs_are_extracted_and_deduplicated_across_shards(ingest_context):

@@ -1,4 +1,5 @@
-"""The sentence-pair gate: passes clean data, and each kind of bad data fails the expectation meant for it."""
+"""The gates: pass clean data, and each kind of bad data fails the expectation meant for it, in a partition's suite
+or in the run's."""
 
 from __future__ import annotations
 
@@ -17,14 +18,18 @@ from bitextflow.errors import GateFailed
 from bitextflow.quality import (
     Check,
     GateReport,
+    PairsSummary,
     document_pairs_check,
     documents_check,
     enforce,
     length_ratio,
+    run_documents_check,
+    run_sentence_pairs_check,
     sentence_pairs_check,
     sentences_check,
     validate,
     volume_bounds,
+    with_helper_columns,
 )
 
 GATE = GateConfig(min_sentence_pairs=20, max_length_ratio=3.0, max_duplicate_share=0.05)
@@ -52,24 +57,42 @@ def run(check: Check, data_docs_dir: Path | None = None) -> GateReport:
     return validate([check], data_docs_dir=data_docs_dir, run_name="manual__1")[0]
 
 
-def check_sentence_pairs(df: pd.DataFrame, gate: GateConfig, lang_a: str, lang_b: str, **options: int) -> GateReport:
-    return run(sentence_pairs_check(df, gate, lang_a, lang_b, **options))
+def check_sentence_pairs(df: pd.DataFrame, gate: GateConfig, lang_a: str, lang_b: str, **options: int) -> list[GateReport]:
+    """The gate over ``df`` as the run's only partition: the partition's suite, then the run's."""
+    checked = with_helper_columns(df)
+    summary = PairsSummary()
+    summary.add(checked)
+    return validate(
+        [
+            sentence_pairs_check(checked, gate, lang_a, lang_b, suite="sentence_pairs.part-00000"),
+            run_sentence_pairs_check(summary, gate, document_pairs=options.get("document_pairs", 8), previous_count=options.get("previous_count")),
+        ],
+        run_name="manual__1",
+    )
 
 
-def failed(report: GateReport) -> list[str]:
+def passed(reports: list[GateReport]) -> bool:
+    return all(report.success for report in reports)
+
+
+def failed(report: GateReport | list[GateReport]) -> list[str]:
     """The failing expectations, as ``type(column)`` (the part before the colon)."""
-    return sorted(f.split(":")[0] for f in report.failures)
+    reports = report if isinstance(report, list) else [report]
+    return sorted(f.split(":")[0] for r in reports for f in r.failures)
+
+
+def failures(reports: list[GateReport]) -> str:
+    return " ".join(f for report in reports for f in report.failures)
 
 
 def test_clean_frame_passes_and_report_is_json() -> None:
-    report = check_sentence_pairs(clean_pairs(), GATE, "en", "es")
-    assert report.success, report.failures
-    assert report.failures == []
-    assert report.evaluated == report.statistics["evaluated_expectations"] == 19
-    data = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    partition, run_level = check_sentence_pairs(clean_pairs(), GATE, "en", "es")
+    assert partition.success and run_level.success, partition.failures + run_level.failures
+    assert (partition.evaluated, run_level.evaluated) == (15, 5)
+    data = json.loads(json.dumps(run_level.to_dict(), allow_nan=False))
     assert data["success"] is True
     assert data["result"]["suite_name"] == "sentence_pairs"
-    enforce(report)  # passes silently
+    enforce(partition)  # passes silently
 
 
 def _wrong_language(df: pd.DataFrame) -> pd.DataFrame:
@@ -107,21 +130,22 @@ def _english_on_the_spanish_side(df: pd.DataFrame) -> pd.DataFrame:
         (_wrong_language, "expect_column_values_to_be_in_set(lang_b)", "'pt'"),
         (_score_out_of_range, "expect_column_values_to_be_between(alignment_score)", "1.7"),
         (_huge_length_ratio, "expect_column_values_to_be_between(length_ratio)", "13.0"),
-        (_too_many_duplicates, "expect_column_values_to_be_null(repeated_pair_hash)", "'feedfacecafebeef'"),
-        (_too_few_rows, "expect_table_row_count_to_be_between", "observed 12"),
-        (_english_on_the_spanish_side, "expect_column_values_to_be_null(other_language_b)", "'en'"),
+        (_too_many_duplicates, "expect_column_values_to_be_between(duplicate_share)", "0.1"),
+        (_too_few_rows, "expect_column_values_to_be_between(sentence_pairs)", "12"),
+        (_english_on_the_spanish_side, "expect_column_values_to_be_between(other_language_share_b)", "0.25"),
     ],
     ids=["wrong-language", "score-out-of-range", "length-ratio", "duplicates", "too-few-rows", "text-in-other-language"],
 )
 def test_each_defect_fails_its_own_expectation(
     spoil: Callable[[pd.DataFrame], pd.DataFrame], expectation: str, offending: str
 ) -> None:
-    report = check_sentence_pairs(spoil(clean_pairs()), GATE, "en", "es")
-    assert not report.success
-    assert failed(report) == [expectation]
-    assert offending in report.failures[0]
+    reports = check_sentence_pairs(spoil(clean_pairs()), GATE, "en", "es")
+    assert not passed(reports)
+    assert failed(reports) == [expectation]
+    assert offending in failures(reports)
     with pytest.raises(GateFailed) as caught:
-        enforce(report)
+        for report in reports:
+            enforce(report)
     message = str(caught.value)
     assert expectation in message and "\n" not in message
 
@@ -129,7 +153,7 @@ def test_each_defect_fails_its_own_expectation(
 def test_duplicates_within_allowed_share_pass() -> None:
     df = clean_pairs()
     df.loc[0:2, "pair_hash"] = "feedfacecafebeef"  # 2 repeats in 40 rows = 5%: at the limit
-    assert check_sentence_pairs(df, GATE, "en", "es").success
+    assert passed(check_sentence_pairs(df, GATE, "en", "es"))
 
 
 def test_nulls_blank_text_and_missing_columns_are_reported() -> None:
@@ -137,26 +161,27 @@ def test_nulls_blank_text_and_missing_columns_are_reported() -> None:
     df.loc[1, "url_a"] = None
     df.loc[2, "text_a"] = " " * 40  # as long as its partner, so only the blank-text check fires
     df = df.drop(columns=["domain_terms"])
-    report = check_sentence_pairs(df, GATE, "en", "es")
-    assert failed(report) == [
+    reports = check_sentence_pairs(df, GATE, "en", "es")
+    assert failed(reports) == [
         "expect_column_values_to_match_regex(text_a)",
         "expect_column_values_to_not_be_null(url_a)",
         "expect_table_columns_to_match_set",
     ]
-    assert any("missing columns domain_terms" in f for f in report.failures)
+    assert "missing columns domain_terms" in failures(reports)
 
 
 def test_empty_frame_passes_when_no_rows_are_required() -> None:
-    report = check_sentence_pairs(clean_pairs().head(0), GATE.model_copy(update={"min_sentence_pairs": 0}), "en", "es")
-    assert report.success, report.failures
+    reports = check_sentence_pairs(clean_pairs().head(0), GATE.model_copy(update={"min_sentence_pairs": 0}), "en", "es")
+    assert passed(reports), failures(reports)
 
 
 def test_infinite_score_keeps_report_valid_json() -> None:
     df = clean_pairs()
     df.loc[0, "domain_relevance"] = float("inf")
-    report = check_sentence_pairs(df, GATE, "en", "es")
-    assert failed(report) == ["expect_column_values_to_be_between(domain_relevance)"]
-    json.dumps(report.to_dict(), allow_nan=False)
+    reports = check_sentence_pairs(df, GATE, "en", "es")
+    assert failed(reports) == ["expect_column_values_to_be_between(domain_relevance)"]
+    for report in reports:
+        json.dumps(report.to_dict(), allow_nan=False)
 
 
 def test_length_ratio_is_finite_for_empty_sides() -> None:
@@ -175,20 +200,24 @@ def test_volume_drop_and_growth_against_previous_release_fail() -> None:
     gate = GATE.model_copy(update={"max_volume_drop": 0.5, "max_volume_growth": 1.0})
     assert volume_bounds(gate, None) == (20, None)
     assert volume_bounds(gate, 100) == (50, 200)
-    assert check_sentence_pairs(clean_pairs(40), gate, "en", "es", previous_count=60).success
+    assert passed(check_sentence_pairs(clean_pairs(40), gate, "en", "es", previous_count=60))
     dropped = check_sentence_pairs(clean_pairs(40), gate, "en", "es", previous_count=100)
-    assert failed(dropped) == ["expect_table_row_count_to_be_between"]
-    assert "observed 40" in dropped.failures[0] and "min_value=50" in dropped.failures[0]
+    assert failed(dropped) == ["expect_column_values_to_be_between(sentence_pairs)"]
+    assert "40" in failures(dropped) and "min_value=50" in failures(dropped)
     spiked = check_sentence_pairs(clean_pairs(40), gate, "en", "es", previous_count=15)
-    assert "max_value=30" in spiked.failures[0]
+    assert "max_value=30" in failures(spiked)
+
+
+def test_a_run_without_document_pairs_fails_and_says_so() -> None:
+    reports = check_sentence_pairs(clean_pairs(), GATE, "en", "es", document_pairs=0)
+    assert failed(reports) == ["expect_column_values_to_be_between(document_pairs)"]
 
 
 def test_optional_score_column_is_range_checked_when_present() -> None:
     df = clean_pairs()
     df["bicleaner_score"] = 0.9
     df.loc[4, "bicleaner_score"] = -0.2
-    report = check_sentence_pairs(df, GATE, "en", "es")
-    assert failed(report) == ["expect_column_values_to_be_between(bicleaner_score)"]
+    assert failed(check_sentence_pairs(df, GATE, "en", "es")) == ["expect_column_values_to_be_between(bicleaner_score)"]
 
 
 # -- the other stage boundaries ----------------------------------------------------------------------
@@ -206,24 +235,29 @@ def documents(n: int = 6) -> pd.DataFrame:
 
 def test_documents_gate_names_duplicate_ids_and_a_missing_language() -> None:
     gate = GATE.model_copy(update={"min_documents": 4})
-    assert run(documents_check(documents(), gate, ("en", "es"))).success
+    assert run(documents_check(documents(), gate)).success
     spoiled = documents()
     spoiled.loc[2, "doc_id"] = "d0"
-    spoiled["language"] = "en"
-    report = run(documents_check(spoiled, gate, ("en", "es")))
+    report = run(documents_check(spoiled, gate))
+    assert failed(report) == ["expect_column_values_to_be_unique(doc_id)"]
+    assert "'d0'" in " ".join(report.failures)
+    with pytest.raises(GateFailed, match=r"^documents quality gate failed 1 of"):
+        enforce(report)
+    summaries = [{"partition": 3, "documents": {"en": 2}}, {"partition": 5, "documents": {"en": 1}}]
+    report = run(run_documents_check(summaries, gate, ("en", "es")))
     assert failed(report) == [
         "expect_column_distinct_values_to_contain_set(language)",
-        "expect_column_values_to_be_unique(doc_id)",
-    ]
-    assert "'d0'" in " ".join(report.failures)
-    with pytest.raises(GateFailed, match=r"^documents quality gate failed 2 of"):
-        enforce(report)
+        "expect_column_sum_to_be_between(documents)",
+    ], "the run has no Spanish document and 3 documents in all, fewer than 4"
+    summaries.append({"partition": 7, "documents": {"es": 1}})
+    assert run(run_documents_check(summaries, gate, ("en", "es"))).success
 
 
 def test_sentences_gate_rejects_other_languages_and_blank_text() -> None:
     frame = pd.DataFrame(
         {"doc_id": ["d1", "d2", "d3"], "url": "u", "language": ["en", "es", "fr"], "paragraph_index": 0,
-         "paragraph_type": "text", "sentence_index": [0, 1, 2], "text": ["One.", "  ", "Trois."], "duplicate": False}
+         "paragraph_type": "text", "sentence_index": [0, 1, 2], "text": ["One.", "  ", "Trois."], "duplicate": False,
+         "partition": 0}
     )  # fmt: skip
     report = run(sentences_check(frame, ("en", "es")))
     assert failed(report) == ["expect_column_values_to_be_in_set(language)", "expect_column_values_to_match_regex(text)"]
@@ -233,17 +267,16 @@ def test_sentences_gate_rejects_other_languages_and_blank_text() -> None:
 def test_document_pairs_gate_requires_one_to_one_and_distinct_urls() -> None:
     pairs = pd.DataFrame(
         {"doc_id_a": ["a1", "a2", "a2"], "doc_id_b": ["b1", "b2", "b3"], "url_a": ["u1", "u2", "u3"],
-         "url_b": ["v1", "u2", "v3"], "sentences_key_a": "k", "sentences_key_b": "k", "method": "url",
-         "score": [1.0, 0.5, 0.7]}
+         "url_b": ["v1", "u2", "v3"], "method": "url", "score": [1.0, 0.5, 0.7], "partition": 2}
     )  # fmt: skip
-    report = run(document_pairs_check(pairs, GATE))
+    report = run(document_pairs_check(pairs))
     assert failed(report) == ["expect_column_values_to_be_null(same_url)", "expect_column_values_to_be_unique(doc_id_a)"]
-    assert run(document_pairs_check(pairs.iloc[[0]], GATE)).success
+    assert run(document_pairs_check(pairs.iloc[[0]])).success
 
 
 def test_data_docs_render_the_suite_and_its_result(tmp_path: Path) -> None:
     reports = validate(
-        [sentence_pairs_check(clean_pairs().head(3), GATE, "en", "es"), document_pairs_check(pd.DataFrame(), GATE)],
+        [sentence_pairs_check(with_helper_columns(clean_pairs().head(3)), GATE, "en", "fr", suite="sentence_pairs"), document_pairs_check(pd.DataFrame())],
         data_docs_dir=tmp_path,
         run_name="manual__1",
     )
@@ -259,7 +292,8 @@ def test_data_docs_render_the_suite_and_its_result(tmp_path: Path) -> None:
 
 def test_rerun_renders_the_same_bytes(tmp_path: Path) -> None:
     def render(folder: Path) -> tuple[dict[str, bytes], str]:
-        (report,) = validate([sentence_pairs_check(clean_pairs(), GATE, "en", "es")], data_docs_dir=folder, run_name="g")
+        checked = with_helper_columns(clean_pairs())
+        (report,) = validate([sentence_pairs_check(checked, GATE, "en", "es", suite="sentence_pairs")], data_docs_dir=folder, run_name="g")
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         return files, json.dumps(report.to_dict(), sort_keys=True)
 
@@ -294,7 +328,7 @@ def test_a_shard_with_the_wrong_language_on_one_side_stops_the_release(store, si
     write_table(store, shards[-1], corrupted, records.CLASSIFIED_SENTENCE_PAIRS)
     before = list_releases(store, "en-es")
 
-    with pytest.raises(GateFailed, match=r"expect_column_values_to_be_null\(other_language_b\): \d+ unexpected"):
+    with pytest.raises(GateFailed, match=r"expect_column_values_to_be_between\(other_language_share_b\): 1 unexpected"):
         REGISTRY.run(ctx, "gate", shards)
     assert list_releases(store, "en-es") == before
     assert store.get_json(ctx.key("gate", "sentence_pairs.report.json"))["success"] is False
@@ -363,7 +397,7 @@ def _repeat_a_pair(directory: Path) -> None:
         (_drop_tsv_line, "release_files", "en-es.tsv holds 39 records, expected 40"),
         (_break_tmx, "release_files", "en-es.tmx: not well-formed XML"),
         (_lose_stats, "release_files", "expect_column_distinct_values_to_contain_set(file)"),
-        (_repeat_a_pair, "release_pairs", "expect_column_values_to_be_unique(pair_hash)"),
+        (_repeat_a_pair, "release_pairs", "expect_column_values_to_be_null(repeated_pair_hash)"),
     ],
     ids=["tsv-line-lost", "tmx-invalid", "stats-missing", "pair-repeated"],
 )

@@ -138,7 +138,7 @@ def write_gated_run(store: ObjectStore, run_id: str, n: int) -> None:
     """What the gate leaves in S3 for a run: the gated pairs, the gate's report and the stages' counts."""
     write_table(
         store,
-        stage_key(PAIR, run_id, "gate", "sentence_pairs.parquet"),
+        stage_key(PAIR, run_id, "gate", "part-00000.sentence_pairs.parquet"),
         sentence_pairs(n, run_id),
         records.CLASSIFIED_SENTENCE_PAIRS,
     )
@@ -167,17 +167,18 @@ def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
     run_id = "manual__repro"
     classified = sentence_pairs(15, "r")
     write_table(
-        bucket_store, stage_key(PAIR, run_id, "classify", "sentpairs-00000.parquet"),
+        bucket_store, stage_key(PAIR, run_id, "classify", "sentpairs-part-00000-00000.parquet"),
         pd.concat([classified, classified.head(2)], ignore_index=True), records.CLASSIFIED_SENTENCE_PAIRS,
     )  # fmt: skip
     pages = classified[["url_a", "url_b"]].drop_duplicates().reset_index(drop=True)
     document_pairs = pages.assign(
         doc_id_a=[f"a{i}" for i in pages.index], doc_id_b=[f"b{i}" for i in pages.index],
-        sentences_key_a="k", sentences_key_b="k", method="url", score=1.0,
+        method="url", score=1.0, partition=0,
     )  # fmt: skip
     write_table(
-        bucket_store, stage_key(PAIR, run_id, "align_documents", "docpairs-00000.parquet"), document_pairs, records.DOCUMENT_PAIRS
-    )
+        bucket_store, stage_key(PAIR, run_id, "align_documents", "docpairs-part-00000-00000.parquet"), document_pairs,
+        records.DOCUMENT_PAIRS,
+    )  # fmt: skip
 
     project = tmp_path / "project"
     project.mkdir()
@@ -192,11 +193,11 @@ def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
     repro = subprocess.run([*dvc, "repro"], cwd=project, env=env, capture_output=True, text=True)
     assert repro.returncode == 0, repro.stderr[-2000:]
     assert repro.stdout.index("Running stage 'gate'") < repro.stdout.index("Running stage 'release'")
-    assert json.loads((project / "build" / "gate" / "en-es.json").read_text()).endswith("gate/sentence_pairs.parquet")
+    assert json.loads((project / "build" / "gate" / "en-es.json").read_text())[0].endswith("gate/part-00000.sentence_pairs.parquet")
 
     config = load_pair_config(pairs_dir / "en-es.yaml")
     published = REGISTRY.run(
-        run_context(config, bucket_store, run_id), "release", [stage_key(PAIR, run_id, "gate", "sentence_pairs.parquet")]
+        run_context(config, bucket_store, run_id), "release", [stage_key(PAIR, run_id, "gate", "part-00000.sentence_pairs.parquet")]
     )
     assert published["sentence_pairs"] == 15 and "registry" not in published
     assert file_hashes(project / "build" / "releases" / PAIR) == manifest_hashes(bucket_store, published["version"])

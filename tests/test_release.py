@@ -20,10 +20,10 @@ from bitextflow.catalog.releases import MANIFEST_NAME, ReleaseInfo, list_release
 from bitextflow.config import load_pair_config
 from bitextflow.counts import StageCounts
 from bitextflow.errors import GateFailed, StageError, StorageError
-from bitextflow.release.build import ReleaseExtras, build_release, monolingual_corpus
+from bitextflow.release.build import MonolingualCorpus, ReleaseExtras, build_release
 from bitextflow.release.datasheet import read_licence
 from bitextflow.release.formats import validate_tmx
-from bitextflow.release.report import crawl_efficiency
+from bitextflow.release.report import crawl_profile
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow_local.services.seaweed import SeaweedServer
 
@@ -239,10 +239,9 @@ def extras(df: pd.DataFrame) -> ReleaseExtras:
             "doc_id_b": [f"b{i}" for i in range(len(documents) + 1)],
             "url_a": [*documents.url_a, "https://gov.example/en/empty"],
             "url_b": [*documents.url_b, "https://gov.example/es/empty"],
-            "sentences_key_a": "k",
-            "sentences_key_b": "k",
             "method": "url",
             "score": 1.0,
+            "partition": 3,
         }
     )
     sentences = pd.DataFrame(
@@ -257,19 +256,24 @@ def extras(df: pd.DataFrame) -> ReleaseExtras:
             "duplicate": False,
         }
     )
-    monolingual, mono_counts = monolingual_corpus(sentences, ["en", "es"])
     crawl_log = [
         {"url": url, "outcome": "fetched", "time": float(i), "detected_language": url.split("/")[3]}
         for i, url in enumerate([*document_pairs.url_a, *document_pairs.url_b, "https://law.example/en/news"])
     ]
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
-    return ReleaseExtras(document_pairs, monolingual, mono_counts, crawl_log, config)
+    # in two chunks, as two site partitions come
+    return ReleaseExtras(document_pairs, [sentences.iloc[:3], sentences.iloc[3:]], crawl_log, config)
 
 
-def test_monolingual_corpus_keeps_each_sentence_once_and_counts_the_rest() -> None:
-    made = extras(pairs())
-    assert dict(made.monolingual) == {"en": ["Install the package.", "A second\nline."], "es": ["Instale el paquete."]}
-    assert made.monolingual_counts.to_dict() == {
+def test_monolingual_corpus_keeps_each_sentence_once_and_counts_the_rest(tmp_path: Path) -> None:
+    corpus = MonolingualCorpus(tmp_path, ["en", "es"])
+    for chunk in extras(pairs()).sentences:
+        corpus.add(chunk)
+    corpus.close()
+    assert (tmp_path / "mono.en.txt").read_text() == "Install the package.\nA second line.\n"
+    assert (tmp_path / "mono.es.txt").read_text() == "Instale el paquete.\n"
+    assert corpus.lines == {"en": 2, "es": 1}
+    assert corpus.counts.to_dict() == {
         "stage": "release_monolingual",
         "in": 5,
         "kept": 3,
@@ -298,7 +302,7 @@ def test_full_release_has_every_file_and_rebuilds_byte_for_byte(store: ObjectSto
         sum(d["sentence_pairs"] for d in document_pairs) == 25
         and {d["url_a"]: d["sentence_pairs"] for d in document_pairs}["https://gov.example/en/empty"] == 0
     )
-    assert not any(k.startswith("sentences_key") for k in document_pairs[0])
+    assert "partition" not in document_pairs[0], "where the run stored a pair is not part of it"
     assert store.get_bytes(prefix + "mono.en.txt").decode() == "Install the package.\nA second line.\n"
     stats = store.get_json(prefix + "stats.json")
     assert stats["monolingual_sentences"] == {"en": 2, "es": 1} and stats["aligned_document_pairs"] == len(document_pairs)
@@ -322,12 +326,14 @@ def test_full_release_has_every_file_and_rebuilds_byte_for_byte(store: ObjectSto
 
 def test_crawl_efficiency_counts_paired_pages_in_download_order() -> None:
     log = [
-        {"url": "b", "outcome": "fetched", "time": 2.0},
-        {"url": "a", "outcome": "fetched", "time": 1.0},
-        {"url": "c", "outcome": "robots_disallowed", "time": 1.5},
-        {"url": "d", "outcome": "fetched", "time": 3.0},
+        {"url": "http://b/", "outcome": "fetched", "time": 2.0, "detected_language": "es"},
+        {"url": "http://a/", "outcome": "fetched", "time": 1.0},
+        {"url": "http://c/", "outcome": "robots_disallowed", "time": 1.5},
+        {"url": "http://d/", "outcome": "fetched", "time": 3.0, "detected_language": "es"},
     ]
-    assert crawl_efficiency(log, {"a", "d"}) == [(1, 1), (2, 1), (3, 2)]
+    crawl = crawl_profile(log, {"http://a/", "http://d/"})
+    assert crawl.curve().tolist() == [1, 1, 2]
+    assert crawl.languages == {"es": 2, "(unknown)": 1} and crawl.fetched_per_host == {"a": 1, "b": 1, "d": 1}
 
 
 def test_tmx_is_checked_against_the_tmx_1_4_dtd(tmp_path: Path) -> None:

@@ -217,14 +217,16 @@ def _describe_failure(item: ExpectationValidationResult) -> str:
         percent = result.get("unexpected_percent")
         share = f" ({percent:.1f}% of rows)" if percent is not None else ""
         allowed = f", allowed {100 * (1 - kwargs['mostly']):.1f}%" if kwargs.get("mostly") is not None else ""
-        return f"{name}: {result.get('unexpected_count', '?')} unexpected{share}{allowed}, e.g. {examples}"
+        expected = f" (expected {_bounds(kwargs)})" if kind == "expect_column_values_to_be_between" else ""
+        return f"{name}: {result.get('unexpected_count', '?')} unexpected{share}{allowed}, e.g. {examples}{expected}"
     missing = result.get("details", {}).get("mismatched", {}).get("missing")
     if missing:  # columns beyond the set are allowed, so only missing ones are the problem
         return f"{name}: missing columns {', '.join(missing)}"
-    bounds = ", ".join(
-        f"{key}={_short(kwargs[key])}" for key in ("min_value", "max_value", "value_set") if kwargs.get(key) is not None
-    )
-    return f"{name}: observed {_short(result.get('observed_value'))}, expected {bounds}"
+    return f"{name}: observed {_short(result.get('observed_value'))}, expected {_bounds(kwargs)}"
+
+
+def _bounds(kwargs: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={_short(kwargs[key])}" for key in ("min_value", "max_value", "value_set") if kwargs.get(key) is not None)
 
 
 def _exception_message(info: dict[str, Any]) -> str | None:
