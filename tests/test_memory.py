@@ -1,8 +1,8 @@
 """Peak memory of a task does not grow with the run: a real measurement of a child process (VmHWM).
 
-One ``align_sentences`` task aligns the same 20 document pairs in a run whose extract shards are 1x and
-5x as large (the other documents of the run): the task reads the sentences of its own documents only,
-so its peak RSS may not grow by more than a quarter.
+One ``align_sentences`` task aligns the same 20 document pairs in a run whose site partition holds 1x and
+5x as many other documents: the task reads the sentences of its own documents only, so its peak RSS may not
+grow by more than a quarter.
 """
 
 from __future__ import annotations
@@ -47,20 +47,19 @@ print(json.dumps({"key": key, "max_rss_kib": peak}))
 
 
 def _run_of(store, tmp_path, run_id: str, scale: int) -> str:
-    """Two extract shards holding the 20 paired documents among ``scale`` times 500 others; returns the task's input."""
-    keys = [stage_key("en-es", run_id, "extract", f"part-{i}.sentences.parquet") for i in range(2)]
-    for index, key in enumerate(keys):
-        language, template = ("en", ENGLISH) if index == 0 else ("es", SPANISH)
-        documents = [f"{language}{d}" for d in range(PAIRED_DOCUMENTS + 500 * scale)]
-        rows = [Sentence(doc, f"http://h/{doc}", language, 0, "p", n, template.format(n=n, d=doc), False)
-                for doc in documents for n in range(SENTENCES_PER_DOCUMENT)]  # fmt: skip
-        table = pa.Table.from_pandas(records.frame_of(rows, records.SENTENCES), schema=records.SENTENCES, preserve_index=False)
-        local = tmp_path / f"{run_id}-{index}.parquet"
-        pq.write_table(table, local, row_group_size=SENTENCE_BATCH)  # as extract writes: a row group per batch
-        store.put_file(key, local)
-    pairs = [DocumentPair(f"en{d}", f"es{d}", f"http://h/en{d}", f"http://h/es{d}", sentences_key_a=keys[0],
-                          sentences_key_b=keys[1]) for d in range(PAIRED_DOCUMENTS)]  # fmt: skip
-    key = stage_key("en-es", run_id, "align_documents", "docpairs-00000.parquet")
+    """A site partition holding the 20 paired documents among ``scale`` times 1,000 others; returns the task's input."""
+    rows = [
+        Sentence(doc, f"http://h/{doc}", language, 0, "p", n, template.format(n=n, d=doc), False, partition=0)
+        for language, template in (("en", ENGLISH), ("es", SPANISH))
+        for doc in (f"{language}{d}" for d in range(PAIRED_DOCUMENTS + 500 * scale))
+        for n in range(SENTENCES_PER_DOCUMENT)
+    ]
+    table = pa.Table.from_pandas(records.frame_of(rows, records.SENTENCES), schema=records.SENTENCES, preserve_index=False)
+    local = tmp_path / f"{run_id}.parquet"
+    pq.write_table(table, local, row_group_size=SENTENCE_BATCH)  # as the partition stage writes: row groups of a batch
+    store.put_file(stage_key("en-es", run_id, "partitions", "part-00000.sentences.parquet"), local)
+    pairs = [DocumentPair(f"en{d}", f"es{d}", f"http://h/en{d}", f"http://h/es{d}", partition=0) for d in range(PAIRED_DOCUMENTS)]
+    key = stage_key("en-es", run_id, "align_documents", "docpairs-part-00000-00000.parquet")
     return write_table(store, key, records.frame_of(pairs, records.DOCUMENT_PAIRS), records.DOCUMENT_PAIRS)
 
 
