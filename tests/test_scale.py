@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import io
 import textwrap
 
 import pytest
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
 
 from bitextflow.config import load_pair_config
 from bitextflow.stages.registry import as_inputs, batches, run_context
+from bitextflow_local.localsite.warcs import warc_files
 from conftest import ROOT
 
 WARC_FILES = 1500
 MAX_MAP_LENGTH = 64
 EXTRACT_TASKS = 12
-
-ENGLISH = "The package {i} installs the network configuration files of the system kernel number {i}."
-SPANISH = "El paquete {i} instala los archivos de configuración de red del núcleo del sistema número {i}."
 
 
 def test_batches_are_contiguous_balanced_and_bounded() -> None:
@@ -27,17 +22,6 @@ def test_batches_are_contiguous_balanced_and_bounded() -> None:
     assert batches(keys[:2], 5) == [["k0"], ["k1"]]
     assert batches([], 3) == []
     assert as_inputs(batches(keys, 3)) == keys, "a batched stage's outputs flatten back into order"
-
-
-def _warc(url: str, text: str) -> bytes:
-    body = f"<html><head><title>{text[:30]}</title></head><body><main><p>{text}</p></main></body></html>".encode()
-    buffer = io.BytesIO()
-    writer = WARCWriter(buffer, gzip=True, warc_version="1.1")
-    headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
-    writer.write_record(
-        writer.create_warc_record(url, "response", payload=io.BytesIO(body), length=len(body), http_headers=headers)
-    )
-    return buffer.getvalue()
 
 
 DAG_FILE = """
@@ -61,10 +45,8 @@ def test_a_run_over_1500_warc_files_maps_into_few_extract_tasks(dag_folder, s3_e
     from airflow.dag_processing.dagbag import DagBag
 
     prefix = "scale-warcs/"
-    for i in range(WARC_FILES):
-        language, text = ("en", ENGLISH) if i % 2 == 0 else ("es", SPANISH)
-        body = _warc(f"http://scale.test/{language}/page-{i}.html", text.format(i=i))
-        store.put_bytes(f"{prefix}file-{i:05d}.warc.gz", body, "application/warc")
+    for name, data in warc_files(WARC_FILES):
+        store.put_bytes(prefix + name, data, "application/warc")
 
     monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", str(MAX_MAP_LENGTH))
     overrides = {"crawl.seeds": [], "crawl.warcs": [prefix], "extract.max_tasks": EXTRACT_TASKS}
