@@ -1,23 +1,32 @@
 """Serve the local site on 127.0.0.1, in a background thread (tests, benchmarks) or in the foreground (demo).
 
-It binds the loopback address only, so the crawl target is never exposed to the network.
+It binds loopback addresses only, so the crawl target is never exposed to the network. A web of many
+sites (:mod:`bitextflow_local.localsite.multisite`) is served by :func:`serve_sites`: one server per site,
+each on its own address of 127.0.0.0/8 (which Linux routes to the loopback interface) and all on one port,
+so that every site is a host of its own to the crawler.
 """
 
 from __future__ import annotations
 
 import errno
 import functools
+import ipaddress
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import TypeVar
 
 from bitextflow.errors import StageError
 
 HOST = "127.0.0.1"
+LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
+# When a web is served on any free port, the port the first site got may be taken on another site's address.
+_FREE_PORT_ATTEMPTS = 5
 
 # Explicit, so that responses do not depend on the machine's /etc/mime.types.
 CONTENT_TYPES: dict[str, str] = {
@@ -31,6 +40,10 @@ CONTENT_TYPES: dict[str, str] = {
     ".pdf": "application/pdf",
     ".gz": "application/gzip",
 }
+
+
+class PortInUse(StageError):
+    """The port asked for is taken on the address asked for."""
 
 
 class _SiteRequestHandler(SimpleHTTPRequestHandler):
@@ -67,9 +80,14 @@ class SiteServer:
         return int(self._httpd.server_address[1])
 
     @property
+    def host(self) -> str:
+        """The loopback address bound (127.0.0.1 unless :func:`serve` was given another)."""
+        return str(self._httpd.server_address[0])
+
+    @property
     def base_url(self) -> str:
-        """`http://127.0.0.1:PORT/`."""
-        return f"http://{HOST}:{self.port}/"
+        """`http://127.0.0.1:PORT/` (or the address bound)."""
+        return f"http://{self.host}:{self.port}/"
 
     def stop(self) -> None:
         """Stop accepting requests and release the port."""
@@ -84,19 +102,69 @@ class SiteServer:
         self.stop()
 
 
-def serve(docroot: Path, port: int = 0) -> SiteServer:
-    """Serve `docroot` on 127.0.0.1:`port` (0 picks a free port) from a daemon thread."""
+def serve(docroot: Path, port: int = 0, host: str = HOST) -> SiteServer:
+    """Serve `docroot` on `host`:`port` (0 picks a free port) from a daemon thread; `host` must be an
+    address of 127.0.0.0/8."""
     docroot = Path(docroot)
     if not docroot.is_dir():
         raise StageError(f"{docroot} is not a directory: build the local site first (bitextflow-local site build)")
+    try:
+        if ipaddress.ip_address(host) not in LOOPBACK:
+            raise ValueError(host)
+    except ValueError:
+        raise StageError(f"the local site is served on loopback addresses only (127.0.0.0/8), not on {host!r}") from None
     handler = functools.partial(_SiteRequestHandler, directory=str(docroot))
     try:
-        httpd = ThreadingHTTPServer((HOST, port), handler)
+        httpd = ThreadingHTTPServer((host, port), handler)
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
-            raise StageError(f"port {port} on {HOST} is already in use; choose another with --port") from error
+            raise PortInUse(f"port {port} on {host} is already in use; choose another with --port") from error
         raise
     return SiteServer(httpd)
+
+
+class SiteServers:
+    """Running servers, one per site of a web, all on one port; keyed by their address."""
+
+    def __init__(self, servers: Mapping[str, SiteServer]) -> None:
+        self.servers = dict(servers)
+
+    @property
+    def port(self) -> int:
+        """The TCP port every site is served on."""
+        return next(iter(self.servers.values())).port
+
+    def stop(self) -> None:
+        """Stop every server; at once, because each shutdown waits up to half a second for its serving loop."""
+        with ThreadPoolExecutor(max_workers=max(1, len(self.servers))) as pool:
+            list(pool.map(SiteServer.stop, self.servers.values()))
+
+    def __enter__(self) -> SiteServers:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None) -> None:
+        self.stop()
+
+
+def serve_sites(docroots: Mapping[str, Path], port: int = 0) -> SiteServers:
+    """Serve each docroot on its own loopback address (the mapping's key), all on `port` (0: one that is free
+    on every address)."""
+    if not docroots:
+        raise StageError("no site to serve: build the web first (bitextflow-local site multi)")
+    attempts_left = _FREE_PORT_ATTEMPTS if port == 0 else 1
+    while True:
+        started: dict[str, SiteServer] = {}
+        try:
+            site_port = port
+            for host, docroot in docroots.items():
+                started[host] = serve(docroot, site_port, host)
+                site_port = started[host].port  # asked for any port, the first site picks it for all
+            return SiteServers(started)
+        except BaseException as error:
+            SiteServers(started).stop()  # never leave the sites started so far running
+            attempts_left -= 1
+            if not isinstance(error, PortInUse) or attempts_left == 0:
+                raise
 
 
 def serve_forever(docroot: Path, port: int, on_ready: Callable[[SiteServer], None] | None = None) -> None:
@@ -104,6 +172,19 @@ def serve_forever(docroot: Path, port: int, on_ready: Callable[[SiteServer], Non
 
     `on_ready` is called once the port is bound, for example to print the URL.
     """
+    _serve_until_stopped(lambda: serve(docroot, port), on_ready)
+
+
+def serve_sites_forever(docroots: Mapping[str, Path], port: int, on_ready: Callable[[SiteServers], None] | None = None) -> None:
+    """:func:`serve_forever` for a web of sites (:func:`serve_sites`)."""
+    _serve_until_stopped(lambda: serve_sites(docroots, port), on_ready)
+
+
+Running = TypeVar("Running", SiteServer, SiteServers)
+
+
+def _serve_until_stopped(start: Callable[[], Running], on_ready: Callable[[Running], None] | None) -> None:
+    """Start serving, call `on_ready`, wait for SIGINT or SIGTERM, stop; the signal handlers are restored after."""
     stop_requested = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -111,9 +192,9 @@ def serve_forever(docroot: Path, port: int, on_ready: Callable[[SiteServer], Non
 
     previous_handlers = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with serve(docroot, port) as server:
+        with start() as running:
             if on_ready is not None:
-                on_ready(server)
+                on_ready(running)
             stop_requested.wait()
     finally:
         for sig, handler in previous_handlers.items():
