@@ -174,7 +174,7 @@ def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages:
                 if lang not in document.sources:
                     continue
                 page = render_page(document, lang, languages, layout.endonyms, rewrites)
-                _write(staging, document.site_path(lang), page)
+                write_file(staging, document.site_path(lang), page)
                 if document.key == "index":
                     titles[section.title, lang] = title_of(page, document.sources[lang])
         groups.extend({lang: document.site_path(lang) for lang in document.sources} for document in documents)
@@ -245,7 +245,7 @@ def _copy_reference_assets(common_root: Path, docroot: Path) -> None:
     images = sorted((source_dir / "images").iterdir())
     for image in images:
         _copy(image, docroot / "reference" / "images" / image.name)
-    _write(docroot, REFERENCE_IMAGES_TARBALL, generated.tarball([(f"images/{image.name}", image) for image in images]))
+    write_file(docroot, REFERENCE_IMAGES_TARBALL, generated.tarball([(f"images/{image.name}", image) for image in images]))
 
 
 def _copy_install_assets(install_root: Path, docroot: Path, languages: Sequence[str]) -> None:
@@ -289,25 +289,25 @@ def _write_man_pages(
             document = Document(MAN_PAGES, key, pages)
             title, body = manpages.page_html(key, texts[key, lang], href_of)
             page = with_switcher(generated.page(title, lang, body), pages[lang], document, lang, languages, endonyms)
-            _write(docroot, document.site_path(lang), page)
+            write_file(docroot, document.site_path(lang), page)
             listed[lang].append((document.site_path(lang), key.split("/", 1)[1], manpages.description(texts[key, lang])))
     for number in manpages.MAN_SECTIONS:
         heading = f"Manual pages, section {number}"
         entries = [entry for entry in listed["en"] if entry[0].startswith(f"{manpages.SITE_DIR}/man{number}/")]
-        _write(
+        write_file(
             docroot,
             f"{manpages.SITE_DIR}/man{number}/index.html",
             generated.page(heading, "en", manpages.index_body(heading, entries)),
         )
     for lang in built[1:] if built and built[0] == "en" else built:
         body = manpages.index_body(endonyms[lang], listed[lang])
-        _write(docroot, f"{manpages.SITE_DIR}/index.{lang}.html", generated.page(endonyms[lang], lang, body))
+        write_file(docroot, f"{manpages.SITE_DIR}/index.{lang}.html", generated.page(endonyms[lang], lang, body))
     sections = [generated.Link(f"/{manpages.SITE_DIR}/man{number}/", f"Section {number}") for number in manpages.MAN_SECTIONS]
     translations = [
         generated.Link(f"/{manpages.SITE_DIR}/index.{lang}.html", endonyms[lang], lang) for lang in built if lang != "en"
     ]
     index = [generated.IndexSection("Sections", sections), generated.IndexSection("Translations", translations)]
-    _write(docroot, f"{manpages.SITE_DIR}/index.html", generated.index_page(index, "Linux manual pages"))
+    write_file(docroot, f"{manpages.SITE_DIR}/index.html", generated.index_page(index, "Linux manual pages"))
     return [{lang: MAN_PAGES.site_path(key, lang) for lang in pages} for key, pages in sources.items()]
 
 
@@ -323,15 +323,15 @@ def _write_changelogs(
             raise StageError(f"the changelog of {name} has no entry this builder can read: check its format")
         source = entries[0].source
         for entry in entries:
-            _write(
+            write_file(
                 docroot, entry.site_path, generated.page(f"{entry.source} {entry.version}", "en", changelogs.entry_body(entry))
             )
             groups.append({"en": entry.site_path})
         for path, body in changelogs.archive_pages(source, entries):
-            _write(docroot, path, generated.page(f"Changes in {source}", "en", body))
+            write_file(docroot, path, generated.page(f"Changes in {source}", "en", body))
         archives.append(generated.Link(f"/{changelogs.SITE_DIR}/{source}/", source))
     index = generated.index_page([generated.IndexSection("Packages", archives)], "Changelogs")
-    _write(docroot, f"{changelogs.SITE_DIR}/index.html", index)
+    write_file(docroot, f"{changelogs.SITE_DIR}/index.html", index)
     return groups
 
 
@@ -344,10 +344,10 @@ def _write_generated_pages(
 ) -> None:
     """The home page, the language portals of the full layout, news, private pages, robots.txt and
     stylesheet; `parts` are home-page sections listed after the news (the site's other parts)."""
-    _write(docroot, "robots.txt", generated.robots_txt())
-    _write(docroot, generated.STYLESHEET_PATH, generated.stylesheet())
+    write_file(docroot, "robots.txt", generated.robots_txt())
+    write_file(docroot, generated.STYLESHEET_PATH, generated.stylesheet())
     for path, article in {**generated.NEWS_ARTICLES, **generated.PRIVATE_ARTICLES}.items():
-        _write(docroot, path, generated.article_page(article))
+        write_file(docroot, path, generated.article_page(article))
 
     sections = []
     for lang in languages:
@@ -365,7 +365,7 @@ def _write_generated_pages(
                 if (docroot / f"install/{code}/install.{code}.{extension}").is_file()
             ]
         if layout.portals:
-            _write(docroot, f"{lang}/index.html", generated.portal_page(layout.endonyms[lang], lang, links))
+            write_file(docroot, f"{lang}/index.html", generated.portal_page(layout.endonyms[lang], lang, links))
         else:
             sections.append(generated.IndexSection(layout.endonyms[lang], links, lang))
     if layout.portals:
@@ -383,10 +383,10 @@ def _write_generated_pages(
         generated.IndexSection("Downloads", downloads),
         generated.IndexSection("Staff only", private),
     ]
-    _write(docroot, "index.html", generated.index_page(sections))
+    write_file(docroot, "index.html", generated.index_page(sections))
 
 
-def _write(docroot: Path, site_path: str, content: str | bytes) -> None:
+def write_file(docroot: Path, site_path: str, content: str | bytes) -> None:
     """Write one file of the site, creating its directories; text is always UTF-8."""
     target = docroot / site_path
     target.parent.mkdir(parents=True, exist_ok=True)
