@@ -28,8 +28,8 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     assert not bag.import_errors
     dag = bag.dags[DAG_ID]
     order = [
-        "crawl_plan", "crawl", "extract_batches", "extract", "gate_documents", "align_documents", "align_sentences", "score", "classify",
-        "gate", "release",
+        "crawl_plan", "crawl", "extract_plan", "extract", "partition_plan", "partition", "gate_documents", "deduplicate",
+        "align_documents", "align_sentences", "score", "classify", "gate", "release",
     ]  # fmt: skip
     assert [t.task_id for t in dag.topological_sort()] == order
     for upstream, downstream in zip(order, order[1:], strict=False):
@@ -37,7 +37,9 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
     mapped = {t.task_id for t in dag.tasks if isinstance(t, MappedOperator)}
-    assert mapped == {"crawl", "extract", "align_sentences", "score", "classify"}, "crawl maps over host groups"
+    assert mapped == {"crawl", "extract", "partition", "align_documents", "align_sentences", "score", "classify"}, (
+        "crawl maps over host groups, extract over batches of WARC files, the rest over site partitions"
+    )
 
 
 def test_invalid_pair_config_stops_parsing_with_one_line(tmp_path, monkeypatch):

@@ -257,17 +257,17 @@ def test_in_process_task_runs_the_step_with_the_runs_overrides(s3_env, store):
         }
     )  # fmt: skip
     write_table(
-        store, stage_key(config.pair, run_id, "align_sentences", "sentpairs-00000.parquet"), frame, records.SENTENCE_PAIRS
+        store, stage_key(config.pair, run_id, "align_sentences", "sentpairs-part-00000-00000.parquet"), frame, records.SENTENCE_PAIRS
     )
 
     with DAG("dispatch_in_process", start_date=datetime(2026, 1, 1), schedule=None):
         operator = gpu_step("score", config)
     outputs = operator.python_callable(run_id=run_id, params={"overrides": {"score.max_length_ratio": 1.5}})
 
-    kept_key = stage_key(config.pair, run_id, "score", "sentpairs-00000.parquet")
+    kept_key = stage_key(config.pair, run_id, "score", "sentpairs-part-00000-00000.parquet")
     assert outputs == [kept_key]
     assert list(read_table(store, kept_key)["text_a"]) == [pairs[0][0]]
-    rejected = read_table(store, stage_key(config.pair, run_id, "score", "sentpairs-00000.rejected.parquet"))
+    rejected = read_table(store, stage_key(config.pair, run_id, "score", "sentpairs-part-00000-00000.rejected.parquet"))
     assert list(rejected["rule_tags"]) == ["identical_sides", "length_ratio"]
 
 

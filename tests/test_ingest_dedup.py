@@ -25,8 +25,8 @@ from bitextflow.extract.dedup import deduplicate_run, shingle_hashes
 from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.tables import read_table
-from test_extract import html_page, make_warc
 from conftest import cross_shard_duplicates
+from test_extract import html_page, make_warc
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.integration

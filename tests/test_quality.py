@@ -65,7 +65,9 @@ def check_sentence_pairs(df: pd.DataFrame, gate: GateConfig, lang_a: str, lang_b
     return validate(
         [
             sentence_pairs_check(checked, gate, lang_a, lang_b, suite="sentence_pairs.part-00000"),
-            run_sentence_pairs_check(summary, gate, document_pairs=options.get("document_pairs", 8), previous_count=options.get("previous_count")),
+            run_sentence_pairs_check(
+                summary, gate, document_pairs=options.get("document_pairs", 8), previous_count=options.get("previous_count")
+            ),
         ],
         run_name="manual__1",
     )
@@ -276,7 +278,10 @@ def test_document_pairs_gate_requires_one_to_one_and_distinct_urls() -> None:
 
 def test_data_docs_render_the_suite_and_its_result(tmp_path: Path) -> None:
     reports = validate(
-        [sentence_pairs_check(with_helper_columns(clean_pairs().head(3)), GATE, "en", "fr", suite="sentence_pairs"), document_pairs_check(pd.DataFrame())],
+        [
+            sentence_pairs_check(with_helper_columns(clean_pairs().head(3)), GATE, "en", "fr", suite="sentence_pairs"),
+            document_pairs_check(pd.DataFrame()),
+        ],
         data_docs_dir=tmp_path,
         run_name="manual__1",
     )
@@ -293,7 +298,9 @@ def test_data_docs_render_the_suite_and_its_result(tmp_path: Path) -> None:
 def test_rerun_renders_the_same_bytes(tmp_path: Path) -> None:
     def render(folder: Path) -> tuple[dict[str, bytes], str]:
         checked = with_helper_columns(clean_pairs())
-        (report,) = validate([sentence_pairs_check(checked, GATE, "en", "es", suite="sentence_pairs")], data_docs_dir=folder, run_name="g")
+        (report,) = validate(
+            [sentence_pairs_check(checked, GATE, "en", "es", suite="sentence_pairs")], data_docs_dir=folder, run_name="g"
+        )
         files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         return files, json.dumps(report.to_dict(), sort_keys=True)
 

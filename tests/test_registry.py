@@ -193,11 +193,15 @@ def test_dvc_repro_regates_and_rebuilds_the_published_release_byte_for_byte(
     repro = subprocess.run([*dvc, "repro"], cwd=project, env=env, capture_output=True, text=True)
     assert repro.returncode == 0, repro.stderr[-2000:]
     assert repro.stdout.index("Running stage 'gate'") < repro.stdout.index("Running stage 'release'")
-    assert json.loads((project / "build" / "gate" / "en-es.json").read_text())[0].endswith("gate/part-00000.sentence_pairs.parquet")
+    assert json.loads((project / "build" / "gate" / "en-es.json").read_text())[0].endswith(
+        "gate/part-00000.sentence_pairs.parquet"
+    )
 
     config = load_pair_config(pairs_dir / "en-es.yaml")
     published = REGISTRY.run(
-        run_context(config, bucket_store, run_id), "release", [stage_key(PAIR, run_id, "gate", "part-00000.sentence_pairs.parquet")]
+        run_context(config, bucket_store, run_id),
+        "release",
+        [stage_key(PAIR, run_id, "gate", "part-00000.sentence_pairs.parquet")],
     )
     assert published["sentence_pairs"] == 15 and "registry" not in published
     assert file_hashes(project / "build" / "releases" / PAIR) == manifest_hashes(bucket_store, published["version"])

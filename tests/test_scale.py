@@ -31,11 +31,12 @@ from bitextflow.config import load_pair_config
 from bitextflow.stages.crawl import Crawl
 from bitextflow.stages.extract import Extract
 from bitextflow.stages.gate_documents import GateDocuments
+from bitextflow.stages.partition import Partition
 from bitextflow.stages.registry import StageRegistry
 from bitextflow_airflow.pair_dag import build_pair_dag
 
 CONFIG = load_pair_config({config!r}).with_overrides({overrides!r})
-dag = build_pair_dag(CONFIG, Path({config!r}), StageRegistry((Crawl, Extract, GateDocuments)))
+dag = build_pair_dag(CONFIG, Path({config!r}), StageRegistry((Crawl, Extract, Partition, GateDocuments)))
 """
 
 

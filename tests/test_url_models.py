@@ -192,15 +192,14 @@ def test_train_task_publishes_a_version_that_the_next_smart_crawl_uses(site, s3_
                 "doc_id_b": p.url_b,
                 "url_a": p.url_a,
                 "url_b": p.url_b,
-                "sentences_key_a": "",
-                "sentences_key_b": "",
                 "method": p.method,
                 "score": p.score,
+                "partition": 0,
             }
             for p in pairs
         ]  # fmt: skip
     )
-    key = write_table(store, first.key("align_documents", "docpairs-00000.parquet"), rows, records.DOCUMENT_PAIRS)
+    key = write_table(store, first.key("align_documents", "docpairs-part-00000-00000.parquet"), rows, records.DOCUMENT_PAIRS)
     uri = REGISTRY.run(first, "train_url_models", [key])
     assert uri == store.uri(f"models/{pair_name}/url/v1/")
     pointer = store.get_json(first.key("train_url_models", "url-models.json"))

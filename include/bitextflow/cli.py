@@ -93,7 +93,8 @@ def cmd_stage(args: argparse.Namespace) -> int:
     mapped task gets them."""
     ctx = _context(args, args.run_id or _new_run_id())
     stage = REGISTRY.get(args.stage)
-    inputs = args.inputs if args.inputs else as_inputs(task_inputs(ctx, stage, stored_inputs(ctx, stage)))
+    given = getattr(args, "inputs", None)  # a model step has no input shards
+    inputs = given or as_inputs(task_inputs(ctx, stage, stored_inputs(ctx, stage)))
     print(json.dumps(run_stage(ctx, stage, inputs, _progress, vars(args)), indent=2))
     return 0
 

@@ -67,13 +67,20 @@ def previous_release(store: ObjectStore, pair: str, run_id: str, partition: int,
         )  # fmt: skip
         return None
     name = partition_name(partition)
-    documents = _table_if_any(store, stage_key(pair, release.run_id, "partitions", f"{name}.documents.parquet"), records.DOCUMENTS, ["url", "content_hash"])
+    documents = _table_if_any(
+        store,
+        stage_key(pair, release.run_id, "partitions", f"{name}.documents.parquet"),
+        records.DOCUMENTS,
+        ["url", "content_hash"],
+    )
     document_pairs = read_tables(
         store,
         [key for key in stage_outputs(store, pair, release.run_id, "align_documents", RELEASED_DOCUMENT_PAIRS) if partition_of_key(key) == partition],
         records.DOCUMENT_PAIRS,
     )  # fmt: skip
-    gated = _table_if_any(store, stage_key(pair, release.run_id, "gate", f"{name}.sentence_pairs.parquet"), records.CLASSIFIED_SENTENCE_PAIRS)
+    gated = _table_if_any(
+        store, stage_key(pair, release.run_id, "gate", f"{name}.sentence_pairs.parquet"), records.CLASSIFIED_SENTENCE_PAIRS
+    )
     return PreviousRelease(
         release,
         dict(zip(documents["url"], documents["content_hash"], strict=True)),

@@ -311,7 +311,9 @@ def deduplication_counts(documents: int, duplicates: Iterable[Duplicate]) -> Sta
     return counts
 
 
-def set_aside(documents: pd.DataFrame, orders: Iterable[int], found: Mapping[int, Duplicate]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def set_aside(
+    documents: pd.DataFrame, orders: Iterable[int], found: Mapping[int, Duplicate]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``documents`` (whose rows have ``orders``) split into those kept and those in ``found``, the latter with
     ``drop_reason`` and ``duplicate_of``."""
     decisions = [found.get(int(order)) for order in orders]
@@ -328,7 +330,13 @@ def deduplicate_run(documents: pd.DataFrame, threshold: float = 0.8, num_perm: i
     documents = documents.reset_index(drop=True)
     table = pa.Table.from_pandas(documents[["doc_id", "language", "paragraphs"]], preserve_index=False)
     sketches = sketch_documents(table, range(len(documents)), threshold, num_perm)
-    by_id = dict(zip(sketches["doc_id"].to_pylist(), (np.frombuffer(raw, dtype="<u8") for raw in sketches["signature"].to_pylist()), strict=True))
+    by_id = dict(
+        zip(
+            sketches["doc_id"].to_pylist(),
+            (np.frombuffer(raw, dtype="<u8") for raw in sketches["signature"].to_pylist()),
+            strict=True,
+        )
+    )
     found = find_run_duplicates(sketches, lambda wanted: {doc_id: by_id[doc_id] for doc_id in wanted}, threshold)
     kept, removed = set_aside(documents, range(len(documents)), found)
     return RunDeduplication(kept, removed, deduplication_counts(len(documents), found.values()))

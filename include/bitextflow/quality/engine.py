@@ -226,7 +226,9 @@ def _describe_failure(item: ExpectationValidationResult) -> str:
 
 
 def _bounds(kwargs: dict[str, Any]) -> str:
-    return ", ".join(f"{key}={_short(kwargs[key])}" for key in ("min_value", "max_value", "value_set") if kwargs.get(key) is not None)
+    return ", ".join(
+        f"{key}={_short(kwargs[key])}" for key in ("min_value", "max_value", "value_set") if kwargs.get(key) is not None
+    )
 
 
 def _exception_message(info: dict[str, Any]) -> str | None:

@@ -137,7 +137,12 @@ def build_release(
     profile = CorpusProfile()
     chunks = chunks_of(pairs)
     tsv, tmx, jsonl = (directory / f"{pair}{suffix}" for suffix in (".tsv", ".tmx", ".jsonl"))
-    with tsv.open("wb") as tsv_out, tmx.open("wb") as tmx_out, jsonl.open("wb") as jsonl_out, TmxWriter(tmx_out, pair.split("-")[0]) as units:
+    with (
+        tsv.open("wb") as tsv_out,
+        tmx.open("wb") as tmx_out,
+        jsonl.open("wb") as jsonl_out,
+        TmxWriter(tmx_out, pair.split("-")[0]) as units,
+    ):
         for chunk in chunks:
             write_tsv(chunk, tsv_out)
             units.write(chunk)
@@ -167,10 +172,11 @@ def build_release(
         from bitextflow.release.report import crawl_profile, render_report  # matplotlib: seconds to import, only needed here
 
         paired_urls = {url for frame in chunks_of(extras.document_pairs) for url in (*frame["url_a"], *frame["url_b"])}
-        report = render_report(pair, version, profile, stats, profile.take_samples(chunks), crawl_profile(extras.crawl_log, paired_urls))
+        report = render_report(
+            pair, version, profile, stats, profile.take_samples(chunks), crawl_profile(extras.crawl_log, paired_urls)
+        )
         write("report.html", lambda out: out.write(report))
     if extras.config is not None:
         datasheet = render_datasheet(extras.config, version, run_id, stats, local_site_licences(extras.config))
         write("datasheet.md", lambda out: out.write(datasheet.encode("utf-8")))
     return paths
-

@@ -34,7 +34,9 @@ MAX_LABELS = 20
 SAMPLES_PER_BAND = 3
 TMX_COLUMNS: tuple[str, ...] = ("url_a", "url_b", "text_a", "text_b", "alignment_score", "domain_relevance", "lang_a", "lang_b")
 # Columns that identify or carry text; never drawn as a distribution.
-NOT_DISTRIBUTIONS = frozenset({"url_a", "url_b", "text_a", "text_b", "lang_a", "lang_b", "pair_hash", "rule_tags", "domain_terms"})
+NOT_DISTRIBUTIONS = frozenset(
+    {"url_a", "url_b", "text_a", "text_b", "lang_a", "lang_b", "pair_hash", "rule_tags", "domain_terms"}
+)
 _QUANTILES = {"min": 0.0, "p10": 0.1, "p25": 0.25, "median": 0.5, "p75": 0.75, "p90": 0.9, "max": 1.0}
 
 
@@ -162,7 +164,9 @@ class CorpusProfile:
             self.document_pairs.add(key := identity(url_a, url_b))
             self.document_pair_yield[key] += 1
         for side, figures in self.sides.items():
-            figures.add([as_text(t) for t in df[f"text_{side}"].tolist()], urls[side], [as_text(v) for v in df[f"lang_{side}"].tolist()])
+            figures.add(
+                [as_text(t) for t in df[f"text_{side}"].tolist()], urls[side], [as_text(v) for v in df[f"lang_{side}"].tolist()]
+            )
         for column, parts in self.scores.items():
             parts.append(pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan))
         if "domain_terms" in df.columns:

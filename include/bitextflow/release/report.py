@@ -206,7 +206,8 @@ def render_report(
         )
     if crawl.languages:
         figure(
-            "Languages of fetched pages", _bar("Pages per detected language", dict(crawl.languages.most_common(_MAX_LABELS)), "pages")
+            "Languages of fetched pages",
+            _bar("Pages per detected language", dict(crawl.languages.most_common(_MAX_LABELS)), "pages"),
         )
     if profile.domain_terms:
         figure(

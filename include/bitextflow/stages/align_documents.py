@@ -94,7 +94,9 @@ class AlignDocuments(Stage):
         what changed (``align_documents/part-NNNNN.changes.json``); returns the document pairs still to align."""
         ctx = self.ctx
         name = partition_name(partition)
-        previous = incremental.previous_release(ctx.store, ctx.config.pair, ctx.run_id, partition, ctx.config.extract.site_partitions)
+        previous = incremental.previous_release(
+            ctx.store, ctx.config.pair, ctx.run_id, partition, ctx.config.extract.site_partitions
+        )
         if previous is None:
             log.info("incremental: no usable earlier release of %s; aligning every document pair of %s", ctx.config.pair, name)
             return document_pairs

@@ -51,7 +51,9 @@ class Deduplicate(Stage):
         def signatures(doc_ids: set[str]) -> dict[str, np.ndarray]:
             wanted_keys = sorted({sketch_keys[partition_of_document[doc_id]] for doc_id in doc_ids})
             rows = read_rows(ctx.store, wanted_keys, SKETCHES, ["doc_id", "signature"], "doc_id", doc_ids)
-            return {doc_id: np.frombuffer(raw, dtype="<u8") for doc_id, raw in zip(rows["doc_id"], rows["signature"], strict=True)}
+            return {
+                doc_id: np.frombuffer(raw, dtype="<u8") for doc_id, raw in zip(rows["doc_id"], rows["signature"], strict=True)
+            }
 
         config = ctx.config.extract
         found = find_run_duplicates(pa.Table.from_pandas(sketches, preserve_index=False), signatures, config.lsh_threshold)

@@ -59,7 +59,9 @@ class Gate(Stage):
         seen: set[int] = set()
         summary = PairsSummary()
         for partition in sorted(shards.keys() | carried.keys()):
-            frame = read_tables(ctx.store, [*shards.get(partition, []), *carried.get(partition, [])], records.CLASSIFIED_SENTENCE_PAIRS)
+            frame = read_tables(
+                ctx.store, [*shards.get(partition, []), *carried.get(partition, [])], records.CLASSIFIED_SENTENCE_PAIRS
+            )
             counts.seen(len(frame))
             first = []
             for pair_hash in frame["pair_hash"]:
@@ -71,10 +73,16 @@ class Gate(Stage):
             counts.drop("duplicate_pair", len(frame) - len(merged))
             counts.keep(len(merged))
             name = partition_name(partition)
-            gated.append(write_table(ctx.store, ctx.key("gate", f"{name}.sentence_pairs.parquet"), merged, records.CLASSIFIED_SENTENCE_PAIRS))
+            gated.append(
+                write_table(
+                    ctx.store, ctx.key("gate", f"{name}.sentence_pairs.parquet"), merged, records.CLASSIFIED_SENTENCE_PAIRS
+                )
+            )
             checked = with_helper_columns(merged)
             summary.add(checked)
-            yield sentence_pairs_check(checked, ctx.config.gate, ctx.config.source, ctx.config.target, suite=f"sentence_pairs.{name}")
+            yield sentence_pairs_check(
+                checked, ctx.config.gate, ctx.config.source, ctx.config.target, suite=f"sentence_pairs.{name}"
+            )
         ctx.write_counts("gate", "gate", counts)
         previous = [r for r in list_releases(ctx.store, ctx.config.pair) if r.run_id != ctx.run_id]
         yield run_sentence_pairs_check(

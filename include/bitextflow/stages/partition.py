@@ -47,6 +47,7 @@ class Partition(Stage):
     name = "partition"
     after = "extract"
     outputs = PARTITION_DOCUMENTS
+    output_folder = "partitions"
     partitioning = "shard"
     help = "gather each site partition's documents and sentences from every extract shard"
 

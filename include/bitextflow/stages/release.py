@@ -58,7 +58,9 @@ class Release(Stage):
                 )
                 raise
 
-        info: ReleaseInfo = publish_release(ctx.store, ctx.config.pair, pairs, counts, run_id, report, extras, verify=release_gate)
+        info: ReleaseInfo = publish_release(
+            ctx.store, ctx.config.pair, pairs, counts, run_id, report, extras, verify=release_gate
+        )
         log.info("released %s: %d sentence pairs", info.uri, info.sentence_pairs)
         result = info.to_dict()
         if ctx.config.release.record_in_registry:
