@@ -16,6 +16,8 @@ BICLEANER_VENV := .venv-bicleaner
 # The pair config `make demo` runs: it builds what this config uses (bitextflow-local prepare) and leaves the rest
 # to first use or `make models`.
 DEMO_PAIR := include/pairs/en-es.yaml
+# when make started, read once: `make demo` ends with its total time
+STARTED := $(shell date +%s)
 
 # $(call step,what it does,command): say what the step does, run it, say how long it took. Make splits the
 # arguments of a call at commas: neither may contain one.
@@ -64,6 +66,7 @@ demo: venv
 	$(BIN)/bitextflow-local prepare $(DEMO_PAIR)
 	$(call step,local services (S3 and site and Airflow),$(BIN)/bitextflow-local services up)
 	$(BIN)/bitextflow-local demo $(DEMO_PAIR)
+	@echo "make demo: done in $$(( $$(date +%s) - $(STARTED) )) s"
 
 test: setup
 	BITEXTFLOW_REQUIRE_BICLEANER=1 $(BIN)/python -m pytest

@@ -171,7 +171,7 @@ def distill(out_dir: Path | None = None, teacher: Path | None = None, force: boo
         )
     started = time.perf_counter()
     dtype = teacher_dtype()
-    log.info("distilling %s from %s in %s (5-6 minutes on 2 idle cores; once)", out_dir, teacher, dtype)
+    log.info("distilling %s from %s in %s (4-5 minutes on 2 idle cores, more on busy ones; once)", out_dir, teacher, dtype)
     vectors = principal_components(_teacher_token_vectors(teacher, threads, dtype), PCA_DIMS)
     vectors *= zipf_sif_weights(len(vectors))[:, None]
     with built_in_place(out_dir, lambda folder: _is_current(folder, teacher_sha256), replace_current=force) as staging:
