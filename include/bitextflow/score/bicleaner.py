@@ -60,6 +60,8 @@ TRAINING = {
     "rand_ratio": 1, "womit_ratio": 1, "neighbour_mix": True, "seed": 13,
     "valid_verses": 400, "valid_documentation": 400, "documentation_repeats": 2, "monolingual_lines": 100_000,
 }  # fmt: skip
+#: Seconds between the lines that say the trainer still runs (it trains for minutes without a word).
+TRAINER_HEARTBEAT_S = 60
 CLASSIFIER_SETTINGS = ("vocab_size", "emb_dim", "maxlen", "n_hidden", "lr", "batch_size", "epochs", "steps_per_epoch")
 # The variables that carry the scorer's presigned URLs, and the --input and --output that name them.
 INPUT_URL_VARIABLE = "BITEXTFLOW_SCORE_INPUT_URL"
@@ -218,9 +220,20 @@ def _run_trainer(arguments: list[str], pair: str) -> None:
     """``train_model.py`` in the bicleaner environment, on the 2 threads a shared CI box gives it."""
     env = {**os.environ, "BICLEANER_AI_THREADS": "2", "TF_NUM_INTEROP_THREADS": "1", "TF_NUM_INTRAOP_THREADS": "2",
            "TF_CPP_MIN_LOG_LEVEL": "3"}  # fmt: skip
-    result = subprocess.run([str(bicleaner_python()), *arguments], capture_output=True, text=True, env=env, check=False)
-    if result.returncode != 0:
-        raise StageError(f"bicleaner-ai-train failed for {pair} (exit {result.returncode}): {result.stderr.strip()[-2000:]}")
+    started = time.monotonic()
+    # stderr in a file, not a pipe: minutes of TensorFlow warnings would fill a pipe nobody reads while we wait
+    with tempfile.TemporaryFile() as stderr:
+        trainer = subprocess.Popen([str(bicleaner_python()), *arguments], stdout=subprocess.DEVNULL, stderr=stderr, env=env)
+        while True:
+            try:
+                returncode = trainer.wait(timeout=TRAINER_HEARTBEAT_S)
+                break
+            except subprocess.TimeoutExpired:  # it prints nothing for minutes: say that it runs
+                log.info("bicleaner-ai-train of %s: running for %.0f s", pair, time.monotonic() - started)
+        stderr.seek(0)
+        errors = stderr.read().decode("utf-8", errors="replace").strip()
+    if returncode != 0:
+        raise StageError(f"bicleaner-ai-train failed for {pair} (exit {returncode}): {errors[-2000:]}")
 
 
 def piece_embeddings(vocabulary: Path, dims: int, scale: float) -> np.ndarray:
