@@ -24,9 +24,10 @@ STARTED := $(shell date +%s)
 step = @printf '==> %s\n' '$(1)'; SECONDS=0; $(2) && printf '    %s: %d s\n' '$(1)' $$SECONDS
 # $(call debian,check,packages): install Debian packages when the check (a shell command) fails.
 debian = $(call step,Debian packages $(2),$(1) >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $(2); })
-# pip's output reduced to a count every 25 packages, so that the longest step shows progress (warnings and
-# errors go to stderr, unfiltered)
-PIP_PROGRESS := awk '/^(Collecting|Processing)/ && ++n % 25 == 0 { printf "    %d of $(shell grep -c '==' requirements.lock) packages\n", n; fflush() }'
+# pip's output reduced to a count every 25 packages collected and a line when it starts installing them, so that
+# the longest step shows progress (warnings and errors go to stderr, unfiltered)
+PIP_PROGRESS := awk '/^(Collecting|Processing)/ && ++n % 25 == 0 { printf "    %d of $(shell grep -c '==' requirements.lock) packages\n", n; fflush() } \
+	/^Installing collected packages/ { print "    installing them (2 minutes on a busy machine)"; fflush() }'
 
 .PHONY: setup venv debian-extras models demo test stop lock clean
 
