@@ -311,7 +311,9 @@ def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, 
             "Y Jehová dijo á Moisés: desciende al pueblo de Israel.",
         ),
     ]
-    scored = write_table(store, ctx.key("score", "sentpairs-part-00000-00000.parquet"), scored_frame(pairs), records.SENTENCE_PAIRS)
+    scored = write_table(
+        store, ctx.key("score", "sentpairs-part-00000-00000.parquet"), scored_frame(pairs), records.SENTENCE_PAIRS
+    )
     out = read_table(store, REGISTRY.run(ctx, "classify", [scored])[0])
     assert list(out["text_a"]) == [pairs[0][0]]  # the Bible verse is not computing
     for column in ("domain_probs_a", "domain_probs_b"):
@@ -348,7 +350,10 @@ def test_with_a_classifier_the_dag_classifies_the_runs_shards_in_one_gpu_step(s3
     )
     scored = [
         write_table(
-            store, ctx.key("score", f"sentpairs-part-00000-0000{i}.parquet"), scored_frame([computing] * (i + 1)), records.SENTENCE_PAIRS
+            store,
+            ctx.key("score", f"sentpairs-part-00000-0000{i}.parquet"),
+            scored_frame([computing] * (i + 1)),
+            records.SENTENCE_PAIRS,
         )
         for i in range(2)
     ]
@@ -356,7 +361,8 @@ def test_with_a_classifier_the_dag_classifies_the_runs_shards_in_one_gpu_step(s3
     assert outputs == [Classify(ctx).output_key(key) for key in scored]
     assert [len(read_table(store, key)) for key in outputs] == [1, 2]
     with pytest.raises(
-        StageError, match=r"sentpairs-part-00000-00009.parquet missing: the classify step did not write shard sentpairs-part-00000-00009"
+        StageError,
+        match=r"sentpairs-part-00000-00009.parquet missing: the classify step did not write shard sentpairs-part-00000-00009",
     ):
         Classify(ctx).output_key(ctx.key("score", "sentpairs-part-00000-00009.parquet"))
 

@@ -257,7 +257,10 @@ def test_in_process_task_runs_the_step_with_the_runs_overrides(s3_env, store):
         }
     )  # fmt: skip
     write_table(
-        store, stage_key(config.pair, run_id, "align_sentences", "sentpairs-part-00000-00000.parquet"), frame, records.SENTENCE_PAIRS
+        store,
+        stage_key(config.pair, run_id, "align_sentences", "sentpairs-part-00000-00000.parquet"),
+        frame,
+        records.SENTENCE_PAIRS,
     )
 
     with DAG("dispatch_in_process", start_date=datetime(2026, 1, 1), schedule=None):

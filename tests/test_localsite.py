@@ -300,11 +300,15 @@ def test_composition_walks_the_site_breadth_first_and_locates_the_pairs(site: Si
     assert json.loads(capsys.readouterr().out)["pair"] == "en-fr"
 
 
-def test_command_line_offers_services_site_and_demo() -> None:
+def test_command_line_offers_services_site_demo_report_and_prepare() -> None:
     result = subprocess.run(
         [str(Path(sys.executable).parent / "bitextflow-local"), "--help"], capture_output=True, text=True, check=True
     )
-    assert "{services,site,demo}" in result.stdout
+    assert "{services,site,demo,report,prepare}" in result.stdout
+    site = subprocess.run(
+        [str(Path(sys.executable).parent / "bitextflow-local"), "site", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "{build,serve,stats,multi}" in site.stdout
 
 
 def test_found_auc_matches_the_benchmarks_trapezoids() -> None:

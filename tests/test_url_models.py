@@ -179,7 +179,7 @@ def test_train_task_publishes_a_version_that_the_next_smart_crawl_uses(site, s3_
     first = run_context(config, store, "url_models_first")
     REGISTRY.run(first, "crawl")
     assert _strategy_used(first) == "url-rules", "no version yet: smart falls back to url-rules"
-    log = crawl_log(store, first.config.pair, first.run_id)
+    log = list(crawl_log(store, first.config.pair, first.run_id))
     # document pairs as align_documents finds them from these pages' URLs and languages
     pages, _counts = url_training_data.pages_from_crawl_log(log)
     documents = [Document.of_text(url, url, language) for url, language in pages]

@@ -6,7 +6,7 @@
 - ``bitextflow-local site build|serve|stats``: the local multilingual site
   (:mod:`bitextflow_local.localsite`, also ``python -m bitextflow_local.localsite``);
 - ``bitextflow-local site multi --sites N --out DIR [--serve]``: a web of N small sites carved out of it, each on
-  its own loopback address (:mod:`bitextflow_local.localsite.multisite`);
+  its own loopback address (:mod:`bitextflow_local.localsite.multisite_command`);
 - ``bitextflow-local demo [PAIR_CONFIG]``: run the en-es DAG (or the config's) on the running stack and report
   the release (:mod:`bitextflow_local.services.demo`);
 - ``bitextflow-local prepare [PAIR_CONFIG ...] [--all] [--list]``: build the dictionaries, models and
@@ -28,11 +28,6 @@ def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return int(text)
-
-
-def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
-    """The subcommands already added to `parser`: argparse allows one set per parser and has no public way to reach it."""
-    return next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
 
 
 def cmd_services(args: argparse.Namespace) -> int:
@@ -70,7 +65,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bitextflow_local.localsite import multisite
+    from bitextflow_local.localsite import multisite_command
     from bitextflow_local.localsite.__main__ import add_commands
 
     parser = argparse.ArgumentParser(
@@ -92,9 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="build, serve or measure the local multilingual site",
         description="Build and serve the local multilingual test site.",
     )
-    add_commands(site)
     site.set_defaults(func=cmd_site)
-    multisite.add_command(_subcommands(site))
+    multisite_command.add_command(add_commands(site))
     demo = sub.add_parser("demo", help="trigger a pair's DAG (en-es) on the running services, follow it and report the release")
     demo.add_argument(
         "config", nargs="?", type=Path, help="pair config, relative to the project home (default include/pairs/en-es.yaml)"

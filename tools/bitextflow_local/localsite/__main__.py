@@ -44,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(parser: argparse.ArgumentParser) -> None:
-    """Add the commands build, serve and stats, with their options, to ``parser``."""
+def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    """Add the commands build, serve and stats, with their options, to ``parser``; returns them, for more commands."""
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="download the packages if needed and build the site")
     serve = commands.add_parser("serve", help="build if needed, then serve on 127.0.0.1 until SIGINT/SIGTERM")
@@ -74,6 +74,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
             help="the full site of the crawl benchmark: every language Debian ships the manuals in, language portals "
             "(default cache folder localsite-full)",
         )
+    return commands
 
 
 def _print_summary(site: Site, seconds: float) -> None:
