@@ -12,7 +12,7 @@ from bitextflow.errors import GateFailed
 from bitextflow.quality import document_pairs_check
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import data_docs_key
+from bitextflow.storage.layout import data_docs_key, safe_key_part
 
 RUN_ID = "manual__2026-11-22T20:00:00+00:00"
 
@@ -55,12 +55,12 @@ def _signed_in(airflow_db) -> dict[str, str]:
 
 
 def test_api_server_route_serves_data_docs_to_signed_in_users_and_nothing_else(judged: RunContext, airflow_db, s3_env) -> None:
+    from bitextflow.storage.layout import API_SERVER_PREFIX, data_docs_path
     from bitextflow_airflow.data_docs import app
-    from bitextflow_airflow.gate import DATA_DOCS_ROUTE, data_docs_url
 
     client = TestClient(app)
-    route = DATA_DOCS_ROUTE.removeprefix("/bitextflow")
-    url = data_docs_url(judged.store.bucket, judged.config.pair, RUN_ID, "document_pairs").removeprefix("/bitextflow")
+    route = "/data-docs"
+    url = data_docs_path(judged.store.bucket, judged.config.pair, RUN_ID, "document_pairs").removeprefix(API_SERVER_PREFIX)
     assert client.get(url).status_code == 401, "Airflow does not authenticate plugin apps: the route must"
     headers = _signed_in(airflow_db)
     page = client.get(url, headers=headers)
@@ -92,3 +92,53 @@ def test_gate_tasks_carry_a_data_docs_link(airflow_db) -> None:
 
         expected = f"/bitextflow/data-docs/bitextflow/{data_docs_key('en-es', RUN_ID, gate)}"
         assert link.get_link(task, ti_key=Key()) == expected
+
+
+def test_the_release_report_is_served_with_live_links_to_each_gates_data_docs(judged: RunContext, airflow_db, s3_env) -> None:
+    """The release task's "Release report" button opens the report of what the run published, on the API server,
+    where the report's Data Docs links resolve; a run that published nothing, another bucket or no sign-in: no."""
+    import pandas as pd
+
+    from bitextflow.catalog.releases import publish_release
+    from bitextflow.release.build import ReleaseExtras
+    from bitextflow.release.profile import GateVerdict
+    from bitextflow.storage.layout import API_SERVER_PREFIX, data_docs_path, release_report_path
+    from bitextflow_airflow.data_docs import app
+
+    store, pair = judged.store, judged.config.pair
+    pairs = pd.DataFrame(
+        {"url_a": ["http://s/en/a"], "url_b": ["http://s/es/a"], "lang_a": "en", "lang_b": "es", "text_a": ["A house."],
+         "text_b": ["Una casa."], "alignment_score": 0.9, "rule_tags": "", "domain_relevance": 0.5, "domain_terms": "",
+         "pair_hash": ["h"]}
+    )  # fmt: skip
+    link = data_docs_path(store.bucket, pair, RUN_ID, "document_pairs")
+    verdict = GateVerdict("document_pairs", 1, (("document_pairs", ("expect_column_values_to_be_unique(doc_id_a)",)),), link)
+    extras = ReleaseExtras(crawl_log=[{"url": "http://s/en/a", "outcome": "fetched"}], gates=[verdict])
+    publish_release(store, pair, pairs, [], RUN_ID, None, extras)
+
+    client = TestClient(app)
+    path = release_report_path(store.bucket, pair, RUN_ID).removeprefix(API_SERVER_PREFIX)
+    assert client.get(path).status_code == 401
+    headers = _signed_in(airflow_db)
+    report = client.get(path, headers=headers)
+    assert report.status_code == 200 and "Quality gates" in report.text and f'href="{link}"' in report.text
+    assert client.get(link.removeprefix(API_SERVER_PREFIX), headers=headers).status_code == 200, "the report's link resolves"
+    other_run = client.get(release_report_path(store.bucket, pair, "manual__never").removeprefix(API_SERVER_PREFIX), headers=headers)
+    assert other_run.status_code == 404 and "published no release" in other_run.text
+    assert client.get(path.replace(store.bucket, "somebody-elses-bucket"), headers=headers).status_code == 404
+
+
+def test_the_release_task_links_to_its_report(airflow_db) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    from bitextflow_airflow.gate import DataDocsLink, ReleaseReportLink
+    from conftest import ROOT
+
+    task = DagBag(dag_folder=str(ROOT / "dags")).dags["bitextflow__en_es"].get_task("release")
+    data_docs, report = task.operator_extra_links
+
+    class Key:
+        run_id = RUN_ID
+
+    assert isinstance(data_docs, DataDocsLink) and isinstance(report, ReleaseReportLink)
+    assert report.get_link(task, ti_key=Key()) == f"/bitextflow/reports/bitextflow/en-es/{safe_key_part(RUN_ID)}"

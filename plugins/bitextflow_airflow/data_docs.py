@@ -1,14 +1,17 @@
-"""The API server route that shows a gate's Data Docs: ``/bitextflow/data-docs/<bucket>/<key>``.
+"""The API server routes that show a gate's Data Docs (``/bitextflow/data-docs/<bucket>/<key>``) and the report of
+the release a run published (``/bitextflow/reports/<bucket>/<pair>/<run id as a key part>``).
 
-Data Docs are static HTML in S3 (see :func:`bitextflow.stages.gating.judge`); serving them through the
-API server lets the "Data Docs" button of a gate task open them in the browser with the server's own
-S3 connection, instead of handing out credentials or presigned URLs. Airflow does not authenticate a
-plugin's FastAPI app by itself, so the route does what Airflow's own API does:
+Data Docs and reports are static HTML in S3 (see :func:`bitextflow.stages.gating.judge`); serving them through
+the API server lets the "Data Docs" and "Release report" buttons of a task open them in the browser with the
+server's own S3 connection, instead of handing out credentials or presigned URLs, and the report's links to
+each gate's Data Docs work there. Airflow does not authenticate a plugin's FastAPI app by itself, so the routes
+do what Airflow's own API does:
 
 - the caller must be signed in (the UI's session cookie or a ``Bearer`` token), and allowed by Airflow's
   auth manager to read the task instances of the pair's DAG;
 - only the buckets and pairs of this deployment's pair configs are served, and within them only keys inside
-  a run's ``gate/data_docs/`` folder: the route is a window on quality reports, not on the corpus;
+  a run's ``gate/data_docs/`` folder and the releases' reports: the routes are a window on quality reports,
+  not on the corpus;
 - a page that is not there is a plain 404, with no storage endpoint, key id or error text in it.
 """
 
@@ -16,20 +19,25 @@ from __future__ import annotations
 
 import logging
 import mimetypes
+from typing import Any
 
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
 from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import FastAPI, HTTPException, Response
 
+from bitextflow.catalog.releases import list_releases, release_prefix
 from bitextflow.config import discover_pair_configs, load_pair_config
 from bitextflow.errors import BitextflowError
 from bitextflow.settings import pairs_dir
+from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import text_of_key_part
 from bitextflow_airflow.storage import server_object_store
 
 log = logging.getLogger(__name__)
 app = FastAPI(title="bitextflow Data Docs", docs_url=None, redoc_url=None, openapi_url=None)
 _NOT_FOUND = "no such Data Docs page"
+_NO_REPORT = "no such report"
 
 
 def served_dags() -> dict[tuple[str, str], str]:
@@ -40,17 +48,41 @@ def served_dags() -> dict[tuple[str, str], str]:
 
 @app.get("/data-docs/{bucket}/{key:path}")
 def data_docs_page(bucket: str, key: str, user: GetUserDep) -> Response:
-    dag_id = served_dags().get((bucket, key.split("/", 1)[0]))
-    if dag_id is None or "/gate/data_docs/" not in key or ".." in key.split("/"):
+    if "/gate/data_docs/" not in key or ".." in key.split("/"):
+        raise HTTPException(status_code=404, detail=_NOT_FOUND)
+    store = _readable(bucket, key.split("/", 1)[0], user)
+    try:
+        body = store.get_bytes(key)
+    except BitextflowError as exc:
+        log.info("Data Docs page %s/%s not served: %s", bucket, key, exc)  # the server's log, not the caller's answer
+        raise HTTPException(status_code=404, detail=_NOT_FOUND) from None
+    return Response(body, media_type=mimetypes.guess_type(key)[0] or "application/octet-stream")
+
+
+@app.get("/reports/{bucket}/{pair}/{run}")
+def release_report(bucket: str, pair: str, run: str, user: GetUserDep) -> Response:
+    """The report of the release that run ``run`` (its storage key part) published."""
+    store = _readable(bucket, pair, user)
+    run_id = text_of_key_part(run)
+    try:
+        published = [info for info in list_releases(store, pair) if info.run_id == run_id]
+        if not published:
+            raise HTTPException(status_code=404, detail=f"run {run_id} published no release of {pair}")
+        body = store.get_bytes(release_prefix(pair, published[-1].version) + "report.html")
+    except BitextflowError as exc:
+        log.info("report of %s %s in %s not served: %s", pair, run_id, bucket, exc)
+        raise HTTPException(status_code=404, detail=_NO_REPORT) from None
+    return Response(body, media_type="text/html")
+
+
+def _readable(bucket: str, pair: str, user: Any) -> ObjectStore:
+    """The bucket's store, if it holds one of this deployment's pairs and ``user`` may read that pair's DAG."""
+    dag_id = served_dags().get((bucket, pair))
+    if dag_id is None:
         raise HTTPException(status_code=404, detail=_NOT_FOUND)
     allowed = get_auth_manager().is_authorized_dag(
         method="GET", access_entity=DagAccessEntity.TASK_INSTANCE, details=DagDetails(id=dag_id), user=user
     )
     if not allowed:
         raise HTTPException(status_code=403, detail=f"not allowed to read the task instances of {dag_id}")
-    try:
-        body = server_object_store(bucket).get_bytes(key)
-    except BitextflowError as exc:
-        log.info("Data Docs page %s/%s not served: %s", bucket, key, exc)  # the server's log, not the caller's answer
-        raise HTTPException(status_code=404, detail=_NOT_FOUND) from None
-    return Response(body, media_type=mimetypes.guess_type(key)[0] or "application/octet-stream")
+    return server_object_store(bucket)

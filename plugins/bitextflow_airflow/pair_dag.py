@@ -20,7 +20,7 @@ from bitextflow.stages.base import RunContext, Stage
 from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, run_context, run_stage, task_inputs
 from bitextflow_airflow.dispatch import gpu_step
 from bitextflow_airflow.external import external_step_tasks
-from bitextflow_airflow.gate import GateOperator
+from bitextflow_airflow.gate import GateOperator, ReleaseOperator
 from bitextflow_airflow.storage import object_store
 
 DOC_MD = """
@@ -102,7 +102,8 @@ def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, r
     outlets = [asset] if asset is not None else []
     function = _stage_callable(stage, config, registry, asset)
     if stage.gate:
-        operator = GateOperator(
+        operator_class = ReleaseOperator if stage.name == "release" else GateOperator
+        operator = operator_class(
             task_id=stage.name, python_callable=function, op_args=[upstream] if upstream is not None else [],
             outlets=outlets, bucket=config.storage.bucket, pair=config.pair, gate=stage.gate, dag=dag,
         )  # fmt: skip

@@ -25,7 +25,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.release.datasheet import local_site_licences, render_datasheet
 from bitextflow.release.formats import TmxWriter, validate_tmx, write_jsonl, write_lines, write_tsv
-from bitextflow.release.profile import CorpusProfile, identity
+from bitextflow.release.profile import CorpusProfile, GateVerdict, identity
 from bitextflow.text.comparison import normalise_for_comparison
 
 #: A release's rows: one frame, or frames in order (a list, or an object that reads them again on each iteration).
@@ -49,13 +49,14 @@ class ReleaseExtras:
 
     ``document_pairs``: align_documents' frames; ``sentences``: the extract sentences (``records.SENTENCES`` rows),
     whose sentences in the pair's languages make the monolingual corpus; ``crawl_log``: the crawl log records
-    (iterable twice); ``config``: the pair config (for the datasheet).
+    (iterable twice); ``config``: the pair config (for the datasheet); ``gates``: what the run's gates said.
     """
 
     document_pairs: Chunks | None = None
     sentences: Chunks | None = None
     crawl_log: Iterable[Mapping[str, Any]] = ()
     config: PairConfig | None = None
+    gates: Sequence[GateVerdict] = ()
 
 
 class MonolingualCorpus:
@@ -172,9 +173,8 @@ def build_release(
         from bitextflow.release.report import crawl_profile, render_report  # matplotlib: seconds to import, only needed here
 
         paired_urls = {url for frame in chunks_of(extras.document_pairs) for url in (*frame["url_a"], *frame["url_b"])}
-        report = render_report(
-            pair, version, profile, stats, profile.take_samples(chunks), crawl_profile(extras.crawl_log, paired_urls)
-        )
+        samples, crawl = profile.take_samples(chunks), crawl_profile(extras.crawl_log, paired_urls)
+        report = render_report(pair, version, profile, stats, samples, crawl, extras.gates)
         write("report.html", lambda out: out.write(report))
     if extras.config is not None:
         datasheet = render_datasheet(extras.config, version, run_id, stats, local_site_licences(extras.config))

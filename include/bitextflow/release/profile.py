@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,6 +39,17 @@ NOT_DISTRIBUTIONS = frozenset(
     {"url_a", "url_b", "text_a", "text_b", "lang_a", "lang_b", "pair_hash", "rule_tags", "domain_terms"}
 )
 _QUANTILES = {"min": 0.0, "p10": 0.1, "p25": 0.25, "median": 0.5, "p75": 0.75, "p90": 0.9, "max": 1.0}
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """One quality gate of the run, as the report shows it: its suites, those that failed with their failures, and
+    where its Data Docs are served (a path on the Airflow API server)."""
+
+    gate: str
+    suites: int
+    failed: tuple[tuple[str, tuple[str, ...]], ...]
+    data_docs: str
 
 
 def require_columns(df: pd.DataFrame, columns: Iterable[str], what: str) -> None:

@@ -3,6 +3,7 @@
 Plots are drawn with matplotlib's Agg backend (no display needed) and embedded as base64 PNG, so the
 report can be opened from S3, a laptop or a DVC checkout alike. It shows:
 
+- the verdicts of the run's quality gates, each with a link to its Data Docs on the Airflow API server;
 - token-length histograms of both sides and, for every numeric score column of the pairs (alignment,
   domain relevance and whatever scores the stages add, such as a Bicleaner score), a histogram and
   sample pairs at the lowest, median and highest score, so a reader sees what each band looks like; a
@@ -23,7 +24,7 @@ import base64
 import html
 import io
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bitextflow.release.profile import MAX_LABELS as _MAX_LABELS  # noqa: E402
-from bitextflow.release.profile import CorpusProfile, host  # noqa: E402
+from bitextflow.release.profile import CorpusProfile, GateVerdict, host  # noqa: E402
 from bitextflow.text.markup import plot_label  # noqa: E402
 
 _PNG_METADATA = {"Software": None}
@@ -104,6 +105,20 @@ def _stage_counts(stage_counts: list[Mapping[str, Any]]) -> str:
     return _png(figure)
 
 
+def _gates_section(verdicts: Sequence[GateVerdict]) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(v.gate)}</td><td>{v.suites - len(v.failed)} of {v.suites} passed</td>"
+        f"<td>{html.escape('; '.join(f'{suite}: {failures[0] if failures else chr(8212)}' for suite, failures in v.failed)) or '-'}</td>"
+        f'<td><a href="{html.escape(v.data_docs)}">Data Docs</a></td></tr>'
+        for v in verdicts
+    )
+    return (
+        "<h2>Quality gates</h2><p>Each gate judged every site partition, then the run; the Data Docs links open on the "
+        "Airflow API server (this report's <em>Release report</em> button on the release task).</p>"
+        f"<table><tr><th>gate</th><th>suites</th><th>failed</th><th>details</th></tr>{rows}</table>"
+    )
+
+
 @dataclass(frozen=True)
 class CrawlProfile:
     """What the report shows of the crawl log: pages fetched per host and per detected language, and whether each
@@ -159,9 +174,11 @@ def render_report(
     stats: Mapping[str, Any],
     samples: Mapping[str, list[tuple[str, str, str, str]]],
     crawl: CrawlProfile,
+    gates: Sequence[GateVerdict] = (),
 ) -> bytes:
     """The report as UTF-8 HTML. ``stats`` is the release's ``stats.json`` (with the monolingual and document-pair
-    figures); ``samples`` the pairs shown per score band (:meth:`CorpusProfile.take_samples`)."""
+    figures); ``samples`` the pairs shown per score band (:meth:`CorpusProfile.take_samples`); ``gates`` the
+    verdicts of the run's quality gates."""
     sections: list[str] = []
 
     def figure(title: str, png: str, note: str = "") -> None:
@@ -181,6 +198,8 @@ def render_report(
         *((f"monolingual sentences ({lang})", n) for lang, n in stats.get("monolingual_sentences", {}).items()),
     ]
     sections.append("<h2>Summary</h2>" + _table(summary, ("figure", "value")))
+    if gates:
+        sections.append(_gates_section(gates))
     figure("Sentence length", _length_histograms(stats, pair))
     for column in profile.scores:
         values = profile.score_values(column)

@@ -22,9 +22,10 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import GateFailed
 from bitextflow.quality import release_checks
 from bitextflow.release.build import ReleaseExtras
+from bitextflow.release.profile import GateVerdict
 from bitextflow.stages.base import RunContext, Stage
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import CRAWL_LOGS, RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS
+from bitextflow.storage.layout import CRAWL_LOGS, GATE_REPORTS, RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS, data_docs_path
 from bitextflow.storage.tables import StoredTables
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,33 @@ def release_extras(ctx: RunContext) -> ReleaseExtras:
     domain) and the crawl log (absent when the run ingested WARCs)."""
     document_pairs = StoredTables(ctx.store, ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS))
     sentences = StoredTables(ctx.store, ctx.outputs("partitions", SENTENCE_SHARDS), _MONOLINGUAL_COLUMNS)
-    return ReleaseExtras(document_pairs, sentences, _CrawlLog(ctx), ctx.config)
+    return ReleaseExtras(document_pairs, sentences, _CrawlLog(ctx), ctx.config, gate_verdicts(ctx))
+
+
+def gate_verdicts(ctx: RunContext) -> list[GateVerdict]:
+    """What the run's gates said, from their reports (``gate/<suite>.report.json``): one verdict per gate, the
+    document-pair suites of every partition together (their Data Docs: the first failing partition's, else the
+    first partition's)."""
+    suites: dict[str, list[dict[str, Any]]] = {}
+    for key in ctx.outputs("gate", GATE_REPORTS):
+        report = ctx.store.get_json(key)
+        suite = str(report.get("suite", ""))
+        gate = "sentence_pairs" if suite.startswith("sentence_pairs") else suite.split(".")[0].replace("sentences", "documents")
+        if gate in ("documents", "document_pairs", "sentence_pairs"):
+            suites.setdefault(gate, []).append(report)
+    verdicts = []
+    for gate, reports in suites.items():
+        failed = [report for report in reports if not report.get("success")]
+        site = (failed or reports)[0]["suite"] if gate == "document_pairs" else gate
+        verdicts.append(
+            GateVerdict(
+                gate,
+                len(reports),
+                tuple((report["suite"], tuple(report.get("failures", []))) for report in failed),
+                data_docs_path(ctx.config.storage.bucket, ctx.config.pair, ctx.run_id, site),
+            )
+        )
+    return verdicts
 
 
 class _CrawlLog:

@@ -33,6 +33,8 @@ RELEASED_DOCUMENT_PAIRS = re.compile(r"^docpairs-part-\d{5}-(\d{5}|carried)\.par
 SENTENCE_PAIR_SHARDS = re.compile(r"^sentpairs-part-\d{5}-\d{5}\.parquet$")
 #: The gated pairs of a run, one file per site partition (``gate/part-NNNNN.sentence_pairs.parquet``).
 GATED_PAIRS = re.compile(r"^part-\d{5}\.sentence_pairs\.parquet$")
+#: The reports of a run's gate suites (``gate/<suite>.report.json``).
+GATE_REPORTS = re.compile(r"\.report\.json$")
 _PARTITION_OF_NAME = re.compile(r"part-(\d{5})")
 
 
@@ -114,3 +116,17 @@ def local_path(root: Path, relative_key: str) -> Path:
 def data_docs_key(pair: str, run_id: str, gate: str) -> str:
     """Where the Data Docs site of one gate of a run starts (``index.html``); the Airflow UI links to it."""
     return stage_key(pair, run_id, "gate", f"data_docs/{gate}/index.html")
+
+
+#: Where a deployment's Airflow API server serves what a user opens from the UI (the bitextflow plugin's routes).
+API_SERVER_PREFIX = "/bitextflow"
+
+
+def data_docs_path(bucket: str, pair: str, run_id: str, gate: str) -> str:
+    """The path, on the Airflow API server, of one gate's Data Docs for one run."""
+    return f"{API_SERVER_PREFIX}/data-docs/{bucket}/{data_docs_key(pair, run_id, gate)}"
+
+
+def release_report_path(bucket: str, pair: str, run_id: str) -> str:
+    """The path, on the Airflow API server, of the report of the release a run published."""
+    return f"{API_SERVER_PREFIX}/reports/{bucket}/{pair}/{safe_key_part(run_id)}"
