@@ -32,7 +32,17 @@ from bitextflow.align.dictionary_dumps import (
     clean_lemma,
     freedict_pairs,
 )
-from bitextflow.align.evaluation import parse_links, read_links, score_alignments
+from bitextflow.align.evaluation import (
+    LinkCounts,
+    coordinate_ascent,
+    count_links,
+    leave_one_file_out,
+    parse_links,
+    pooled,
+    read_links,
+    score_alignments,
+    select_setting,
+)
 from bitextflow.align.lexical import WordTranslations, align_sentences_lexical, words
 from bitextflow.align.sentences import banded_search
 from bitextflow.config import AlignConfig
@@ -335,6 +345,44 @@ def test_scorer_follows_vecalign_strict_and_lax_definitions() -> None:
     assert scores.f1_lax == pytest.approx(0.75)
     with pytest.raises(ValueError, match="line 1"):
         parse_links(["0-0"])
+
+
+def test_link_counts_pool_files_as_the_scorer_does() -> None:
+    gold = [[((0,), (0,)), ((1,), (1,))], [((0, 1), (0,)), ((2,), ())]]
+    predicted = [[((0,), (0,)), ((1,), ())], [((0,), (0,)), ((1,), ()), ((2,), ())]]
+    counts = {name: count_links(g, p) for name, g, p in zip(("a", "b"), gold, predicted, strict=True)}
+    assert counts["a"] == LinkCounts(predicted=2, predicted_strict=1, predicted_lax=1, gold=2, gold_strict=1, gold_lax=1)
+    assert pooled(counts, ["a", "b"]) == score_alignments(gold, predicted)
+    assert pooled(counts, ["b"]) == score_alignments(gold[1:], predicted[1:])
+
+
+def test_coordinate_ascent_starts_in_the_middle_and_finds_the_best_without_the_whole_grid() -> None:
+    scores = {(x, y): -((x - 3) ** 2) - (y - 1) ** 2 for x in range(5) for y in range(3)}
+    asked: list[tuple[int, int]] = []
+
+    def score(setting: dict[str, int]) -> float:
+        asked.append((setting["x"], setting["y"]))
+        return scores[asked[-1]]
+
+    assert coordinate_ascent({"x": (0, 1, 2, 3, 4), "y": (0, 1, 2)}, score) == {"x": 3, "y": 1}
+    assert asked[0] == (2, 1) and len(set(asked)) < len(scores)  # the middle first, and not the whole grid
+    assert coordinate_ascent({}, lambda setting: 0.0) == {}
+
+
+def test_leave_one_file_out_selects_each_file_without_its_own_counts() -> None:
+    """Two settings: "good" wins on files a and b, "bad" only on c; c is then aligned with "good", chosen on a and b."""
+    hits = {"good": {"a": 9, "b": 9, "c": 5}, "bad": {"a": 3, "b": 3, "c": 10}}
+
+    def counts_of(setting: dict[str, str]) -> dict[str, LinkCounts]:
+        return {name: LinkCounts(10, n, n, 10, n, n) for name, n in hits[setting["kind"]].items()}
+
+    options = {"kind": ("bad", "good")}
+    assert leave_one_file_out(options, counts_of, ["a", "b", "c"]) == {
+        "a": {"kind": "good"},
+        "b": {"kind": "good"},
+        "c": {"kind": "good"},
+    }
+    assert select_setting(options, counts_of, ["c"]) == {"kind": "bad"}
 
 
 def test_gale_church_quality_on_bleualign_de_fr_gold() -> None:

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import Any
 
 Link = tuple[tuple[int, ...], tuple[int, ...]]
+#: One value for each of an aligner's choices (knob name -> value).
+Setting = dict[str, Any]
 
 _LINE = re.compile(r"^\s*\[([\d,\s]*)\]\s*:\s*\[([\d,\s]*)\]\s*$")
 
@@ -85,25 +88,98 @@ def _f1(precision: float, recall: float) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
+@dataclass(frozen=True)
+class LinkCounts:
+    """The counts behind the scores of one or more documents; counts add, so scores pool over any set of files.
+
+    ``predicted*``: predicted links, and how many of them match strictly and laxly (precision);
+    ``gold*``: gold links with both sides non-empty, and how many are matched (recall).
+    """
+
+    predicted: int = 0
+    predicted_strict: int = 0
+    predicted_lax: int = 0
+    gold: int = 0
+    gold_strict: int = 0
+    gold_lax: int = 0
+
+    def __add__(self, other: LinkCounts) -> LinkCounts:
+        return LinkCounts(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
+    def scores(self) -> AlignmentScores:
+        """Strict and lax precision, recall and F1 of these counts (micro average)."""
+        precision_strict, recall_strict = _ratio(self.predicted_strict, self.predicted), _ratio(self.gold_strict, self.gold)
+        precision_lax, recall_lax = _ratio(self.predicted_lax, self.predicted), _ratio(self.gold_lax, self.gold)
+        return AlignmentScores(
+            precision_strict=precision_strict,
+            recall_strict=recall_strict,
+            f1_strict=_f1(precision_strict, recall_strict),
+            precision_lax=precision_lax,
+            recall_lax=recall_lax,
+            f1_lax=_f1(precision_lax, recall_lax),
+        )
+
+
+def count_links(gold_links: Sequence[Link], predicted_links: Sequence[Link]) -> LinkCounts:
+    """The :class:`LinkCounts` of one document's predicted links against its gold links."""
+    precision = _count_matches(gold_links, predicted_links)
+    gold_full = [link for link in gold_links if link[0] and link[1]]
+    predicted_full = [link for link in predicted_links if link[0] and link[1]]
+    recall = _count_matches(predicted_full, gold_full)
+    return LinkCounts(*precision, *recall)
+
+
 def score_alignments(gold: Sequence[Sequence[Link]], predicted: Sequence[Sequence[Link]]) -> AlignmentScores:
     """Score predicted links against gold links, one sequence of links per document."""
     if len(gold) != len(predicted):
         raise ValueError(f"{len(gold)} gold documents but {len(predicted)} predicted ones")
-    p_total = p_strict = p_lax = r_total = r_strict = r_lax = 0
-    for gold_links, predicted_links in zip(gold, predicted, strict=True):
-        total, strict, lax = _count_matches(gold_links, predicted_links)
-        p_total, p_strict, p_lax = p_total + total, p_strict + strict, p_lax + lax
-        gold_full = [link for link in gold_links if link[0] and link[1]]
-        predicted_full = [link for link in predicted_links if link[0] and link[1]]
-        total, strict, lax = _count_matches(predicted_full, gold_full)
-        r_total, r_strict, r_lax = r_total + total, r_strict + strict, r_lax + lax
-    precision_strict, recall_strict = _ratio(p_strict, p_total), _ratio(r_strict, r_total)
-    precision_lax, recall_lax = _ratio(p_lax, p_total), _ratio(r_lax, r_total)
-    return AlignmentScores(
-        precision_strict=precision_strict,
-        recall_strict=recall_strict,
-        f1_strict=_f1(precision_strict, recall_strict),
-        precision_lax=precision_lax,
-        recall_lax=recall_lax,
-        f1_lax=_f1(precision_lax, recall_lax),
-    )
+    return sum(map(count_links, gold, predicted), LinkCounts()).scores()
+
+
+def pooled(counts: Mapping[str, LinkCounts], files: Iterable[str]) -> AlignmentScores:
+    """The scores of ``files`` counted together (``counts``: file name -> its counts)."""
+    return sum((counts[name] for name in files), LinkCounts()).scores()
+
+
+def coordinate_ascent(options: Mapping[str, Sequence[Any]], score: Callable[[Setting], float]) -> Setting:
+    """The setting of the knobs ``options`` (name -> candidate values) that a greedy coordinate-wise search reaches.
+
+    It starts from each knob's middle value (the second of two); a pass tries, knob after knob, each
+    other value of that knob alone and keeps a change only when ``score`` rises strictly; passes repeat
+    until one changes nothing. It scores the sum of the knobs' value counts per pass where the whole
+    grid scores their product (7 knobs of 2-4 values: about 60 settings instead of 1,300), at the risk
+    of a local optimum; ties keep the earlier setting, so the search is deterministic.
+    """
+    setting = {knob: values[len(values) // 2] for knob, values in options.items()}
+    best = score(setting)
+    changed = True
+    while changed:
+        changed = False
+        for knob, values in options.items():
+            for value in values:
+                candidate = {**setting, knob: value}
+                if value != setting[knob] and (candidate_score := score(candidate)) > best:
+                    setting, best, changed = candidate, candidate_score, True
+    return setting
+
+
+def select_setting(
+    options: Mapping[str, Sequence[Any]], counts_of: Callable[[Setting], Mapping[str, LinkCounts]], files: Sequence[str]
+) -> Setting:
+    """The setting with the highest strict F1 pooled over ``files``, by :func:`coordinate_ascent`.
+
+    ``counts_of(setting)`` gives every file's :class:`LinkCounts` when aligned with ``setting``; the
+    search asks for the same setting again across calls, so the caller should remember them.
+    """
+    return coordinate_ascent(options, lambda setting: pooled(counts_of(setting), files).f1_strict)
+
+
+def leave_one_file_out(
+    options: Mapping[str, Sequence[Any]], counts_of: Callable[[Setting], Mapping[str, LinkCounts]], files: Sequence[str]
+) -> dict[str, Setting]:
+    """For each file, the setting :func:`select_setting` chooses on all the other files.
+
+    Aligning each file with its own setting measures the whole procedure (aligner and selection)
+    on data it did not see, which the figure with the setting chosen on all files does not.
+    """
+    return {held_out: select_setting(options, counts_of, [name for name in files if name != held_out]) for held_out in files}
