@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from bitextflow.align.dictionary import BilingualDictionary
 from bitextflow.align.embedding import Encoder, align_sentences_embedding
-from bitextflow.align.hybrid import align_sentences_hybrid
+from bitextflow.align.hybrid import TokenEmbeddings, align_sentences_hybrid
 from bitextflow.align.lexical import align_sentences_lexical
 from bitextflow.align.sentences import Bead, align_sentences
 
@@ -17,17 +17,20 @@ SentenceAligner = Callable[[Sequence[str], Sequence[str]], list[Bead]]
 
 
 def sentence_aligner(
-    method: str, dictionary: BilingualDictionary | None = None, encoder: Encoder | None = None
+    method: str, dictionary: BilingualDictionary | None = None, encoder: Encoder | TokenEmbeddings | None = None
 ) -> SentenceAligner:
     """The aligner a pair config names (``align.sentence_aligner``), as ``f(src, tgt) -> beads``.
 
     ``vecalign`` needs ``encoder`` (anything with ``encode(texts) -> array``, e.g. a SentenceEncoder);
     ``hybrid`` needs static embeddings there (anything with ``token_sums``, e.g.
-    :class:`bitextflow.models.static.StaticEmbeddings`) and uses ``dictionary`` too.
+    :class:`bitextflow.models.static.StaticEmbeddings`) or a sentence encoder, whose sentence vectors
+    align better (:mod:`.hybrid`), and uses ``dictionary`` too.
     """
     if method == "hybrid":
-        if not hasattr(encoder, "token_sums"):
-            raise ValueError("the hybrid sentence aligner needs static embeddings (bitextflow.models.static.StaticEmbeddings)")
+        if encoder is None:
+            raise ValueError(
+                "the hybrid sentence aligner needs static embeddings (bitextflow.models.static.StaticEmbeddings) or a sentence encoder"
+            )
         return functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary)
     if method == "gale-church":
         return align_sentences

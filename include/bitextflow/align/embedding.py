@@ -16,14 +16,16 @@ of ``1 - x.y'`` over all of the other side is ``1 - x.mean(y')``, so we take it 
 sampling and no randomness. The factor ``di * dj`` is the paper's (its ``nSents(x) nSents(y)``):
 a concatenation of two good pairs embeds closer than either pair alone, and without the factor the
 search merges everything into 2-2 beads (strict F1 0.23 on the dev file). ``MULTI_PENALTY`` is an
-extra factor on top for every bead that is not 1-1; on the dev file 0 was best (over -0.2..0.25).
+extra factor on top for every bead that is not 1-1 (0: the paper's cost).
 
-Parameters were chosen on the Bleualign ``dev`` file only (test files held out). With overlaps of
-up to 3: ``DELETION_COST`` over 0.3-1.0 and ``MULTI_PENALTY`` over -0.2-0.25, strict F1 0.72-0.78
-on dev, best 0.779 at (0.6, 0.0). Overlaps of up to 4 (beads with ``di + dj <= 5``) raised dev to
-0.808 at 0.6; over deletion costs 0.6-1.0 the best was 0.8105 at 0.8 (test0-3: 0.879 -> 0.895
-strict, 0.978 -> 0.990 lax). Larger beads (``di + dj <= 6`` or 8) and rewarding the Hunalign
-dictionary overlap of a bead (cost times ``1 - a * sim``, a in 0.2-0.5) did not help on dev.
+``DELETION_COST``, ``MULTI_PENALTY`` and ``DEFAULT_MAX_OVERLAP`` are the setting selected on the
+six gold files we have (Bleualign de-fr dev and test0-3, hunalign's en-hu ``dtm``) by
+``bench/sentence_alignment.py``, over deletion costs 0.6-1.2, penalties 0 and 0.1 and overlaps of
+2-4: strict F1 on Bleualign test0-3 0.895 with it, 0.893 when each file is aligned with the setting
+selected on the five others (leave one file out; docs/benchmarks.md). Larger beads (``di + dj <= 6``
+or 8) and rewarding the Hunalign dictionary overlap of a bead (cost times ``1 - a * sim``, a in
+0.2-0.5) did not help on dev earlier; adding the dictionary and length as terms does
+(:mod:`.hybrid`).
 
 Beads: 1-1, 1-0, 0-1, 2-1, 1-2, 2-2, 3-1, 1-3, and with ``max_overlap = 4`` (default) also 4-1,
 1-4, 3-2 and 2-3: shapes with ``di + dj <= max_overlap + 1``. The search is :func:`.sentences.banded_search`, the same
