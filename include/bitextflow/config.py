@@ -298,7 +298,12 @@ class ExtractConfig(_Section):
     )  # fmt: skip
     extraction_focus: str = Field(
         "recall", pattern=r"^(balanced|precision|recall)$",
-        description="trafilatura's main-content trade-off: `recall`, `precision` or `balanced`.",
+        description="trafilatura's main-content trade-off: `recall`, `precision` or `balanced` (default chosen by "
+        "cross-validation, docs/benchmarks.md).",
+    )  # fmt: skip
+    max_link_density: float | None = Field(
+        0.7, ge=0, le=1, description="A main-content paragraph whose block in the page has a larger share of its "
+        "text inside links (\"Related: ...\", teaser lists) is flagged boilerplate; `null`: off.",
     )  # fmt: skip
     max_page_bytes: int = Field(
         1_000_000, ge=10_000, description="HTML payloads are cut to this many bytes before parsing (counted repair)."

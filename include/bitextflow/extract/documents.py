@@ -75,7 +75,7 @@ class DocumentBuilder:
             paragraphs = [Paragraph("text", text) for text in map(encoding.clean_line, decoded.text.split("\n\n")) if text]
             metadata = PageMetadata()
         else:
-            page = structure.page(decoded.text, response.url, self.config.extraction_focus)
+            page = structure.page(decoded.text, response.url, self.config)
             if page is None:
                 counts.drop("no_main_content")
                 return None

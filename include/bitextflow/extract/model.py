@@ -34,6 +34,7 @@ class Paragraph:
     language: str = "un"
     out_of_language: bool = False  # identified as a language other than the document's
     terms: list[str] = field(default_factory=list)  # domain terms found in it
+    link_share: float = 0.0  # share of its block's text inside links in the page (0 when not known)
 
 
 @dataclass(slots=True)

@@ -1,10 +1,15 @@
 """Page structure: typed main-content paragraphs from trafilatura, the rest of the page kept as boilerplate.
 
-trafilatura (XML output, so element types survive) decides what the main content is. The page's own
-block elements are walked as well; every block whose text is not part of the main content becomes a
-paragraph flagged ``boilerplate`` (ILSP-FC's ``crawlinfo="boilerplate"``), placed in page order. The
-page is parsed once: image names, blocks and metadata are read from the whole tree, then the elements
-without page text are dropped (:func:`drop_textless`) and trafilatura works on its own copy of the rest.
+trafilatura (XML output, so element types survive) decides what the main content is, in the focus of
+:class:`bitextflow.config.ExtractConfig`. The page's own block elements are walked as well; every block
+whose text is not part of the main content becomes a paragraph flagged ``boilerplate`` (ILSP-FC's
+``crawlinfo="boilerplate"``), placed in page order, and so does a main paragraph whose block is mostly
+link text (:func:`flag_link_dense`). The page is parsed once: image names, blocks and metadata are read
+from the whole tree, then the elements without page text are dropped (:func:`drop_textless`) and
+trafilatura works on its own copy of the rest.
+
+The defaults of these choices are those ``bench/extraction.py`` selects by cross-validation on the two
+extraction gold sets (docs/benchmarks.md, "Extraction").
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from htmldate import find_date
 from trafilatura.metadata import extract_title
 from trafilatura.utils import repair_faulty_html
 
+from bitextflow.config import ExtractConfig
 from bitextflow.extract.model import PageMetadata, Paragraph
 from bitextflow.text.encoding import clean_line
 
@@ -205,17 +211,31 @@ def _lines(element) -> list[str]:
 
 def page_blocks(tree) -> list[tuple[str, str]]:
     """(type, text) of every block of visible text in the page, in document order."""
-    blocks: list[tuple[str, str]] = []
+    return [(kind, text) for kind, text, _share in linked_blocks(tree)]
+
+
+def linked_blocks(tree) -> list[tuple[str, str, float]]:
+    """(type, text, link share) of every block of visible text in the page, in document order.
+
+    The link share is the part of the block's text inside ``<a>`` elements: the link density of
+    boilerpipe (Kohlschütter, Fankhauser and Nejdl, 2010, "Boilerplate detection using shallow text
+    features") and jusText (Pomikálek, 2011), their best single sign of navigation and teaser blocks.
+    """
+    blocks: list[tuple[str, str, float]] = []
     buffer: list[str] = []
     types = ["text"]
+    linked = 0  # characters of the buffer's text inside links, layout spaces left out
+    links_open = 0
 
     def flush() -> None:  # called with text in the buffer only
+        nonlocal linked
         text = "".join(buffer)
         buffer.clear()
+        in_links, linked = linked, 0
         if not text.isspace():
             text = clean_line(text)
             if text:
-                blocks.append((types[-1], text))
+                blocks.append((types[-1], text, min(1.0, in_links / len(text))))
 
     walker = lxml.etree.iterwalk(tree, events=("start", "end"))
     skip, blocks_tags, block_types = _SKIP, _BLOCKS, _BLOCK_TYPES
@@ -231,28 +251,38 @@ def page_blocks(tree) -> list[tuple[str, str]]:
                 if buffer:
                     flush()
                 types.append(block_types.get(tag, "text" if tag in ("p", "div") else types[-1]))
+            elif tag == "a":
+                links_open += 1
             # layout whitespace at the start of a block (most text between tags) would only be stripped
             if (text := element.text) and (buffer or not text.isspace()):
                 buffer.append(text)
+                if links_open:
+                    linked += len(text.strip())
         else:
             if tag in blocks_tags:
                 if buffer:
                     flush()
                 types.pop()
-            elif buffer and tag not in skip:
-                buffer.append(" ")  # inline elements: keep words apart
+            else:
+                if tag == "a":
+                    links_open -= 1
+                if buffer and tag not in skip:
+                    buffer.append(" ")  # inline elements: keep words apart
             if (tail := element.tail) and (buffer or not tail.isspace()):
                 buffer.append(tail)
+                if links_open:
+                    linked += len(tail.strip())
     if buffer:
         flush()
     return blocks
 
 
-def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str]]) -> list[Paragraph]:
+def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str, float]]) -> list[Paragraph]:
     """Title, then main paragraphs and boilerplate blocks in page order.
 
     A block is main content when its letters match a main paragraph's (it is emitted with the main
-    paragraphs up to it) or are contained in the main text; otherwise it is boilerplate.
+    paragraphs up to it, and gives that paragraph its link share) or are contained in the main text;
+    otherwise it is boilerplate.
     """
     paragraphs = [Paragraph("title", title)] if title else []
     keys = [letters_key(text) for _type, text in main]
@@ -263,7 +293,7 @@ def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str]]
     covered = {letters_key(title)} if title else set()
     block_keys: dict[str, str] = {}  # a page repeats a quarter of its blocks (menus, "Read more")
     emitted = 0
-    for btype, text in blocks:
+    for btype, text, link_share in blocks:
         key = block_keys.get(text)
         if key is None:
             key = block_keys[text] = letters_key(text)
@@ -271,30 +301,52 @@ def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str]]
             continue
         match = next((i for i in first[key] if i >= emitted), None) if key in first else None
         if match is not None:
-            for ptype, ptext in main[emitted : match + 1]:
+            for ptype, ptext in main[emitted:match]:
                 paragraphs.append(Paragraph(ptype, ptext))
+            paragraphs.append(Paragraph(main[match][0], main[match][1], link_share=link_share))
             emitted = match + 1
         elif len(key) >= _MIN_CONTAINED and key in main_letters:
             continue  # a piece of a main paragraph (trafilatura split or merged blocks differently)
         else:
-            paragraphs.append(Paragraph(btype, text, boilerplate=True))
+            paragraphs.append(Paragraph(btype, text, boilerplate=True, link_share=link_share))
             covered.add(key)  # a repeated menu is flagged once
     for ptype, ptext in main[emitted:]:
         paragraphs.append(Paragraph(ptype, ptext))
     return paragraphs
 
 
-def page(html: str, url: str, focus: Focus = "recall", tables: bool = True, boilerplate: bool = True) -> Page | None:
-    """Metadata and paragraphs of one HTML page; None when the page has no main content."""
+def flag_link_dense(paragraphs: list[Paragraph], max_link_density: float | None) -> None:
+    """Flag as boilerplate every paragraph whose block has more than ``max_link_density`` of its text in links.
+
+    trafilatura tests link density on whole sections with fixed thresholds and keeps, inside the content,
+    lines such as "Related: ...", "READ MORE: ..." or a list of teaser links; boilerpipe and jusText judge
+    each block by its own link density. ``None`` flags nothing.
+    """
+    if max_link_density is None:
+        return
+    for paragraph in paragraphs:
+        if paragraph.link_share > max_link_density:
+            paragraph.boilerplate = True
+
+
+def page(html: str, url: str, config: ExtractConfig | None = None, boilerplate: bool = True) -> Page | None:
+    """Metadata and paragraphs of one HTML page; None when the page has no main content.
+
+    ``config`` gives the extraction choices (trafilatura's focus, link density; the defaults when None).
+    Without ``boilerplate`` the page's blocks are not walked: no boilerplate paragraphs, no link shares.
+    """
+    config = config or ExtractConfig()
     tree = parse(html)
     if tree is None:
         return None
     images = image_names(tree)
-    blocks = page_blocks(tree) if boilerplate else []
+    blocks = linked_blocks(tree) if boilerplate else []
     metadata = page_metadata(tree)
     drop_textless(tree)
-    extracted = main_content(tree, url, focus, tables)  # works on a copy of the tree
+    extracted = main_content(tree, url, config.extraction_focus)  # works on a copy of the tree
     main = main_paragraphs(extracted.body) if extracted is not None else []
     if not main:
         return None
-    return Page(metadata, main, merge(metadata.title, main, blocks), images)
+    paragraphs = merge(metadata.title, main, blocks)
+    flag_link_dense(paragraphs, config.max_link_density)
+    return Page(metadata, main, paragraphs, images)
