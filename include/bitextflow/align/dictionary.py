@@ -195,6 +195,11 @@ def _entry_directory(lang_a: str, lang_b: str, cache_dir: Path) -> Path:
     return cache_dir / "-".join(sorted((lang_a, lang_b)))
 
 
+def tsv_path(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> Path:
+    """Where the pair's TSV is, or would be, in the cache."""
+    return _entry_directory(normalise_language(lang_a), normalise_language(lang_b), cache_dir or default_cache_dir()) / TSV_NAME
+
+
 def build_dictionary(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> BilingualDictionary:
     """Download, unpack and convert the pair's Debian packages; write TSV and manifest.
 
