@@ -44,7 +44,7 @@ from bitextflow.quality.release import PROBLEM_COLUMN, RELEASE_SUITES, release_f
 from bitextflow.release.formats import validate_tmx
 from bitextflow.settings import load_services_env, project_home
 from bitextflow.storage import ObjectStore
-from bitextflow.storage.layout import stage_key
+from bitextflow.storage.layout import run_prefix, stage_key
 
 
 def sha256(path: Path) -> str:
@@ -110,8 +110,7 @@ def check_release(pair: str, version: int | None) -> dict[str, Any]:
             return json.loads(files["gate.json"].read_text()).get("success") is True and all(r["success"] for r in release_gates)
 
         def data_docs_present() -> bool:
-            run_prefix = stage_key(pair, release.run_id, "", "")
-            return any("data_docs/" in key and key.endswith(".html") for key in store.iter_keys(run_prefix))
+            return any("data_docs/" in key and key.endswith(".html") for key in store.iter_keys(run_prefix(pair, release.run_id)))
 
         registry = registry_for(config, store.settings)
 

@@ -44,7 +44,7 @@ RSS_GOAL = 1.25
 # What each stage's items are: a stage's counts name what it took in ("in"; the crawl: pages fetched); the
 # partition stages without counts are measured by their partitions' summaries, the release by its pairs.
 COUNTED_AS = {
-    "crawl": "pages",
+    "crawl": "pages",  # WARC files when ingesting
     "extract": "pages",
     "partition": "documents",
     "gate_documents": "documents",
@@ -92,6 +92,8 @@ def _items(ctx: Any, stage: str, outputs: list[Any]) -> int:
     if stage in ("partition", "gate_documents"):
         summaries = [key for key in ctx.store.list_keys(ctx.key("partitions", "")) if key.endswith(".summary.json")]
         return sum(sum(ctx.store.get_json(key)["documents"].values()) for key in summaries)
+    if stage == "crawl" and ctx.config.crawl.warcs:
+        return len([key for keys in outputs for key in keys])  # ingesting: the WARC files listed
     name = _COUNTS_STAGE.get(stage, stage)
     for counts in collect_counts(ctx.store, ctx.config.pair, ctx.run_id, (stage,)):
         if counts.stage == name:

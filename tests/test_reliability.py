@@ -19,7 +19,7 @@ from bitextflow.config import load_pair_config
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
 from bitextflow.storage import ObjectStore, StorageSettings
-from bitextflow.storage.layout import stage_key
+from bitextflow.storage.layout import run_prefix
 from bitextflow_local.services.seaweed import SeaweedServer
 from conftest import BUCKET, ROOT
 
@@ -40,7 +40,7 @@ def test_every_stage_rerun_writes_the_same_keys_and_bytes(store, site) -> None:
     )
     ctx = run_context(config, store, "test_rerun_idempotent")
     first_release = run_all_stages(ctx)
-    prefixes = (stage_key(config.pair, ctx.run_id, "", ""), f"releases/{config.pair}/")
+    prefixes = (run_prefix(config.pair, ctx.run_id), f"releases/{config.pair}/")
     before = snapshot(store, *prefixes)
     second_release = run_all_stages(ctx)  # every task retried after it succeeded
     after = snapshot(store, *prefixes)

@@ -139,3 +139,23 @@ def test_read_rows_takes_the_rows_and_columns_asked_for_by_ranged_reads(store):
     assert opened == keys, "each shard is read through a seekable ranged stream"
     empty = read_rows(store, [], records.SENTENCES, ["doc_id", "text"], "doc_id", {"d3"})
     assert list(empty.columns) == ["doc_id", "text"] and empty.empty
+
+
+def test_every_count_of_a_run_of_thousands_of_objects_is_found(store) -> None:
+    """A run's prefix is ``<pair>/<run>/``: listed as ``<pair>/<run>//`` (no key has it on S3), SeaweedFS gave the
+    first 1,000 keys only, and a run of 1,500 WARC files reported 200 of its 1,500 pages in its release's counts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bitextflow.catalog.status import collect_counts
+    from bitextflow.counts import StageCounts
+    from bitextflow.storage.layout import stage_key
+
+    shards = 1_200
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(
+            lambda i: store.put_json(stage_key("en-es", "big_run", "extract", f"file-{i:05d}.documents.counts.json"),
+                                     StageCounts("extract_documents", 1, 1).to_dict()),
+            range(shards),
+        ))  # fmt: skip
+    (extract,) = collect_counts(store, "en-es", "big_run", ("extract",))
+    assert (extract.stage, extract.items_in) == ("extract_documents", shards)

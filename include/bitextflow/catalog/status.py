@@ -16,7 +16,7 @@ from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, release_pr
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.storage import ObjectStore
-from bitextflow.storage.layout import stage_key, text_of_key_part
+from bitextflow.storage.layout import run_prefix, text_of_key_part
 
 MAX_FAILURES_SHOWN = 5
 
@@ -36,7 +36,7 @@ def _last_run(store: ObjectStore, pair: str) -> tuple[str, str] | None:
 
 def _failed_gates(store: ObjectStore, pair: str, run_id: str) -> list[dict[str, Any]]:
     failed = []
-    for key in store.list_keys(stage_key(pair, run_id, "", "")):
+    for key in store.list_keys(run_prefix(pair, run_id)):
         if key.endswith("report.json"):
             report = store.get_json(key)
             if isinstance(report, dict) and report.get("success") is False:
@@ -56,7 +56,7 @@ def collect_counts(store: ObjectStore, pair: str, run_id: str, stage_order: Sequ
     """Counts of every stage of a run, merged per stage, in ``stage_order`` (stage names; a count whose
     stage starts with a name sorts with it, e.g. ``extract`` and ``extract_sentences``)."""
     by_stage: dict[str, list[StageCounts]] = {}
-    for key in store.list_keys(stage_key(pair, run_id, "", "")):
+    for key in store.list_keys(run_prefix(pair, run_id)):
         if key.endswith(".counts.json"):
             part = StageCounts.from_dict(store.get_json(key))
             by_stage.setdefault(part.stage, []).append(part)

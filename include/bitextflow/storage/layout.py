@@ -95,7 +95,10 @@ def text_of_key_part(part: str) -> str:
 
 
 def stage_key(pair: str, run_id: str, stage: str, name: str) -> str:
-    """``<pair>/<run_id>/<stage>/<name>`` (``stage`` and ``name`` empty: the run's prefix)."""
+    """``<pair>/<run_id>/<stage>/<name>`` (``name`` empty: the stage's folder; the run's own prefix is
+    :func:`run_prefix`: ``<pair>/<run_id>//`` names no key on S3, and SeaweedFS lists only its first 1,000)."""
+    if not stage:
+        raise ValueError("a stage key needs a stage; the run's prefix is run_prefix(pair, run_id)")
     return f"{pair}/{safe_key_part(run_id)}/{stage}/{name}"
 
 
