@@ -4,8 +4,8 @@ A task gets the document-pair shards of one site partition and reads the sentenc
 that partition's sentences file only (four columns, a row group at a time).
 
 Counted in beads: each bead becomes a pair or is dropped (unaligned sentence, low score). The
-aligner's dictionary (``hunalign``, ``hybrid``) and encoder (``vecalign``, ``hybrid``) load once per
-task, in :meth:`AlignSentences.setup`.
+aligner's dictionary (``hunalign``, ``hybrid``, ``hybrid-e5``) and encoder or static vectors (``vecalign``,
+``hybrid-e5``; ``hybrid``) load once per task, in :meth:`AlignSentences.setup`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ class AlignSentences(Stage):
     def setup(self) -> None:
         config = self.ctx.config
         method = config.align.sentence_aligner
-        dictionary = load_dictionary(config.source, config.target) if method in ("hunalign", "hybrid") else None
+        dictionary = load_dictionary(config.source, config.target) if method in ("hunalign", "hybrid", "hybrid-e5") else None
         encoder = None
-        if method == "vecalign":
+        if method in ("vecalign", "hybrid-e5"):
             from bitextflow.models import SentenceEncoder  # torch: imported only by the aligners that need it
 
             encoder = SentenceEncoder.from_path(config.align.encoder_model)
@@ -43,7 +43,8 @@ class AlignSentences(Stage):
             from bitextflow.models.static import StaticEmbeddings
 
             encoder = StaticEmbeddings.from_path(config.align.static_model)
-        self.align = sentence_aligner(method, dictionary, encoder)
+        # hybrid-e5 is the hybrid search over the encoder's sentence vectors instead of static ones
+        self.align = sentence_aligner(method.removesuffix("-e5"), dictionary, encoder)
 
     def run(self, document_pairs_key: str) -> str:
         ctx = self.ctx
