@@ -7,8 +7,8 @@
 step                       used by a pair config with
 =========================  ===================================================================================
 local site                 any: it is what the local stack serves to the crawler
-dictionary <a>-<b>         ``align.sentence_aligner`` hunalign or hybrid, or ``tfidf`` in ``align.document_methods``
-encoder                    vecalign or ``embeddings`` with the default encoder, ``crawl.train_url_models``, a
+dictionary <a>-<b>         ``align.sentence_aligner`` hunalign, hybrid or hybrid-e5, or ``tfidf`` in ``align.document_methods``
+encoder                    vecalign, hybrid-e5 or ``embeddings`` with the default encoder, ``crawl.train_url_models``, a
                            transformer ``domain.training``; also the teacher of the static model and the source
                            of the bicleaner model's start vectors
 static embeddings          hybrid with the default ``align.static_model``
@@ -200,10 +200,13 @@ def steps_for(config: PairConfig) -> list[Step]:
     """What ``config``'s runs use, by the table of the module docstring."""
     align, training, score = config.align, config.domain.training, config.score
     steps = [site_step()]
-    if align.sentence_aligner in ("hunalign", "hybrid") or "tfidf" in align.document_methods:
+    if align.sentence_aligner in ("hunalign", "hybrid", "hybrid-e5") or "tfidf" in align.document_methods:
         steps.append(dictionary_step(config.source, config.target))
     needs_encoder = (
-        (align.encoder_model is None and (align.sentence_aligner == "vecalign" or "embeddings" in align.document_methods))
+        (
+            align.encoder_model is None
+            and (align.sentence_aligner in ("vecalign", "hybrid-e5") or "embeddings" in align.document_methods)
+        )
         or (config.crawl.train_url_models and config.crawl.url_model_base is None)
         or (training is not None and training.kind == "transformer" and training.base_model is None)
     )
