@@ -292,6 +292,68 @@ def test_missing_model_is_one_clear_error_naming_the_path_and_the_fix(tmp_path, 
     assert Score.external_step(config_for(use_bicleaner="no")) is None
 
 
+# The files of bicleaner-ai's published models (Hugging Face bitextor/bicleaner-ai-full-en-xx, full models v2.0; the
+# lite tarballs of bitextor/bicleaner-ai-data): metadata.yaml and what it names, the language-model and porn-removal
+# files of bicleaner-hardrules besides (score_pairs.py turns those filters off, so they may be absent).
+FULL_MODEL = ["config.json", "metadata.yaml", "sentencepiece.bpe.model", "special_tokens_map.json", "tf_model.h5",
+              "tokenizer.json", "tokenizer_config.json"]  # fmt: skip
+LITE_MODEL = ["metadata.yaml", "model.h5", "spm.model", "spm.vocab"]
+
+
+def published_folder(folder: Path, files: list[str], classifier_type: str, **metadata: object) -> Path:
+    folder.mkdir()
+    for name in files:
+        (folder / name).write_bytes(b"")
+    settings = {"calibration_params": [7.9, -2.4], **metadata.pop("settings", {})}  # type: ignore[dict-item]
+    fields = {"source_lang": "en", "target_lang": "es", "classifier_type": classifier_type, "classifier_settings": settings}
+    (folder / "metadata.yaml").write_text(yaml.safe_dump({**fields, **metadata}), encoding="utf-8")
+    return folder
+
+
+def test_a_published_model_folder_is_checked_against_the_files_bicleaner_ai_reads(tmp_path):
+    full = published_folder(tmp_path / "full", FULL_MODEL, "xlmr", source_lm="lm.en", porn_removal_file="porn_removal.ftz")
+    lite = published_folder(tmp_path / "lite", LITE_MODEL, "dec_attention")
+    assert bicleaner.model_folder_problems(full, "en", "es") == []  # the hardrules files it names are not needed
+    assert bicleaner.model_folder_problems(lite, "en", "es") == []
+
+    (full / "tf_model.h5").unlink()
+    (full / "tokenizer.json").unlink()
+    (full / "sentencepiece.bpe.model").unlink()
+    problems = bicleaner.model_folder_problems(full, "en", "es")
+    assert any(f"{full / 'tf_model.h5'} is missing" in line for line in problems)
+    assert any("no XLM-R tokenizer" in line for line in problems)
+    # settings may name other files; the lite defaults are bicleaner-ai's own
+    renamed = published_folder(tmp_path / "renamed", LITE_MODEL, "transformer", settings={"model_file": "clf.h5"})
+    assert bicleaner.model_folder_problems(renamed, "en", "es") == [
+        f"{renamed / 'clf.h5'} is missing: bicleaner-ai reads it for this transformer model; download the model again"
+    ]
+    assert "a model for en-es, not en-fr" in bicleaner.model_folder_problems(lite, "en", "fr")[0]
+    multilingual = published_folder(tmp_path / "multi", LITE_MODEL, "dec_attention", target_lang="xx")
+    assert bicleaner.model_folder_problems(multilingual, "en", "fr") == []
+    # the score stage sees the same lines, naming the folder a pair config points at
+    (lite / "model.h5").unlink()
+    assert f"{lite / 'model.h5'} is missing: bicleaner-ai reads it for this dec_attention model; download the model again" in (
+        bicleaner.missing_parts("en-es", str(lite))
+    )
+
+
+@needs_bicleaner
+def test_the_score_stage_scores_with_a_downloaded_model_folder(tmp_path, s3_env, store, monkeypatch):
+    """A published lite model holds what make setup's model holds less our bitextflow-model.json: the stage scores with
+    it in place and uploads nothing (it has no version of ours)."""
+    assert _bicleaner_ready()
+    downloaded = tmp_path / "bicleaner-ai-lite-en-es"
+    downloaded.mkdir()
+    for name in LITE_MODEL:
+        (downloaded / name).write_bytes((bicleaner.default_model_dir("en-es") / name).read_bytes())
+    ctx = run_context(config_for(use_bicleaner="yes", bicleaner_model=str(downloaded)), store, "manual__downloaded-model")
+    monkeypatch.setattr("bitextflow.stages.score.publish_bicleaner_model", lambda *args: pytest.fail("uploaded"))
+    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(GOOD[:3]), records.SENTENCE_PAIRS)
+    Score(ctx).run(key)
+    scored = pd.concat([read_table(store, ctx.key("score", f"shard-0.{name}parquet")) for name in ("", "rejected.")])
+    assert len(scored) == 3 and scored["bicleaner_score"].between(0, 1).all()
+
+
 def test_worker_script_refuses_a_folder_without_a_model(tmp_path, capsys):
     main = runpy.run_path(str(bicleaner.SCORE_SCRIPT))["main"]
     args = bicleaner.score_arguments(tmp_path, "en", "es", str(tmp_path / "in.tsv"), str(tmp_path / "out.tsv"))
