@@ -386,6 +386,17 @@ class ScoreConfig(_Section):
     bicleaner_image: str = Field(
         "", description="Image of the bicleaner step when gpu.mode is kubernetes (docker/bicleaner.Dockerfile)."
     )
+    pair_scorer: Literal["none", "margin"] = Field(
+        "none",
+        description="`margin`: score every pair 0..1 by the ratio margin of its sentence embeddings (the encoder of "
+        "`align.encoder_model`, multilingual-e5-small by default) against the nearest sentences of its shard, calibrated "
+        "offline (docs/score.md), into `margin_score`; pairs under `margin_threshold` are dropped (counted). Works offline, "
+        "in this environment; the encoder loads once per task.",
+    )  # fmt: skip
+    margin_threshold: float = Field(
+        0.53, ge=0, le=1, description="Pairs with a lower calibrated margin score are dropped (counted); 0.53 was chosen "
+        "by cross-validation for multilingual-e5-small (docs/score.md).",
+    )  # fmt: skip
 
 
 class DomainTrainingConfig(_Section):

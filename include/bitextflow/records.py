@@ -173,7 +173,8 @@ class SentencePair:
     """Two sentences aligned as translations, with every score the stages give them.
 
     ``rule_tags``: the rules it breaks (``;``-separated, empty when it passes); ``bicleaner_score``: None where
-    bicleaner-ai did not run; ``domain_probs_a``/``_b``: each side's domain distribution as a JSON object
+    bicleaner-ai did not run; ``margin_score``: None where the margin scorer did not (``score.pair_scorer``);
+    ``domain_probs_a``/``_b``: each side's domain distribution as a JSON object
     (``""`` without a classifier), added by the classify stage.
     """
 
@@ -186,6 +187,7 @@ class SentencePair:
     alignment_score: float = column(pa.float64())
     rule_tags: str = column(pa.string(), default="")
     bicleaner_score: float | None = column(pa.float64(), optional=True, default=None)
+    margin_score: float | None = column(pa.float64(), optional=True, default=None)
     domain_relevance: float = column(pa.float64(), default=0.0)
     domain_terms: str = column(pa.string(), default="")
     pair_hash: str = column(pa.string(), default="")

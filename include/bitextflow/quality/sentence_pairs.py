@@ -45,7 +45,7 @@ SENTENCE_PAIR_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 """Columns every sentence-pair frame carries (the sentence-pair schema of :mod:`bitextflow.records`)."""
 
-OPTIONAL_SCORE_COLUMNS: tuple[str, ...] = ("bicleaner_score",)
+OPTIONAL_SCORE_COLUMNS: tuple[str, ...] = ("bicleaner_score", "margin_score")
 """Scores in [0, 1] that only some configurations write; checked when present."""
 
 LENGTH_RATIO_COLUMN = "length_ratio"

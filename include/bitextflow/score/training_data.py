@@ -119,20 +119,12 @@ def documentation_pairs(lang_a: str, lang_b: str) -> DocumentationPairs:
 
     The packages are the offline domain set's (:data:`bitextflow.classify.offline.DOCUMENTATION`), in its cache.
     """
-    from bitextflow.classify.offline import DOCUMENTATION, default_data_dir
-
-    missing = [lang for lang in (lang_a, lang_b) if lang not in DOCUMENTATION]
-    if missing:
-        raise StageError(f"no translated documentation known for {', '.join(missing)}; known: {', '.join(sorted(DOCUMENTATION))}")
-    packages = fetch_packages(sorted({*DOCUMENTATION[lang_a], *DOCUMENTATION[lang_b]}), default_data_dir())
-    reference_a, guide = packages[DOCUMENTATION[lang_a][0]].root, packages[DOCUMENTATION[lang_a][1]].root
-    reference_b = packages[DOCUMENTATION[lang_b][0]].root
+    reference_a, reference_b, guide = _documentation_roots(lang_a, lang_b)
     reference = [
         (path, reference_b / "usr/share/debian-reference" / path.name.replace(f".{lang_a}.", f".{lang_b}."), False)
         for path in sorted((reference_a / "usr/share/debian-reference").glob(f"*.{lang_a}.html"))
     ]
-    guide_dir = guide / "usr/share/doc/installation-guide-amd64"
-    guide_pages = [(path, guide_dir / lang_b / path.name) for path in sorted((guide_dir / lang_a).glob("*.html"))]
+    guide_pages = _guide_pages(guide, lang_a, lang_b)
     pages = reference + [(a, b, index % HELD_OUT_EVERY == 0) for index, (a, b) in enumerate(guide_pages)]
     train: list[tuple[str, str]] = []
     held_out: list[tuple[str, str]] = []
@@ -141,12 +133,52 @@ def documentation_pairs(lang_a: str, lang_b: str) -> DocumentationPairs:
         if not path_b.is_file():
             continue
         read += 1
-        blocks_a, blocks_b = _page_texts(path_a), _page_texts(path_b)
-        if len(blocks_a) != len(blocks_b):
+        pairs = _page_pairs(path_a, path_b, lang_a, lang_b)
+        if pairs is None:
             left_out += 1
             continue
-        (held_out if is_held_out else train).extend(_sentence_pairs(blocks_a, blocks_b, lang_a, lang_b))
+        (held_out if is_held_out else train).extend(pairs)
     return DocumentationPairs(train, held_out, read, left_out)
+
+
+def installation_guide_pages(lang_a: str, lang_b: str) -> list[list[tuple[str, str]]]:
+    """The block (or sentence) pairs of each installation-guide page of both languages, page by page in page order
+    (pages whose block counts differ left out): documents of the local site's kind that the Debian Reference, on which
+    bench/release_precision.py measures, is not part of."""
+    _, _, guide = _documentation_roots(lang_a, lang_b)
+    pages = []
+    for path_a, path_b in _guide_pages(guide, lang_a, lang_b):
+        pairs = _page_pairs(path_a, path_b, lang_a, lang_b) if path_b.is_file() else None
+        if pairs:
+            pages.append(pairs)
+    return pages
+
+
+def _documentation_roots(lang_a: str, lang_b: str) -> tuple[Path, Path, Path]:
+    """Where the Debian reference of each language and the installation guide (every language) are unpacked: the offline
+    domain set's packages (:data:`bitextflow.classify.offline.DOCUMENTATION`), fetched into its cache."""
+    from bitextflow.classify.offline import DOCUMENTATION, default_data_dir
+
+    missing = [lang for lang in (lang_a, lang_b) if lang not in DOCUMENTATION]
+    if missing:
+        raise StageError(f"no translated documentation known for {', '.join(missing)}; known: {', '.join(sorted(DOCUMENTATION))}")
+    packages = fetch_packages(sorted({*DOCUMENTATION[lang_a], *DOCUMENTATION[lang_b]}), default_data_dir())
+    reference_a, guide = DOCUMENTATION[lang_a][:2]
+    return packages[reference_a].root, packages[DOCUMENTATION[lang_b][0]].root, packages[guide].root
+
+
+def _guide_pages(guide: Path, lang_a: str, lang_b: str) -> list[tuple[Path, Path]]:
+    """(page in lang_a, the same page in lang_b, which may not exist) of the installation guide package at ``guide``."""
+    guide_dir = guide / "usr/share/doc/installation-guide-amd64"
+    return [(path, guide_dir / lang_b / path.name) for path in sorted((guide_dir / lang_a).glob("*.html"))]
+
+
+def _page_pairs(path_a: Path, path_b: Path, lang_a: str, lang_b: str) -> list[tuple[str, str]] | None:
+    """The block (or sentence) pairs of two translated pages, or None when their block counts differ."""
+    blocks_a, blocks_b = _page_texts(path_a), _page_texts(path_b)
+    if len(blocks_a) != len(blocks_b):
+        return None
+    return list(_sentence_pairs(blocks_a, blocks_b, lang_a, lang_b))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
-"""Stage ``score``: hard rules on every sentence pair and, with ``score.use_bicleaner``, bifixer,
-bicleaner-hardrules and bicleaner-ai in their own environment (an :class:`ExternalStep`).
+"""Stage ``score``: hard rules on every sentence pair; with ``score.pair_scorer: margin``, the calibrated ratio margin of
+the pair's sentence embeddings (:mod:`bitextflow.score.margin`, in this environment, the encoder loaded once per task in
+:meth:`Score.setup`); with ``score.use_bicleaner``, bifixer, bicleaner-hardrules and bicleaner-ai in their own
+environment (an :class:`ExternalStep`).
 
 In one process (the CLI) :meth:`Score.run` does it all; the DAG runs :meth:`Score.prepare`, the
 external step and :meth:`Score.finish` as three tasks per shard, the middle one in the bicleaner
@@ -14,6 +16,7 @@ that task may run: a task that starts late or retries signs again, and no URL sh
 
 from __future__ import annotations
 
+import functools
 import logging
 from datetime import timedelta
 from typing import Any
@@ -24,6 +27,7 @@ from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.score import bicleaner, hard_rule_violations
+from bitextflow.score.margin import MarginScorer
 from bitextflow.stages.base import ExternalCall, ExternalStep, Resources, Stage, shard_name
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
 from bitextflow.storage.tables import read_table, write_table
@@ -59,7 +63,7 @@ class Score(Stage):
     outputs = SENTENCE_PAIR_SHARDS
     partitioning = "shard"
     resources = Resources(concurrency=4)
-    help = "hard rules and, with score.use_bicleaner, bifixer + bicleaner-ai scores"
+    help = "hard rules and, with score.pair_scorer / score.use_bicleaner, margin / bifixer + bicleaner-ai scores"
 
     @classmethod
     def external_step(cls, config: PairConfig) -> ExternalStep | None:
@@ -73,6 +77,22 @@ class Score(Stage):
             image_command=POD_COMMAND,
             image_model_dir=POD_MODEL_DIR,
         )
+
+    def setup(self) -> None:
+        """Loads the margin scorer's encoder once for the task's shards (``score.pair_scorer: margin``)."""
+        if self.margin_scorer is not None:
+            log.info("%s: margin scorer loaded, threshold %s", self.ctx.config.pair, self.ctx.config.score.margin_threshold)
+
+    @functools.cached_property
+    def margin_scorer(self) -> MarginScorer | None:
+        """The margin scorer of ``score.pair_scorer: margin`` (None: no pair scorer), loaded by :meth:`setup` or, in a
+        task that calls no setup (the DAG's ``score_rules`` before bicleaner), on first use."""
+        config = self.ctx.config
+        if config.score.pair_scorer != "margin":
+            return None
+        from bitextflow.models import SentenceEncoder  # torch: imported only when the scorer is on
+
+        return MarginScorer(SentenceEncoder.from_path(config.align.encoder_model))
 
     def run(self, sentence_pairs_key: str) -> str:
         job = self.prepare(sentence_pairs_key)
@@ -101,7 +121,9 @@ class Score(Stage):
         return str(local_model)
 
     def prepare(self, sentence_pairs_key: str, model_dir: str | None = None) -> dict[str, Any]:
-        """Our hard rules on every pair; with bicleaner, the passing pairs go to the store as its input TSV.
+        """Our hard rules on every pair, then the margin scorer's score of every pair and its threshold on the pairs
+        that pass the rules (``margin_below_threshold``); with bicleaner, the passing pairs go to the store as its input
+        TSV.
 
         Returns the job of the shard: ``shard``, ``rules_key`` and, with bicleaner, the scorer's ``input_key``,
         ``output_key``, ``model``, ``source`` and ``target``: keys, never URLs (:meth:`external_call` signs them).
@@ -113,6 +135,11 @@ class Score(Stage):
         frame["rule_tags"] = [
             ";".join(hard_rule_violations(a, b, ctx.config.score)) for a, b in zip(frame["text_a"], frame["text_b"], strict=True)
         ]
+        if self.margin_scorer is not None:
+            frame["margin_score"] = self.margin_scorer.scores(list(frame["text_a"]), list(frame["text_b"]))
+            frame.loc[(frame["rule_tags"] == "") & (frame["margin_score"] < ctx.config.score.margin_threshold), "rule_tags"] = (
+                "margin_below_threshold"
+            )
         job: dict[str, Any] = {
             "shard": shard,
             "rules_key": write_table(ctx.store, ctx.key("score", f"{shard}.rules.parquet"), frame, records.SENTENCE_PAIRS),
@@ -149,7 +176,8 @@ class Score(Stage):
             bicleaner.run_scoring(call.arguments, call.env, (timeout or DEFAULT_SCORING_TIMEOUT).total_seconds())
 
     def finish(self, job: dict[str, Any]) -> str:
-        """Passing pairs go on; the others are kept aside under ``score/<shard>.rejected``, counted by reason.
+        """Passing pairs go on; the others are kept aside under ``score/<shard>.rejected``, counted by reason (our rules'
+        tags, ``margin_below_threshold``); every pair keeps its ``margin_score`` when the margin scorer ran.
 
         With bicleaner: texts become bifixer's (and the pair's hash is taken again from them, so the gate
         de-duplicates what is released), bicleaner-hardrules rejections are counted as

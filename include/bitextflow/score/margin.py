@@ -1,0 +1,104 @@
+"""Margin-based scoring of sentence pairs over multilingual sentence embeddings, offline.
+
+Artetxe and Schwenk (2019), "Margin-based Parallel Corpus Mining with Multilingual Sentence Embeddings", ACL:
+the cosine of two sentences says little on its own, because some sentences are close to everything (hubs) and
+a neighbourhood of same-topic sentences is close all round. The ratio margin, which LASER and stopes mine
+with, divides the cosine by the mean cosine of each side's ``k`` nearest neighbours on the other side::
+
+    margin(x, y) = cos(x, y) / ( sum_{z in NN_k(x)} cos(x, z) / 2k  +  sum_{z in NN_k(y)} cos(y, z) / 2k )
+
+``NN_k(x)``: the ``k`` sentences of the other language nearest ``x`` in the candidate pool. The pool is the
+scored shard: the distinct sentences of its pairs, on each side (a site partition's shard of at most
+``align.document_pairs_per_shard`` document pairs), so a sentence aligned to its neighbour's translation meets
+its own translation, or a closer sentence, in the pool and its margin falls below 1; a true pair whose two
+sentences are each other's nearest is at 1 or above.
+
+The margin is mapped to 0..1 by Platt scaling, ``p = 1 / (1 + exp(-(slope * margin + intercept)))``, fitted with
+balanced classes: 0.5 is even odds. :data:`E5_SMALL_CALIBRATION` was fitted, and ``k`` and the threshold chosen,
+by cross-validation (:mod:`bitextflow.score.margin_calibration`) for the default encoder, the converted
+multilingual-e5-small; another encoder needs its own fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+#: Similarity cells computed at once (a block of rows x the whole other side): bounds memory, not the result.
+CHUNK_CELLS = 4_000_000
+
+
+class Encoder(Protocol):
+    """What the scorer needs of :class:`bitextflow.models.SentenceEncoder`: texts in, unit-length rows out."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class MarginCalibration:
+    """The ratio margin's neighbourhood size and its Platt scaling to 0..1 (see the module docstring)."""
+
+    neighbours: int
+    slope: float
+    intercept: float
+
+    def probability(self, margins: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-(self.slope * margins + self.intercept)))
+
+
+#: Fitted on 2026-11-25 by ``python -m bitextflow.score.margin_calibration`` (docs/score.md has its figures): Tatoeba
+#: en-es, installation-guide pages and Bible chapters, each translation against its neighbour's and a random
+#: sentence's translation, pools of 25 documents as in a shard; never the Debian Reference, on which
+#: bench/release_precision.py measures.
+E5_SMALL_CALIBRATION = MarginCalibration(neighbours=2, slope=166.5536, intercept=-164.025)
+
+
+def mean_nearest(queries: np.ndarray, pool: np.ndarray, k: int) -> np.ndarray:
+    """The mean cosine of each row of ``queries`` with its ``k`` nearest rows of ``pool`` (all of them when the pool is
+    smaller); rows are unit length. Taken a block of rows at a time (:data:`CHUNK_CELLS`)."""
+    k = min(k, len(pool))
+    means = np.zeros(len(queries), dtype=np.float64)
+    if k == 0:
+        return means
+    step = max(1, CHUNK_CELLS // len(pool))
+    for start in range(0, len(queries), step):
+        cosines = queries[start : start + step] @ pool.T
+        means[start : start + step] = np.partition(cosines, -k, axis=1)[:, -k:].mean(axis=1)
+    return means
+
+
+def ratio_margins(vectors_a: np.ndarray, vectors_b: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, k: int) -> np.ndarray:
+    """The ratio margin of the pairs ``(vectors_a[rows_a[i]], vectors_b[rows_b[i]])``, each side's candidate pool being
+    every row of the other side's vectors. A pool whose nearest cosines average zero or less (another encoder than
+    E5, whose cosines are all positive) is floored at a small positive mean, so the margin stays finite."""
+    near_a = mean_nearest(vectors_a, vectors_b, k)
+    near_b = mean_nearest(vectors_b, vectors_a, k)
+    cosines = np.einsum("ij,ij->i", vectors_a[rows_a], vectors_b[rows_b]).astype(np.float64)
+    return cosines / np.maximum((near_a[rows_a] + near_b[rows_b]) / 2, 1e-6)
+
+
+class MarginScorer:
+    """Scores the sentence pairs of a shard 0..1 by their calibrated ratio margin; ``encoder`` embeds each side."""
+
+    def __init__(self, encoder: Encoder, calibration: MarginCalibration = E5_SMALL_CALIBRATION) -> None:
+        self.encoder = encoder
+        self.calibration = calibration
+
+    def margins(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+        """The ratio margin of each pair ``(texts_a[i], texts_b[i])``, the pool being the distinct texts of all pairs."""
+        if len(texts_a) != len(texts_b):
+            raise ValueError(f"{len(texts_a)} first sides for {len(texts_b)} second sides")
+        if not texts_a:
+            return np.zeros(0)
+        distinct_a, rows_a = np.unique(np.asarray(texts_a, dtype=object), return_inverse=True)
+        distinct_b, rows_b = np.unique(np.asarray(texts_b, dtype=object), return_inverse=True)
+        vectors_a = self.encoder.encode(list(distinct_a))
+        vectors_b = self.encoder.encode(list(distinct_b))
+        return ratio_margins(vectors_a, vectors_b, rows_a, rows_b, self.calibration.neighbours)
+
+    def scores(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
+        """Calibrated scores 0..1 (0.5: even odds that the two sides translate each other)."""
+        return self.calibration.probability(self.margins(texts_a, texts_b))

@@ -1,0 +1,252 @@
+"""How :data:`bitextflow.score.margin.E5_SMALL_CALIBRATION` and ``score.margin_threshold`` were chosen, reproducibly.
+
+``python -m bitextflow.score.margin_calibration [--json]`` (about 20 minutes of encoding on 2 busy cores):
+
+1. **Data** that bench/release_precision.py never measures on: the Tatoeba en-es test pairs (short everyday
+   sentences; cut into documents of :data:`TATOEBA_DOCUMENT` consecutive lines), the installation guide's pages
+   (the local site's kind of documentation: block pairs by position, :func:`training_data.installation_guide_pages`)
+   and :data:`BIBLE_DOCUMENTS` runs of :data:`BIBLE_DOCUMENT` consecutive Bible verses.
+2. **Negatives as an aligner makes them**: in every document, :data:`CORRUPTED_SHARE` of the pairs get a wrong
+   second side, half the translation of a sentence next to theirs (``neighbour``: same topic, the error a shifted
+   alignment makes) and half a random sentence of another document of the same source (``shuffled``). Pools are
+   shards of :data:`SHARD_DOCUMENTS` documents (``align.document_pairs_per_shard``), holding the wrong pairs as a
+   scored shard would; :data:`ROUNDS` corruptions of each document, its translations counted once.
+3. **Cross-validation**, :data:`FOLDS` folds grouped by document: for each neighbourhood size ``k`` in
+   :data:`NEIGHBOUR_CHOICES`, Platt scaling (logistic regression on the margin, balanced classes) fitted on the
+   other folds scores each fold. The ``k`` with the best out-of-fold ROC AUC against neighbours (the hard
+   negatives) is kept, and the threshold is the one that maximises Youden's J (translations kept minus
+   non-translations kept) over the out-of-fold scores. The calibration itself is then fitted on all the data.
+   The cosine alone goes through the same cross-validation (``cosine``), for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bitextflow.errors import BitextflowError
+from bitextflow.score.margin import MarginCalibration, ratio_margins
+from bitextflow.settings import project_home
+
+TATOEBA_DOCUMENT = 20
+BIBLE_DOCUMENTS = 120
+BIBLE_DOCUMENT = 25
+CORRUPTED_SHARE = 0.1
+SHARD_DOCUMENTS = 25
+ROUNDS = 5
+FOLDS = 5
+NEIGHBOUR_CHOICES = (2, 3, 4)
+SEED = 1
+KINDS = ("translation", "neighbour", "shuffled")
+
+Document = list[tuple[str, str]]
+
+
+def default_tatoeba() -> Path:
+    return project_home().parent / "shared" / "eval" / "tatoeba"
+
+
+def calibration_documents(tatoeba: Path, lang_a: str = "en", lang_b: str = "es") -> dict[str, list[Document]]:
+    """The documents of each source, in their order (see the module docstring)."""
+    from bitextflow.score.training_data import bible_verse_pairs, installation_guide_pages
+
+    code = {"es": "spa", "fr": "fra", "de": "deu"}.get(lang_b, lang_b)
+    if lang_a != "en":
+        raise BitextflowError(f"Tatoeba pairs every language with English, not {lang_a}-{lang_b}; calibrate en-{lang_b}")
+    try:
+        english = (tatoeba / f"tatoeba.{code}-eng.eng").read_text(encoding="utf-8").splitlines()
+        other = (tatoeba / f"tatoeba.{code}-eng.{code}").read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as error:
+        raise BitextflowError(f"{error.filename} is missing; pass --tatoeba with the folder of ../shared/eval/tatoeba") from None
+    tatoeba_pairs = list(zip(english, other, strict=True))
+    verses = bible_verse_pairs(lang_a, lang_b)
+    starts = sorted(random.Random(SEED).sample(range(0, len(verses) - BIBLE_DOCUMENT, BIBLE_DOCUMENT), BIBLE_DOCUMENTS))
+    return {
+        "tatoeba": [tatoeba_pairs[i : i + TATOEBA_DOCUMENT] for i in range(0, len(tatoeba_pairs), TATOEBA_DOCUMENT)],
+        "installation-guide": [page for page in installation_guide_pages(lang_a, lang_b) if len(page) > 1],
+        "bible": [verses[start : start + BIBLE_DOCUMENT] for start in starts],
+    }
+
+
+@dataclass
+class Examples:
+    """One row per scored pair: its source, document (the cross-validation group), kind, margin for each ``k`` and
+    cosine (under the key 0)."""
+
+    source: list[str]
+    document: list[str]
+    kind: list[str]
+    margins: dict[int, list[float]]
+
+    def extend(self, source: str, document: str, kinds: Sequence[str], margins: dict[int, np.ndarray]) -> None:
+        self.source += [source] * len(kinds)
+        self.document += [document] * len(kinds)
+        self.kind += list(kinds)
+        for k, values in margins.items():
+            self.margins[k] += values.tolist()
+
+
+#: The key of :attr:`Examples.margins` that holds the plain cosine.
+COSINE = 0
+
+
+def corrupted(document: Document, others: list[Document], rng: random.Random) -> tuple[Document, list[str]]:
+    """The document with :data:`CORRUPTED_SHARE` of its pairs (at least one) given a wrong second side, and each
+    pair's kind."""
+    pairs, kinds = list(document), ["translation"] * len(document)
+    for index in rng.sample(range(len(document)), max(1, round(CORRUPTED_SHARE * len(document)))):
+        if rng.random() < 0.5:
+            neighbour = index + 1 if index + 1 < len(document) and (index == 0 or rng.random() < 0.5) else index - 1
+            wrong, kind = document[neighbour][1], "neighbour"
+        else:
+            wrong, kind = rng.choice(rng.choice(others))[1], "shuffled"
+        if wrong != document[index][1]:
+            pairs[index], kinds[index] = (document[index][0], wrong), kind
+    return pairs, kinds
+
+
+def examples(documents: dict[str, list[Document]], vectors: dict[str, np.ndarray]) -> Examples:
+    """Every source's documents corrupted :data:`ROUNDS` times and scored shard by shard with each ``k``."""
+    rng = random.Random(SEED)
+    rows = Examples([], [], [], {k: [] for k in (COSINE, *NEIGHBOUR_CHOICES)})
+    for source, docs in documents.items():
+        for round_ in range(ROUNDS):
+            for first in range(0, len(docs), SHARD_DOCUMENTS):
+                shard = [(number, *corrupted(docs[number], docs[:number] + docs[number + 1 :], rng))
+                         for number in range(first, min(first + SHARD_DOCUMENTS, len(docs)))]  # fmt: skip
+                pairs = [pair for _, doc_pairs, _ in shard for pair in doc_pairs]
+                margins = shard_margins(pairs, vectors)
+                start = 0
+                for number, _pairs, kinds in shard:
+                    # translations once (the first round), wrong pairs every round
+                    keep = [i for i, kind in enumerate(kinds) if kind != "translation" or round_ == 0]
+                    chosen = {k: values[start : start + len(kinds)][keep] for k, values in margins.items()}
+                    rows.extend(source, f"{source}/{number}", [kinds[i] for i in keep], chosen)
+                    start += len(kinds)
+    return rows
+
+
+def shard_margins(pairs: Document, vectors: dict[str, np.ndarray]) -> dict[int, np.ndarray]:
+    """The ratio margin of every pair with each ``k``, the pool being the shard's distinct texts, and its cosine."""
+    texts_a, rows_a = np.unique(np.asarray([a for a, _ in pairs], dtype=object), return_inverse=True)
+    texts_b, rows_b = np.unique(np.asarray([b for _, b in pairs], dtype=object), return_inverse=True)
+    vectors_a = np.stack([vectors[text] for text in texts_a])
+    vectors_b = np.stack([vectors[text] for text in texts_b])
+    cosines = np.einsum("ij,ij->i", vectors_a[rows_a], vectors_b[rows_b]).astype(np.float64)
+    return {COSINE: cosines} | {k: ratio_margins(vectors_a, vectors_b, rows_a, rows_b, k) for k in NEIGHBOUR_CHOICES}
+
+
+def auc(true: np.ndarray, false: np.ndarray) -> float:
+    """ROC AUC: the chance that a translation outscores a non-translation, ties counted half."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(np.concatenate([true, false]))
+    return float((ranks[: len(true)].sum() - len(true) * (len(true) + 1) / 2) / (len(true) * len(false)))
+
+
+def out_of_fold(margins: np.ndarray, labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each row scored by a Platt scaling fitted on the other folds (grouped by document)."""
+    from sklearn.model_selection import GroupKFold
+
+    scores = np.zeros(len(margins))
+    for train, test in GroupKFold(FOLDS).split(margins, labels, groups):
+        scores[test] = platt(margins[train], labels[train]).probability(margins[test])
+    return scores
+
+
+def platt(margins: np.ndarray, labels: np.ndarray, neighbours: int = 0) -> MarginCalibration:
+    """Logistic regression of the label on the margin, classes weighted to balance (0.5 = even odds); no penalty to
+    speak of, since there is one feature."""
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(class_weight="balanced", C=1e4).fit(margins[:, None], labels)
+    return MarginCalibration(neighbours, round(float(model.coef_[0, 0]), 4), round(float(model.intercept_[0]), 4))
+
+
+def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The score cut that maximises translations kept minus non-translations kept, rounded to two decimals."""
+    candidates = np.round(np.arange(0.01, 1.0, 0.01), 2)
+    good, bad = scores[labels == 1], scores[labels == 0]
+    gains = [(good >= cut).mean() - (bad >= cut).mean() for cut in candidates]
+    return float(candidates[int(np.argmax(gains))])
+
+
+def separation(scores: np.ndarray, kinds: np.ndarray, threshold: float) -> dict[str, float]:
+    """ROC AUC against each kind of non-translation and the share of each kind kept at ``threshold``."""
+    good = scores[kinds == "translation"]
+    figures = {f"auc_{kind}": auc(good, scores[kinds == kind]) for kind in KINDS[1:]}
+    figures |= {f"kept_{kind}": float((scores[kinds == kind] >= threshold).mean()) for kind in KINDS}
+    return {name: round(value, 4) for name, value in figures.items()}
+
+
+def calibrate(rows: Examples) -> dict:
+    """The cross-validated choice of ``k`` and threshold, the calibration fitted on all rows, and their figures."""
+    kinds = np.asarray(rows.kind)
+    labels = (kinds == "translation").astype(int)
+    groups = np.asarray(rows.document)
+    sources = np.asarray(rows.source)
+    by_k = {}
+    for k in NEIGHBOUR_CHOICES:
+        scores = out_of_fold(np.asarray(rows.margins[k]), labels, groups)
+        by_k[k] = {"scores": scores, "figures": separation(scores, kinds, 0.5)}
+    best = max(NEIGHBOUR_CHOICES, key=lambda k: by_k[k]["figures"]["auc_neighbour"])
+    scores = by_k[best]["scores"]
+    threshold = youden_threshold(scores, labels)
+    calibration = platt(np.asarray(rows.margins[best]), labels, best)
+    cosine = out_of_fold(np.asarray(rows.margins[COSINE]), labels, groups)
+    cosine_threshold = youden_threshold(cosine, labels)
+    return {
+        "calibration": {"neighbours": best, "slope": calibration.slope, "intercept": calibration.intercept},
+        "threshold": threshold,
+        "out_of_fold": separation(scores, kinds, threshold),
+        "out_of_fold_by_source": {
+            source: separation(scores[sources == source], kinds[sources == source], threshold) for source in np.unique(sources)
+        },
+        "neighbour_choices": {str(k): by_k[k]["figures"] for k in NEIGHBOUR_CHOICES},
+        "cosine": {"threshold": cosine_threshold, "out_of_fold": separation(cosine, kinds, cosine_threshold)},
+        "examples": {kind: int((kinds == kind).sum()) for kind in KINDS},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bitextflow.score.margin_calibration", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--tatoeba", type=Path, default=default_tatoeba(), help="folder of tatoeba.spa-eng.* (../shared/eval/tatoeba)"
+    )
+    parser.add_argument(
+        "--encoder", default=None, help="transformers encoder folder (default: the converted multilingual-e5-small)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    args = parser.parse_args(argv)
+    from bitextflow.models import SentenceEncoder
+
+    started = time.monotonic()
+    try:
+        documents = calibration_documents(args.tatoeba)
+        encoder = SentenceEncoder.from_path(args.encoder)
+    except BitextflowError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    texts = sorted({text for docs in documents.values() for doc in docs for pair in doc for text in pair})
+    print(f"encoding {len(texts)} texts of {sum(map(len, documents.values()))} documents", file=sys.stderr, flush=True)
+    vectors = dict(zip(texts, encoder.encode(texts), strict=True))
+    result = calibrate(examples(documents, vectors))
+    result["seconds"] = round(time.monotonic() - started, 1)
+    print(f"MarginCalibration(**{result['calibration']}), threshold {result['threshold']}")
+    for name, figures in [("all", result["out_of_fold"]), *result["out_of_fold_by_source"].items()]:
+        print(f"{name:>20}: " + ", ".join(f"{key} {value:.4f}" for key, value in figures.items()))
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
