@@ -315,3 +315,28 @@ def test_found_auc_matches_the_benchmarks_trapezoids() -> None:
     # two pairs in four downloads, complete at downloads 2 and 4: curve 0, 1, 1, 2 of 2
     assert found_auc([2, 4], 4) == pytest.approx((0 + 0.5 + 1 + 1.5) / (4 * 2))
     assert found_auc([], 4) == 0.0
+
+
+def test_partly_translated_pages_keep_the_original_under_translated_navigation(server: SiteServer, truth: Truth) -> None:
+    """Chapter 11's translations have sections 11.1 and 11.3 translated and the rest in English, as unfinished
+    translations are published; the truth knows them, and their links stay within the translation."""
+    assert truth.partly_translated == {f"reference/ch11.{lang}.html" for lang in ("es", "fr", "de")}
+    assert truth.partly_translated_pairs("en", "es") == {("reference/ch11.en.html", "reference/ch11.es.html")}
+    assert ("reference/ch11.en.html", "reference/ch11.es.html") in truth.pairs("en", "es")
+    assert not truth.partly_translated_pairs("es", "en")  # the partly translated page is the second of the pair
+
+    page = fetch(server.base_url + "reference/ch11.es.html").body.decode()
+    headings = re.findall(r'<h2 class="title"><a id="[^"]*"/>([^<]*)', page)
+    assert [heading[:5] for heading in headings] == [f"11.{n}." for n in range(1, 8)]
+    assert "Herramientas" in headings[0] and "Configuración" in headings[2]  # 11.1 and 11.3 translated
+    assert headings[1].endswith("XML data") and headings[6].endswith("Miscellaneous data conversion")
+    assert "<title>Capítulo 11. Conversión de datos</title>" in page and 'alt="Siguiente"' in page  # translated navigation
+    switcher = _SWITCHER.search(page)
+    assert switcher is not None
+    assert {hreflang for _, hreflang, _ in _SWITCHER_LINK.findall(switcher.group(1))} == {"en", "fr", "de"}
+    # the English sections link the Spanish pages (ch10 has none: its English page, as everywhere on the site)
+    links = set(_LINK.findall(page))
+    assert "ch11.es.html#_basic_hints_for_xml" in links and not any(link.startswith("ch11.en.html") for link in links)
+    assert "ch10.en.html" in links
+    assert 'href="ch11.es.html' in fetch(server.base_url + "reference/index.es.html").body.decode()
+    assert fetch(server.base_url + "reference/ch11.en.html").body.decode().count('<h2 class="title">') == 7

@@ -6,8 +6,10 @@ the Reference encodes the language in a file-name suffix (`/reference/ch01.es.ht
 content negotiation) and the Installation Guide in a directory (`/install/es/ch03s02.html`), so URL
 matching meets both styles. Every manual page gets a language switcher, a few pages exist in one
 language only, English-only news pages and a robots-protected directory are added, and non-HTML files
-are linked. Because the builder decides all of this, it also knows which pages are translations of
-which: it writes that truth outside the docroot, for measuring what the pipeline finds.
+are linked. One chapter's translations are left unfinished: past their first section they keep the English
+text, under translated navigation (`partial.py`). Because the builder decides all of this, it also knows which
+pages are translations of which, and which are partly translated: it writes that truth outside the docroot, for
+measuring what the pipeline finds.
 
 Two layouts. The default site (tests, demo) has both manuals in the languages requested, linked from the
 home page in that order. The full site (`build_site(full=True)`, `bitextflow-local site build
@@ -52,12 +54,19 @@ from bitextflow_local.localsite.layouts import (
     Layout,
     Section,
 )
-from bitextflow_local.localsite.pages import link_rewrites, render_page, title_of, with_switcher
+from bitextflow_local.localsite.pages import (
+    is_partly_translated,
+    link_rewrites,
+    original_links,
+    render_page,
+    title_of,
+    with_switcher,
+)
 from bitextflow_local.localsite.paths import DOCROOT_DIRNAME, FULL_SITE_DIRNAME, TRUTH_FILENAME, default_cache_dir
 from bitextflow_local.localsite.truth import Truth
 
 # Bump whenever the output changes for the same packages, so that cached sites are rebuilt.
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 STAMP_FILENAME = "site.stamp.json"
 
 
@@ -165,16 +174,20 @@ def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages:
     staging.mkdir()
 
     groups: list[dict[str, str]] = []
+    partly_translated: list[str] = []
     titles: dict[tuple[str, str], str] = {}
     for section in layout.sections:
         documents = _discover(section, languages, packages)
         for lang in section.built_in(languages):
             rewrites = link_rewrites(section, documents, lang)
+            original_rewrites = original_links(documents, lang)
             for document in documents:
                 if lang not in document.sources:
                     continue
-                page = render_page(document, lang, languages, layout.endonyms, rewrites)
+                page = render_page(document, lang, languages, layout.endonyms, rewrites, original_rewrites)
                 write_file(staging, document.site_path(lang), page)
+                if is_partly_translated(document, lang):
+                    partly_translated.append(document.site_path(lang))
                 if document.key == "index":
                     titles[section.title, lang] = title_of(page, document.sources[lang])
         groups.extend({lang: document.site_path(lang) for lang in document.sources} for document in documents)
@@ -209,6 +222,7 @@ def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages:
         "languages": list(languages),
         "groups": groups,
         "disallowed": sorted(generated.PRIVATE_ARTICLES),
+        "partly_translated": sorted(partly_translated),
     }
     (cache / TRUTH_FILENAME).write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 

@@ -13,7 +13,7 @@ material) out to N sites. Each site has a home page and about 15 to 40 pages:
 
 The documents are dealt, not drawn: each kind of document goes out in a shuffled order, and only when every
 one of them has been dealt are they dealt again, in another order. So sites share no document until the
-local site runs out of them (the default site has 94 en-es translated documents, the full one 206), then
+local site runs out of them (the default site has 95 en-es translated documents, the full one 206), then
 repeat some, as mirrors do. The first sites of a larger web are the sites of a smaller one with the same seed.
 
 A page is copied from the local site with its links mended for the smaller site: a language-switcher link to

@@ -25,15 +25,19 @@ def site_path(url: str) -> str:
 
 
 class Truth:
-    """Groups of pages that are the same document in different languages, and the disallowed pages.
+    """Groups of pages that are the same document in different languages, the disallowed pages, and the
+    pages that are partly translated (translations that keep part of the original's text).
 
     A group maps a language to the site-relative path of the document in that language; a document
     published in one language only is a group of one.
     """
 
-    def __init__(self, groups: Sequence[Mapping[str, str]], disallowed: Sequence[str]) -> None:
+    def __init__(
+        self, groups: Sequence[Mapping[str, str]], disallowed: Sequence[str], partly_translated: Sequence[str] = ()
+    ) -> None:
         self.groups: tuple[Mapping[str, str], ...] = tuple(groups)
         self.disallowed: frozenset[str] = frozenset(disallowed)
+        self.partly_translated: frozenset[str] = frozenset(partly_translated)
         self._group_index = {path: index for index, group in enumerate(self.groups) for path in group.values()}
 
     @classmethod
@@ -46,7 +50,8 @@ class Truth:
             raise StageError(f"{truth_path} does not exist: build the local site first (bitextflow-local site build)") from None
         except ValueError as error:
             raise StageError(f"{truth_path} is not valid JSON ({error}): build the local site again") from error
-        return cls(data["groups"], data["disallowed"])
+        # a site built before partly translated pages were made has none
+        return cls(data["groups"], data["disallowed"], data.get("partly_translated", ()))
 
     def are_translations(self, url_a: str, url_b: str) -> bool:
         """Whether two URLs (any host; paths compared) are the same document in two languages."""
@@ -57,6 +62,10 @@ class Truth:
     def pairs(self, lang_a: str, lang_b: str) -> set[tuple[str, str]]:
         """Every (path in lang_a, path in lang_b) that are translations of each other."""
         return {(group[lang_a], group[lang_b]) for group in self.groups if lang_a in group and lang_b in group}
+
+    def partly_translated_pairs(self, lang_a: str, lang_b: str) -> set[tuple[str, str]]:
+        """The :meth:`pairs` whose lang_b page keeps part of the lang_a original's text untranslated."""
+        return {(path_a, path_b) for path_a, path_b in self.pairs(lang_a, lang_b) if path_b in self.partly_translated}
 
     def documents(self, lang: str) -> set[str]:
         """The site-relative paths of every document published in `lang` (robots-disallowed pages excluded)."""
