@@ -344,7 +344,8 @@ class AlignConfig(_Section):
         "leave-one-file-out on Bleualign; about 5 sentence pairs a second on 2 CPU cores, for a GPU). See docs/align.md.",
     )
     encoder_model: str | None = Field(
-        None, description="Model folder for `vecalign` and `hybrid-e5` (any transformers encoder); default: the converted multilingual-e5-small."
+        None,
+        description="Model folder for `vecalign` and `hybrid-e5` (any transformers encoder); default: the converted multilingual-e5-small.",
     )
     static_model: str | None = Field(
         None, description="Static embedding folder for `hybrid`; default: the one distilled from multilingual-e5-small at setup."
