@@ -52,7 +52,9 @@ CHROMIUM_FLAGS = (
 )  # fmt: skip
 WAIT_S = 60
 DEMO_TIMEOUT_S = 25 * 60
-REPORT_SECTIONS = ("Summary", "Sentence length", "Score: alignment_score", "Yield per site", "Counts per stage")
+REPORT_SECTIONS = (
+    "Summary", "Quality gates", "Sentence length", "Score: alignment_score", "Yield per site", "Counts per stage", "Crawl efficiency",
+)  # fmt: skip
 README_IMAGES = os.environ.get("BITEXTFLOW_README_IMAGES")
 
 
@@ -231,6 +233,24 @@ def test_a_gate_task_links_to_its_data_docs(signed_in: Browser, demo: Demo) -> N
     for text in ("Expectation Suite: sentence_pairs", "Status: Succeeded"):
         browser.expect(EC.text_to_be_present_in_element((By.TAG_NAME, "body"), text), f"{text!r} on the validation page")
     browser.screenshot("validation")
+
+
+def test_the_release_task_opens_its_report_whose_gate_links_open_their_data_docs(signed_in: Browser, demo: Demo) -> None:
+    browser = signed_in
+    browser.visit(task_page(demo, "release", -1) + "/details")
+    link = browser.expect(EC.element_to_be_clickable((By.LINK_TEXT, "Release report")), "the release task's report button")
+    link.click()
+    browser.expect(lambda driver: "/bitextflow/reports/" in driver.current_url, "the report route")
+    browser.expect(EC.title_contains("bitextflow release en-es"), "the report, served by the API server")
+    gates = browser.driver.find_elements(By.XPATH, "//h2[normalize-space()='Quality gates']/following-sibling::table[1]//tr[td]")
+    names = [row.find_element(By.XPATH, "td[1]").text for row in gates]
+    assert {"documents", "sentence_pairs"} <= set(names), browser.failure(f"gates in the report: {names}")
+    browser.screenshot("report-served")
+    row = gates[names.index("sentence_pairs")]
+    row.find_element(By.LINK_TEXT, "Data Docs").click()
+    browser.expect(lambda driver: "/bitextflow/data-docs/" in driver.current_url, "the gate's Data Docs, from the report")
+    browser.expect(EC.title_contains("Data Docs"), "the Data Docs index page")
+    browser.screenshot("report-data-docs")
 
 
 def test_the_release_report_opens_in_a_browser(browser: Browser, demo: Demo) -> None:
