@@ -16,9 +16,15 @@ Methods (:func:`bitextflow.align.combined.align_documents`, each alone, then 1-1
 methods and priority of the default ``align.document_methods``, what the pipeline pairs with.
 
 The site's URLs reveal every pair by construction. A second scenario (``hidden_urls`` in the JSON)
-renames a share (``--hide``, default half) of the second language's pages to opaque paths of the
-same depth (``/x/9c1e4f.html``), as sites with translated paths look: URL matching cannot pair them,
-and the other methods have to.
+renames a share (``--hide``, default half) of the second language's pages (by the truth, whatever
+language they were identified as) to opaque paths of the same depth (``/x/9c1e4f.html``), as sites
+with translated paths look: URL matching cannot pair them, and the other methods have to.
+
+Partly translated pages (the truth's ``partly_translated``: translations that keep part of the original's
+text, identified as the original's language when most of it is untranslated) are counted apart:
+``partly_translated_truth_pairs``, and per method ``partly_translated_found`` (truth pairs of them returned)
+and ``partly_translated_pairs`` (pairs the second pass of :func:`bitextflow.align.combined.align_documents`
+made).
 
 Usage, from the project root::
 
@@ -45,7 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bitextflow.align.combined import align_documents
+from bitextflow.align.combined import MIN_TRANSLATED_SHARE, align_documents, language_share
 from bitextflow.align.dictionary import load_dictionary
 from bitextflow.config import AlignConfig, CrawlConfig
 from bitextflow.counts import StageCounts
@@ -53,6 +59,7 @@ from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import BitextflowError
 from bitextflow.extract import iter_documents
+from bitextflow.extract.shard import document_row
 from bitextflow.records import Document
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.truth import site_path
@@ -66,15 +73,16 @@ COMBINED_OF = AlignConfig().document_methods
 HIDE_SHARE = 0.5
 
 
-def hide_urls(documents: Sequence[Document], language: str, share: float) -> tuple[list[Document], dict[str, str]]:
-    """``documents`` with a share of ``language``'s pages moved to opaque URLs of the same depth (chosen
-    by a hash of the site path, so every run hides the same pages); also returns opaque URL -> original URL."""
+def hide_urls(documents: Sequence[Document], paths: set[str], share: float) -> tuple[list[Document], dict[str, str]]:
+    """``documents`` with a share of the pages at ``paths`` (site paths of one language's pages) moved to opaque URLs of
+    the same depth (chosen by a hash of the site path, so every run hides the same pages); also returns opaque URL ->
+    original URL."""
     renamed: dict[str, str] = {}
     result = []
     for document in documents:
         path = site_path(document.url)  # not the URL: the port changes from run to run
         digest = hashlib.sha1(path.encode("utf-8")).digest()
-        if document.language == language and digest[0] < share * 256:
+        if path in paths and digest[0] < share * 256:
             parts = urlsplit(document.url)
             segments = [hashlib.sha1(f"{path}/{k}".encode()).hexdigest()[:8] for k, s in enumerate(parts.path.split("/")) if s]
             url = f"{parts.scheme}://{parts.netloc}/" + "/".join(segments)
@@ -88,12 +96,13 @@ def measure(
     documents: Sequence[Document],
     lang_a: str,
     lang_b: str,
-    truth_pairs: set[tuple[str, str]],
+    truth: Truth,
     renamed: dict[str, str],
     methods: dict[str, list[str]],
     **resources: Any,
 ) -> dict[str, dict[str, Any]]:
     """Precision and recall of each named method list against the truth (site paths of the original URLs)."""
+    truth_pairs, partly_translated = truth.pairs(lang_a, lang_b), truth.partly_translated_pairs(lang_a, lang_b)
     results = {}
     for name, method_list in methods.items():
         started = time.perf_counter()
@@ -106,6 +115,8 @@ def measure(
             "recall": round(len(set(found) & truth_pairs) / len(truth_pairs), 4) if truth_pairs else 0.0,
             "pairs": len(found),
             "correct": correct,
+            "partly_translated_found": len(set(found) & partly_translated),
+            "partly_translated_pairs": report.partly_translated,
             "kept_by_method": dict(report.kept),
             "unmatched": dict(sorted(report.unmatched.items())),
             "seconds": round(seconds, 3),
@@ -121,13 +132,14 @@ def measure(
 
 def print_table(title: str, methods: dict[str, dict[str, Any]]) -> None:
     print(title)
-    header = f"{'method':<12} {'pairs':>6} {'correct':>8} {'precision':>10} {'recall':>8} {'seconds':>8}  kept by"
+    header = f"{'method':<12} {'pairs':>6} {'correct':>8} {'partly':>7} {'precision':>10} {'recall':>8} {'seconds':>8}  kept by"
     print(header)
     print("-" * len(header))
     for name, row in methods.items():
         kept = ", ".join(f"{m} {n}" for m, n in row["kept_by_method"].items())
         print(
-            f"{name:<12} {row['pairs']:>6} {row['correct']:>8} {row['precision']:>10.3f} {row['recall']:>8.3f} {row['seconds']:>8.2f}  {kept}"
+            f"{name:<12} {row['pairs']:>6} {row['correct']:>8} {row['partly_translated_found']:>7} {row['precision']:>10.3f} "
+            f"{row['recall']:>8.3f} {row['seconds']:>8.2f}  {kept}"
         )
     for name, row in methods.items():
         for a, b, method, score in row["wrong_examples"]:
@@ -162,8 +174,8 @@ def extract(shards: Sequence[str]) -> tuple[list[Document], StageCounts]:
     for shard in shards:
         with open(shard, "rb") as stream:
             for doc in iter_documents(stream, counts):
-                main = tuple((p.type, p.text) for p in doc.paragraphs if not p.boilerplate)
-                documents.append(Document.of_text(doc.doc_id, doc.url, doc.language, main, tuple(doc.images)))
+                # as the pipeline's documents table holds it: paragraph languages and boilerplate flags included
+                documents.append(Document.from_row(document_row(doc, shard, partition=0)))
     return documents, counts
 
 
@@ -202,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     truth_pairs = truth.pairs(lang_a, lang_b)
+    partly_translated = truth.partly_translated_pairs(lang_a, lang_b)
 
     with tempfile.TemporaryDirectory(prefix="bench-docalign-") as tmp, serve(site.docroot, port=0) as server:
         started = time.perf_counter()
@@ -212,13 +225,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         extract_seconds = time.perf_counter() - started
 
     languages = Counter(doc.language for doc in documents)
-    # Truth pairs whose two pages were crawled and extracted in the right language: what a URL-only
-    # or content method could find at most from this crawl.
+    # Truth pairs whose two pages were crawled and extracted in the right language, or the second page as a partly
+    # translated one (identified as the first language, with enough of the second): what a URL-only or content
+    # method could find at most from this crawl.
     extracted = {(site_path(doc.url), doc.language) for doc in documents}
     detected: dict[str, set[str]] = {}
     for path, language in extracted:
         detected.setdefault(path, set()).add(language)
-    reachable = {(a, b) for a, b in truth_pairs if (a, lang_a) in extracted and (b, lang_b) in extracted}
+    partly_paths = {
+        site_path(doc.url) for doc in documents if doc.language == lang_a and language_share(doc, lang_b) >= MIN_TRANSLATED_SHARE
+    }
+    reachable = {(a, b) for a, b in truth_pairs if (a, lang_a) in extracted and ((b, lang_b) in extracted or b in partly_paths)}
 
     methods = {name: [name] for name in SINGLE_METHODS}
     resources: dict[str, Any] = {"dictionary": load_dictionary(lang_a, lang_b)}
@@ -230,17 +247,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     methods["combined"] = list(COMBINED_OF)
     if args.embeddings:
         methods["combined+emb"] = [*COMBINED_OF[:1], "embeddings", *COMBINED_OF[1:]]
-    hidden, renamed = hide_urls(documents, lang_b, args.hide)
+    hidden, renamed = hide_urls(documents, truth.documents(lang_b), args.hide)
     result: dict = {
         "pair": f"{lang_a}-{lang_b}",
         "truth_pairs": len(truth_pairs),
         "reachable_truth_pairs": len(reachable),
-        "methods": measure(documents, lang_a, lang_b, truth_pairs, {}, methods, **resources),
+        "partly_translated_truth_pairs": len(partly_translated),
+        "methods": measure(documents, lang_a, lang_b, truth, {}, methods, **resources),
         "combined_of": COMBINED_OF,
         "hidden_urls": {
             "share": args.hide,
             "renamed_pages": len(renamed),
-            "methods": measure(hidden, lang_a, lang_b, truth_pairs, renamed, methods, **resources),
+            "methods": measure(hidden, lang_a, lang_b, truth, renamed, methods, **resources),
         },
         "dictionary_pairs": len(resources["dictionary"]) if resources["dictionary"] is not None else 0,
         "pages_crawled": crawler.counts.kept,
@@ -270,7 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"Extract: {len(documents)} documents in {extract_seconds:.1f} s ({extract_counts.summary()})")
     print("Documents by language: " + ", ".join(f"{lang} {n}" for lang, n in languages.most_common()))
-    print(f"Truth pairs {lang_a}-{lang_b}: {len(truth_pairs)}; both sides extracted in the right language: {len(reachable)}")
+    print(
+        f"Truth pairs {lang_a}-{lang_b}: {len(truth_pairs)} ({len(partly_translated)} partly translated); "
+        f"both sides extracted in the right language: {len(reachable)}"
+    )
     print(f"combined = {' > '.join(COMBINED_OF)} (align.document_methods default, in priority order)")
     print()
     print_table("URLs as crawled", result["methods"])

@@ -7,12 +7,13 @@ import random
 import string
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bitextflow.align.combined import DOCUMENT_METHODS, align_documents, competitive_linking
+from bitextflow.align.combined import DOCUMENT_METHODS, MIN_TRANSLATED_SHARE, align_documents, competitive_linking, language_share
 from bitextflow.align.content import embedding_pairs, tfidf_pairs
 from bitextflow.align.dictionary import BilingualDictionary
 from bitextflow.align.documents import align_by_url
@@ -263,3 +264,104 @@ def test_align_documents_stage_records_method_and_score(store) -> None:
         ("kernel-en", "kernel-es"): "tfidf",
     }
     assert pairs["score"].between(0, 1).all()
+
+
+def _translations(site: Site) -> dict[str, Document]:
+    """Each English page's Spanish translation, by the English page's URL."""
+    by_url = {doc.url: doc for doc in site.docs_b}
+    return {url_a: by_url[url_b] for url_a, url_b in site.truth}
+
+
+def _partly_translated(english: Document, spanish: Document, translated: int) -> Document:
+    """``spanish`` as an unfinished translation, at its own URL: its title and first ``translated`` paragraphs
+    translated, the rest ``english``'s text, and identified as English, as a page mostly in English is."""
+    paragraphs = (*spanish.paragraphs[: 1 + translated], *english.paragraphs[1 + translated :])
+    return replace(spanish, language="en", paragraphs=paragraphs)
+
+
+def _with_page(documents: Sequence[Document], page: Document) -> list[Document]:
+    """``documents`` with ``page`` in place of the document at its URL."""
+    return [page if doc.url == page.url else doc for doc in documents]
+
+
+def test_a_partly_translated_page_identified_as_the_source_language_is_paired() -> None:
+    """The page pair used to be lost: both pages English, the translation a duplicate URL key of the original."""
+    site = Site(12, seed=9)
+    english = site.docs_a[3]
+    spanish = _translations(site)[english.url]
+    half = (len(spanish.paragraphs) - 1) // 2
+    partly = _partly_translated(english, spanish, half)
+    assert language_share(partly, "es") >= MIN_TRANSLATED_SHARE > language_share(english, "es") == 0.0
+    documents = _with_page(site.documents, partly)
+    methods = list(DOCUMENT_METHODS[:2])  # url_tokens, tfidf
+
+    before, before_report = align_documents(site.documents, "en", "es", methods, dictionary=site.dictionary)
+    pairs, report = align_documents(documents, "en", "es", methods, dictionary=site.dictionary)
+    assert (english.url, partly.url) in {(p.url_a, p.url_b) for p in pairs}
+    assert report.partly_translated == 1 and not report.unmatched
+    # the other pairs are those of the site with the page fully translated
+    assert [p for p in pairs if p.url_a != english.url] == [p for p in before if p.url_a != english.url]
+    assert _correct(pairs, site.truth) == 12 and before_report.partly_translated == 0
+
+    # without the second pass the translation was a duplicate key, the original without counterpart
+    url_only, url_report = align_by_url(documents, "en", "es")
+    assert len(url_only) == 11 and url_report == {"duplicate_key": 1, "no_counterpart_a": 1}
+
+
+def test_a_partly_translated_page_behind_an_opaque_url_is_paired_by_its_translated_paragraphs() -> None:
+    site = Site(12, seed=10, hidden=[5])
+    english = site.docs_a[5]
+    spanish = _translations(site)[english.url]
+    partly = _partly_translated(english, spanish, (len(spanish.paragraphs) - 1) // 2)
+    pairs, report = align_documents(
+        _with_page(site.documents, partly), "en", "es", list(DOCUMENT_METHODS[:2]), dictionary=site.dictionary
+    )
+    found = {(p.url_a, p.url_b): p.method for p in pairs}
+    assert found[english.url, partly.url] == "tfidf" and report.partly_translated == 1
+    assert _correct(pairs, site.truth) == len(pairs) == 12
+
+
+def test_pages_with_too_little_translated_or_no_original_stay_unpaired_and_counted() -> None:
+    site = Site(12, seed=11)
+    translations = _translations(site)
+    first, second = site.docs_a[1], site.docs_a[2]
+    # one translated paragraph of many is under the share: an English page, as before
+    barely = _partly_translated(first, translations[first.url], 0)
+    barely = replace(barely, paragraphs=(*barely.paragraphs, replace(translations[first.url].paragraphs[1], text="sí")))
+    assert language_share(barely, "es") < MIN_TRANSLATED_SHARE
+    # a partly translated page whose original is not on the site pairs with nothing else
+    orphan = _partly_translated(second, translations[second.url], (len(translations[second.url].paragraphs) - 1) // 2)
+    documents = [doc for doc in _with_page(_with_page(site.documents, barely), orphan) if doc.url != second.url]
+    pairs, report = align_documents(
+        documents, "en", "es", list(DOCUMENT_METHODS), dictionary=site.dictionary, encoder=ConceptEncoder(site)
+    )
+    assert _correct(pairs, site.truth) == len(pairs) == 10
+    assert report.partly_translated == 0
+    assert report.unmatched == {"duplicate_key": 1, "no_counterpart_a": 1, "no_counterpart_partly_translated": 1}
+    assert 2 * len(pairs) + sum(report.unmatched.values()) == len(documents)
+
+
+def test_the_partly_translated_chapter_of_the_local_site_is_paired(site, truth) -> None:
+    """The local site's Reference pages as extraction reads them: chapter 11's Spanish page, translated in two of its
+    seven sections, is identified as English and paired with the English chapter; every pair is a true one."""
+    from bitextflow.counts import StageCounts
+    from bitextflow.extract.documents import DocumentBuilder
+    from bitextflow.extract.model import WarcResponse
+    from bitextflow.extract.shard import document_row
+    from bitextflow_local.localsite.truth import site_path
+
+    builder, docroot = DocumentBuilder(), site.site.docroot
+    documents = []
+    for path in sorted(docroot.glob("reference/*.*.html")):
+        url = site.base_url + path.relative_to(docroot).as_posix()
+        page = builder.build(WarcResponse(url, path.read_bytes(), 200, "text/html", None, "", 0, ""), StageCounts("extract"))
+        assert page is not None, url
+        documents.append(Document.from_row(document_row(page, "local-site", 0)))
+    chapter = next(doc for doc in documents if doc.url.endswith("reference/ch11.es.html"))
+    assert chapter.language == "en" and language_share(chapter, "es") >= MIN_TRANSLATED_SHARE
+
+    pairs, report = align_documents(documents, "en", "es", ["url_tokens", "structure"])
+    found = {(site_path(p.url_a), site_path(p.url_b)) for p in pairs}
+    expected = {(a, b) for a, b in truth.pairs("en", "es") if a.startswith("reference/")}
+    assert found == expected and truth.partly_translated_pairs("en", "es") <= found
+    assert report.partly_translated == 1

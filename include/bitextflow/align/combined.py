@@ -19,13 +19,23 @@ different methods do not share a scale (a URL match is certain, a cosine of 0.4 
 so "best" is by method first, in the configured order, then by score; each kept pair records the
 method and score that chose it. Candidates only ever join documents of one site, so the global
 greedy pass is a per-site one.
+
+Partly translated pages: a translation whose navigation and some paragraphs are translated and the
+rest left in the original is identified as the original's language when most of its text is
+untranslated, and then has no counterpart. A second pass takes the pages of the first language left
+unpaired that have at least ``MIN_TRANSLATED_SHARE`` of their main text in the second language
+(paragraph languages), each as a page of the second language made of its translated paragraphs, and
+pairs them with the first-language pages left unpaired. Its candidates come from the same methods run
+over the whole site again, so that what the methods learn from the site (TF-IDF weights, the
+structure classifier, the embeddings' language means) is learnt from all of it, not from the few
+pages left over. The first pass is unchanged by it: pages whose language is their own pair as before.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bitextflow.align.content import EMBEDDINGS_METHOD, TFIDF_METHOD, embedding_pairs, tfidf_pairs
 from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
@@ -42,17 +52,26 @@ DOCUMENT_METHODS = (URL_METHOD, TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHO
 #: Lowest score a candidate of each method needs, chosen on the local site (docs/align.md).
 DEFAULT_MIN_SCORES = {URL_METHOD: 1.0, IMAGES_METHOD: 0.5, STRUCTURE_METHOD: 0.5, TFIDF_METHOD: 0.2, EMBEDDINGS_METHOD: 0.3}
 DEFAULT_TOP_K = 10
+#: Share of a first-language page's main text (characters of its main-content paragraphs) in the second language
+#: from which the page is taken as a partly translated page of the second language: far above what pages written
+#: in the first language carry (0.07% at most on the local site) and at the share below which a translation is a
+#: near-duplicate of its original, which extraction sets aside (docs/align.md, "Partly translated pages").
+MIN_TRANSLATED_SHARE = 0.2
+#: The reason of a partly translated page that neither pass paired.
+PARTLY_TRANSLATED_UNPAIRED = "no_counterpart_partly_translated"
 
 
 @dataclass
 class AlignmentReport:
     """What :func:`align_documents` found besides the pairs: unpaired documents by reason, candidates
-    proposed and pairs kept per method, and how the structure method scored (``classifier``/``rule``)."""
+    proposed and pairs kept per method (both passes), how the structure method scored (``classifier``/``rule``,
+    first pass), and how many pairs have a partly translated second-language page (second pass)."""
 
     unmatched: Counter[str] = field(default_factory=Counter)
     candidates: Counter[str] = field(default_factory=Counter)
     kept: Counter[str] = field(default_factory=Counter)
     structure_scorer: str = ""
+    partly_translated: int = 0
 
 
 def align_documents(
@@ -66,57 +85,125 @@ def align_documents(
     dictionary: BilingualDictionary | None = None,
     encoder: Encoder | None = None,
 ) -> tuple[list[DocumentPair], AlignmentReport]:
-    """1-1 document pairs of ``lang_a`` and ``lang_b`` by ``methods`` (in priority order).
+    """1-1 document pairs of ``lang_a`` and ``lang_b`` by ``methods`` (in priority order), then the pairs of
+    partly translated ``lang_b`` pages identified as ``lang_a`` (the second pass, module docstring).
 
-    ``tfidf`` uses ``dictionary`` (None: words that match themselves only); ``embeddings`` needs
+    ``lang_a`` is the language pages are translated from (the source of a pair config): untranslated text
+    is in it. ``tfidf`` uses ``dictionary`` (None: words that match themselves only); ``embeddings`` needs
     ``encoder``. Every document ends in a pair or once in ``report.unmatched``: ``other_language``;
-    ``empty_document`` (no text, when a content or structure method ran); the URL method's reason
-    when it ran (``no_counterpart_a``, ``ambiguous_key``, ...); else ``no_counterpart_a``/``_b``.
-    With ``methods=["url_tokens"]`` the result is :func:`bitextflow.align.documents.align_by_url`'s.
+    ``empty_document`` (no text, when a content or structure method ran); ``no_counterpart_partly_translated``;
+    the URL method's reason when it ran (``no_counterpart_a``, ``ambiguous_key``, ...); else
+    ``no_counterpart_a``/``_b``. With ``methods=["url_tokens"]`` and no partly translated page the result is
+    :func:`bitextflow.align.documents.align_by_url`'s.
     """
     unknown = [m for m in methods if m not in DOCUMENT_METHODS]
     if unknown or not methods:
         raise ValueError(f"document methods must be a non-empty list of {', '.join(DOCUMENT_METHODS)}; got {list(methods)}")
     if EMBEDDINGS_METHOD in methods and encoder is None:
         raise ValueError("the embeddings document method needs an encoder")
-    scores = DEFAULT_MIN_SCORES | (min_scores or {})
-    code_a, code_b = normalise_language(lang_a), normalise_language(lang_b)
+    linking = _Linking(
+        normalise_language(lang_a), normalise_language(lang_b), methods, DEFAULT_MIN_SCORES | (min_scores or {}), top_k,
+        dictionary, encoder, AlignmentReport(),
+    )  # fmt: skip
+    report = linking.report
     documents = list(documents)
-    url_pairs, url_reasons = url_matches(documents, code_a, code_b)
-    docs_a = [doc for doc in documents if normalise_language(doc.language) == code_a]
-    docs_b = [doc for doc in documents if normalise_language(doc.language) == code_b]
-
-    report = AlignmentReport()
-    proposals: dict[str, list[DocumentPair]] = {URL_METHOD: url_pairs}
-    if IMAGES_METHOD in methods:
-        proposals[IMAGES_METHOD] = image_pairs(docs_a, docs_b, scores[IMAGES_METHOD])
-    if STRUCTURE_METHOD in methods:
-        proposals[STRUCTURE_METHOD], report.structure_scorer = structure_pairs(
-            docs_a, docs_b, url_pairs, scores[STRUCTURE_METHOD], top_k
-        )
-    if TFIDF_METHOD in methods:
-        proposals[TFIDF_METHOD] = tfidf_pairs(docs_a, docs_b, dictionary, scores[TFIDF_METHOD], top_k)
-    if EMBEDDINGS_METHOD in methods and encoder is not None:  # checked above: the method needs one
-        proposals[EMBEDDINGS_METHOD] = embedding_pairs(docs_a, docs_b, encoder, scores[EMBEDDINGS_METHOD], top_k)
-
-    report.candidates.update({method: len(proposals[method]) for method in methods})
-    pairs = competitive_linking([proposals[method] for method in dict.fromkeys(methods)])
-    report.kept.update(pair.method for pair in pairs)
+    proposals, url_reasons, report.structure_scorer = linking.proposals(documents)
+    pairs = linking.link(proposals)
     paired = {doc_id for pair in pairs for doc_id in (pair.doc_id_a, pair.doc_id_b)}
-    content_methods = set(methods) - {URL_METHOD}
-    for doc in documents:
-        if doc.doc_id in paired:
-            continue
-        if doc.doc_id in url_reasons and url_reasons[doc.doc_id] == "other_language":
-            reason = "other_language"
-        elif content_methods and not any(text.strip() for _type, text in doc.content_paragraphs):
-            reason = "empty_document"
-        elif URL_METHOD in methods and doc.doc_id in url_reasons:
-            reason = url_reasons[doc.doc_id]
-        else:
-            reason = "no_counterpart_a" if normalise_language(doc.language) == code_a else "no_counterpart_b"
-        report.unmatched[reason] += 1
+    unpaired_a = {
+        doc.doc_id: doc for doc in documents if doc.doc_id not in paired and normalise_language(doc.language) == linking.code_a
+    }
+    partly = {
+        doc_id: translated_part(doc, linking.code_b)
+        for doc_id, doc in unpaired_a.items()
+        if language_share(doc, linking.code_b) >= MIN_TRANSLATED_SHARE
+    }
+    if partly:
+        originals = unpaired_a.keys() - partly.keys()
+        proposals, _reasons, _scorer = linking.proposals([partly.get(doc.doc_id, doc) for doc in documents])
+        second = linking.link({
+            method: [p for p in candidates if p.doc_id_b in partly and p.doc_id_a in originals]
+            for method, candidates in proposals.items()
+        })  # fmt: skip
+        report.partly_translated = len(second)
+        pairs = sorted(pairs + second, key=lambda p: (p.url_a, p.url_b))
+        paired |= {doc_id for pair in second for doc_id in (pair.doc_id_a, pair.doc_id_b)}
+        url_reasons |= {doc_id: PARTLY_TRANSLATED_UNPAIRED for doc_id in partly.keys() - paired}
+    report.unmatched.update(_unpaired_reason(doc, url_reasons, linking) for doc in documents if doc.doc_id not in paired)
     return pairs, report
+
+
+def _unpaired_reason(document: Document, url_reasons: dict[str, str], linking: _Linking) -> str:
+    """Why ``document`` is in no pair (``url_reasons``: the URL method's, and the partly translated pages')."""
+    reason = url_reasons.get(document.doc_id)
+    if reason in ("other_language", PARTLY_TRANSLATED_UNPAIRED):
+        return reason
+    if set(linking.methods) - {URL_METHOD} and not any(text.strip() for _type, text in document.content_paragraphs):
+        return "empty_document"  # the content and structure methods had no text to compare
+    if URL_METHOD in linking.methods and reason is not None:
+        return reason
+    return "no_counterpart_a" if normalise_language(document.language) == linking.code_a else "no_counterpart_b"
+
+
+@dataclass
+class _Linking:
+    """The methods' candidates over a site's documents, and their competitive linking (a pass of
+    :func:`align_documents`); the candidates linked and the pairs kept are counted in ``report``."""
+
+    code_a: str
+    code_b: str
+    methods: Sequence[str]
+    scores: dict[str, float]
+    top_k: int
+    dictionary: BilingualDictionary | None
+    encoder: Encoder | None
+    report: AlignmentReport
+
+    def proposals(self, documents: Sequence[Document]) -> tuple[dict[str, list[DocumentPair]], dict[str, str], str]:
+        """Each method's candidate pairs of ``documents`` by their languages, the URL method's reason for each
+        document it did not pair, and the structure scorer that ran (empty when the method did not)."""
+        methods, scores, top_k = self.methods, self.scores, self.top_k
+        url_pairs, url_reasons = url_matches(documents, self.code_a, self.code_b)
+        docs_a = [doc for doc in documents if normalise_language(doc.language) == self.code_a]
+        docs_b = [doc for doc in documents if normalise_language(doc.language) == self.code_b]
+        proposals: dict[str, list[DocumentPair]] = {URL_METHOD: url_pairs}
+        structure_scorer = ""
+        if IMAGES_METHOD in methods:
+            proposals[IMAGES_METHOD] = image_pairs(docs_a, docs_b, scores[IMAGES_METHOD])
+        if STRUCTURE_METHOD in methods:
+            proposals[STRUCTURE_METHOD], structure_scorer = structure_pairs(
+                docs_a, docs_b, url_pairs, scores[STRUCTURE_METHOD], top_k
+            )
+        if TFIDF_METHOD in methods:
+            proposals[TFIDF_METHOD] = tfidf_pairs(docs_a, docs_b, self.dictionary, scores[TFIDF_METHOD], top_k)
+        if EMBEDDINGS_METHOD in methods and self.encoder is not None:  # checked by align_documents: the method needs one
+            proposals[EMBEDDINGS_METHOD] = embedding_pairs(docs_a, docs_b, self.encoder, scores[EMBEDDINGS_METHOD], top_k)
+        return proposals, url_reasons, structure_scorer
+
+    def link(self, proposals: dict[str, list[DocumentPair]]) -> list[DocumentPair]:
+        """1-1 pairs of the methods' ``proposals`` (:func:`competitive_linking` in the methods' order)."""
+        self.report.candidates.update({method: len(proposals[method]) for method in self.methods})
+        pairs = competitive_linking([proposals[method] for method in dict.fromkeys(self.methods)])
+        self.report.kept.update(pair.method for pair in pairs)
+        return pairs
+
+
+def language_share(document: Document, language: str) -> float:
+    """Share of the characters of ``document``'s main-content paragraphs identified as ``language`` (its title
+    aside: extraction gives the title the document's language without identifying it)."""
+    lengths: Counter[str] = Counter()
+    for paragraph in document.paragraphs:
+        if not paragraph.boilerplate and paragraph.type != "title":
+            lengths[normalise_language(paragraph.language)] += len(paragraph.text)
+    total = lengths.total()
+    return lengths[language] / total if total else 0.0
+
+
+def translated_part(document: Document, language: str) -> Document:
+    """A partly translated ``document`` as a page of ``language``: its title and its paragraphs in ``language``, what
+    the methods compare with its original (its untranslated paragraphs would match any page in their language)."""
+    paragraphs = tuple(p for p in document.paragraphs if p.type == "title" or normalise_language(p.language) == language)
+    return replace(document, language=language, paragraphs=paragraphs)
 
 
 def competitive_linking(proposals: Sequence[Sequence[DocumentPair]]) -> list[DocumentPair]:

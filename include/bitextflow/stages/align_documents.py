@@ -56,6 +56,10 @@ class AlignDocuments(Stage):
         for reason, n in report.unmatched.items():
             counts.drop(reason, n)
         counts.keep(2 * len(pairs))
+        if report.partly_translated:
+            log.info(
+                "%s: %d of %d document pairs have a partly translated %s page", name, report.partly_translated, len(pairs), tgt
+            )
         ctx.write_counts("align_documents", name, counts)
         located = sorted((replace(pair, partition=partition) for pair in pairs), key=lambda p: (p.url_a, p.url_b))
         document_pairs = records.frame_of(located, records.DOCUMENT_PAIRS)
