@@ -749,3 +749,88 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
             ("Nothing else here.", "Nada más aquí."),
         ]
     )
+
+
+# -- partly translated pages ---------------------------------------------------------------------------------------
+GUIDE_EN = (
+    "Download the installation image from a mirror near you. Check its checksum before you write it to a disk.",
+    "The installer asks for the keyboard layout first. Choose the layout printed on your keyboard.",
+    "Partition the disk with the guided option. It keeps the data of other systems on the disk.",
+    "Select a mirror of the archive in your country. Downloads from a near mirror are faster.",
+    "Reboot the machine when the installer says it has finished. Remove the installation medium first.",
+)
+GUIDE_ES = {  # what the translators had done: the first and the third paragraphs
+    0: "Descargue la imagen de instalación desde una réplica cercana. Compruebe su suma de control antes de grabarla en un disco.",
+    2: "Particione el disco con la opción guiada. Esta opción conserva los datos de otros sistemas del disco.",
+}
+FAQ = (
+    ("Debian is a free operating system made by volunteers. It runs on many kinds of computers.",
+     "Debian es un sistema operativo libre hecho por voluntarios. Funciona en muchos tipos de ordenadores."),
+    ("Each release is supported for several years. Security updates come from a separate archive.",
+     "Cada versión recibe soporte durante varios años. Las actualizaciones de seguridad vienen de otro archivo."),
+)  # fmt: skip
+
+
+def _sentences(text: str) -> list[str]:
+    return [sentence if sentence.endswith(".") else sentence + "." for sentence in text.split(". ")]
+
+
+@pytest.mark.integration
+def test_a_partly_translated_page_pair_gives_sentence_pairs_of_its_translated_paragraphs_only(store) -> None:
+    """The Spanish guide keeps three of its five paragraphs in English and is identified as English: document
+    alignment pairs it with the English guide (its second pass), and sentence alignment aligns the translated
+    paragraphs, split from the page's paragraphs since extraction kept its English ones only; the untranslated
+    ones are counted. The fully translated FAQ gives its pairs as before."""
+    import pandas as pd
+
+    from bitextflow import records
+    from bitextflow.config import load_pair_config
+    from bitextflow.stages.registry import REGISTRY, run_context
+    from bitextflow.storage.tables import read_table
+    from conftest import through_partitions
+
+    root = Path(__file__).resolve().parents[1]
+    config = load_pair_config(root / "include" / "pairs" / "en-es.yaml").with_overrides({"align.sentence_aligner": "gale-church"})
+    ctx = run_context(config, store, "align_partly_translated")
+    partly = [(GUIDE_ES[k], "es") if k in GUIDE_ES else (text, "en") for k, text in enumerate(GUIDE_EN)]
+    pages = {  # doc_id: (url, document language, language set, paragraphs as (text, language))
+        "guide-en": ("http://site.test/en/guide.html", "en", {"en": 1.0}, [(text, "en") for text in GUIDE_EN]),
+        "guide-es": ("http://site.test/es/guide.html", "en", {"en": 0.6, "es": 0.4}, partly),
+        "faq-en": ("http://site.test/en/faq.html", "en", {"en": 1.0}, [(en, "en") for en, _es in FAQ]),
+        "faq-es": ("http://site.test/es/faq.html", "es", {"es": 1.0}, [(es, "es") for _en, es in FAQ]),
+    }
+    documents, sentences = [], []
+    for doc_id, (url, language, language_set, texts) in pages.items():
+        menu = ("Inicio de la documentación · Guía de instalación", "es") if doc_id == "guide-es" else ("Home", language)
+        paragraphs = [
+            {"type": "text", "text": text, "language": lang, "boilerplate": k == 0, "out_of_language": lang != language,
+             "terms": []}
+            for k, (text, lang) in enumerate([menu, *texts])
+        ]  # fmt: skip
+        documents.append({"doc_id": doc_id, "url": url, "language": language, "paragraphs": paragraphs, "images": [],
+                          "repairs": [], "language_set": [{"language": c, "share": s} for c, s in language_set.items()],
+                          "partition": 0})  # fmt: skip
+        # what extraction stores: the sentences of the main paragraphs in the document's language
+        sentences += [
+            {"doc_id": doc_id, "url": url, "language": language, "paragraph_index": p_index, "paragraph_type": "text",
+             "sentence_index": s_index, "text": sentence, "duplicate": False, "partition": 0}
+            for p_index, (text, lang) in enumerate(texts, start=1) if lang == language
+            for s_index, sentence in enumerate(_sentences(text))
+        ]  # fmt: skip
+    frame = pd.DataFrame([{field.name: row.get(field.name) for field in records.DOCUMENTS} for row in documents])
+    pair_keys = REGISTRY.run(ctx, "align_documents", through_partitions(ctx, frame, pd.DataFrame(sentences)))
+    document_pairs = pd.concat([read_table(store, key) for key in pair_keys])
+    assert sorted(zip(document_pairs["doc_id_a"], document_pairs["doc_id_b"], strict=True)) == [
+        ("faq-en", "faq-es"),
+        ("guide-en", "guide-es"),
+    ]
+
+    output = pd.concat([read_table(store, key) for key in REGISTRY.run(ctx, "align_sentences", pair_keys)])
+    aligned = list(zip(output["text_a"], output["text_b"], strict=True))
+    translated = [pair for k, es in GUIDE_ES.items() for pair in zip(_sentences(GUIDE_EN[k]), _sentences(es), strict=True)]
+    faq = [pair for en, es in FAQ for pair in zip(_sentences(en), _sentences(es), strict=True)]
+    assert sorted(aligned) == sorted(translated + faq)
+    counts = store.get_json(ctx.key("align_sentences", "sentpairs-part-00000-00000.counts.json"))
+    untranslated = 2 * 3  # three untranslated paragraphs of two sentences: on the English page, and on the Spanish one
+    assert counts["dropped"] == {"untranslated_src": untranslated, "untranslated_tgt": untranslated}
+    assert counts["in"] == counts["kept"] + sum(counts["dropped"].values()) and counts["kept"] == len(aligned)
