@@ -325,7 +325,7 @@ def test_pages_with_too_little_translated_or_no_original_stay_unpaired_and_count
     site = Site(12, seed=11)
     translations = _translations(site)
     first, second = site.docs_a[1], site.docs_a[2]
-    # one translated paragraph of many is under the share: an English page, as before
+    # a page with a word translated is under the share: an English page, a duplicate key of its original as before
     barely = _partly_translated(first, translations[first.url], 0)
     barely = replace(barely, paragraphs=(*barely.paragraphs, replace(translations[first.url].paragraphs[1], text="sí")))
     assert language_share(barely, "es") < MIN_TRANSLATED_SHARE
