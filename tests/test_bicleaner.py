@@ -29,6 +29,7 @@ from bitextflow.config import load_pair_config
 from bitextflow.errors import StageError
 from bitextflow.hashing import tree_sha256
 from bitextflow.score import bicleaner
+from bitextflow.score.bicleaner_layout import model_folder_problems
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.stages.score import DEFAULT_SCORING_TIMEOUT, POD_COMMAND, POD_MODEL_DIR, URL_MARGIN, Score
 from bitextflow.storage.tables import read_table, write_table
@@ -313,23 +314,23 @@ def published_folder(folder: Path, files: list[str], classifier_type: str, **met
 def test_a_published_model_folder_is_checked_against_the_files_bicleaner_ai_reads(tmp_path):
     full = published_folder(tmp_path / "full", FULL_MODEL, "xlmr", source_lm="lm.en", porn_removal_file="porn_removal.ftz")
     lite = published_folder(tmp_path / "lite", LITE_MODEL, "dec_attention")
-    assert bicleaner.model_folder_problems(full, "en", "es") == []  # the hardrules files it names are not needed
-    assert bicleaner.model_folder_problems(lite, "en", "es") == []
+    assert model_folder_problems(full, "en", "es") == []  # the hardrules files it names are not needed
+    assert model_folder_problems(lite, "en", "es") == []
 
     (full / "tf_model.h5").unlink()
     (full / "tokenizer.json").unlink()
     (full / "sentencepiece.bpe.model").unlink()
-    problems = bicleaner.model_folder_problems(full, "en", "es")
+    problems = model_folder_problems(full, "en", "es")
     assert any(f"{full / 'tf_model.h5'} is missing" in line for line in problems)
     assert any("no XLM-R tokenizer" in line for line in problems)
     # settings may name other files; the lite defaults are bicleaner-ai's own
     renamed = published_folder(tmp_path / "renamed", LITE_MODEL, "transformer", settings={"model_file": "clf.h5"})
-    assert bicleaner.model_folder_problems(renamed, "en", "es") == [
+    assert model_folder_problems(renamed, "en", "es") == [
         f"{renamed / 'clf.h5'} is missing: bicleaner-ai reads it for this transformer model; download the model again"
     ]
-    assert "a model for en-es, not en-fr" in bicleaner.model_folder_problems(lite, "en", "fr")[0]
+    assert "a model for en-es, not en-fr" in model_folder_problems(lite, "en", "fr")[0]
     multilingual = published_folder(tmp_path / "multi", LITE_MODEL, "dec_attention", target_lang="xx")
-    assert bicleaner.model_folder_problems(multilingual, "en", "fr") == []
+    assert model_folder_problems(multilingual, "en", "fr") == []
     # the score stage sees the same lines, naming the folder a pair config points at
     (lite / "model.h5").unlink()
     assert f"{lite / 'model.h5'} is missing: bicleaner-ai reads it for this dec_attention model; download the model again" in (
