@@ -123,7 +123,9 @@ def test_the_release_report_is_served_with_live_links_to_each_gates_data_docs(ju
     report = client.get(path, headers=headers)
     assert report.status_code == 200 and "Quality gates" in report.text and f'href="{link}"' in report.text
     assert client.get(link.removeprefix(API_SERVER_PREFIX), headers=headers).status_code == 200, "the report's link resolves"
-    other_run = client.get(release_report_path(store.bucket, pair, "manual__never").removeprefix(API_SERVER_PREFIX), headers=headers)
+    other_run = client.get(
+        release_report_path(store.bucket, pair, "manual__never").removeprefix(API_SERVER_PREFIX), headers=headers
+    )
     assert other_run.status_code == 404 and "published no release" in other_run.text
     assert client.get(path.replace(store.bucket, "somebody-elses-bucket"), headers=headers).status_code == 404
 

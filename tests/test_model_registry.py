@@ -137,7 +137,10 @@ def test_record_command_records_the_built_model_or_names_what_is_missing(s3_env,
     assert "bicleaner-ai model missing" in capsys.readouterr().err
 
     model = model_folder(bicleaner.default_model_dir("en-es"), bicleaner.MODEL_VERSION)
-    (model / "metadata.yaml").write_text("classifier_type: dec_attention\n", encoding="utf-8")
+    (model / "vocab" / "spm.model").write_bytes(b"sentencepiece")
+    settings = "{model_file: model.h5, spm_file: vocab/spm.model, vocab_file: vocab/spm.vocab}"
+    metadata = f"source_lang: en\ntarget_lang: es\nclassifier_type: dec_attention\nclassifier_settings: {settings}\n"
+    (model / "metadata.yaml").write_text(metadata, encoding="utf-8")
     assert cli.main(record) == 0
     tag = model_tag("bitextflow", "bicleaner-en-es", bicleaner.MODEL_VERSION)
     assert (

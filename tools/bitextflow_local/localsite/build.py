@@ -19,14 +19,13 @@ are in neither language of a pair; the home page lists the languages in the orde
 does, each linking to a portal page in that language that links to its manuals (one level deeper).
 Like real multilingual sites, most of its documents have no translation: it also has the Linux man
 pages in English with the minority that is translated (`manpages.py`) and paged changelog archives
-(`changelogs.py`). `layouts.py` declares both layouts, `pages.py` renders a manual's pages, and
-`composition.py` measures what a built site is made of.
+(`changelogs.py`). `layouts.py` declares both layouts, `pages.py` renders a manual's pages, `assets.py` copies
+their stylesheets, images and downloads, and `composition.py` measures what a built site is made of.
 """
 
 from __future__ import annotations
 
 import fcntl
-import gzip
 import json
 import os
 import posixpath
@@ -39,15 +38,14 @@ from pathlib import Path
 from bitextflow.errors import StageError
 from bitextflow.training.debian import FetchedPackage, fetch_packages
 from bitextflow_local.localsite import changelogs, generated, manpages
+from bitextflow_local.localsite.assets import copy_file, copy_install_assets, copy_reference_assets, write_file
 from bitextflow_local.localsite.layouts import (
     DEFAULT_LANGUAGES,
     DEFAULT_LAYOUT,
     FULL_LAYOUT,
     FULL_LAYOUT_VERSION,
-    INSTALL_DOC_DIR,
     INSTALL_PACKAGE,
     MAN_PAGES,
-    REFERENCE_COMMON_DIR,
     REFERENCE_COMMON_PACKAGE,
     REFERENCE_IMAGES_TARBALL,
     Document,
@@ -192,15 +190,15 @@ def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages:
                     titles[section.title, lang] = title_of(page, document.sources[lang])
         groups.extend({lang: document.site_path(lang) for lang in document.sources} for document in documents)
 
-    _copy_reference_assets(packages[REFERENCE_COMMON_PACKAGE].root, staging)
+    copy_reference_assets(packages[REFERENCE_COMMON_PACKAGE].root, staging)
     install = next(section for section in layout.sections if section.package == INSTALL_PACKAGE)
-    _copy_install_assets(packages[INSTALL_PACKAGE].root, staging, [install.code(lang) for lang in install.built_in(languages)])
+    copy_install_assets(packages[INSTALL_PACKAGE].root, staging, [install.code(lang) for lang in install.built_in(languages)])
     for section in layout.sections:
         if section.stylesheet and section.built_in(languages):
             lang = section.built_in(languages)[0]
             site_dir = posixpath.dirname(section.site_path("", lang))
             source = packages[section.package_name(lang)].root / section.source_folder(lang) / section.stylesheet
-            _copy(source, staging / site_dir / section.stylesheet)
+            copy_file(source, staging / site_dir / section.stylesheet)
     parts = []
     if _has_man_pages(layout, languages):
         groups.extend(_write_man_pages(staging, languages, layout.endonyms, packages))
@@ -250,37 +248,6 @@ def _discover(section: Section, languages: Sequence[str], packages: Mapping[str,
             by_language = {only_language: by_language[only_language]}
         documents.append(Document(section, key, by_language))
     return documents
-
-
-def _copy_reference_assets(common_root: Path, docroot: Path) -> None:
-    """The Reference's stylesheet and navigation images, and a tarball of the images to download."""
-    source_dir = common_root / REFERENCE_COMMON_DIR
-    _copy(source_dir / "debian-reference.css", docroot / "reference" / "debian-reference.css")
-    images = sorted((source_dir / "images").iterdir())
-    for image in images:
-        _copy(image, docroot / "reference" / "images" / image.name)
-    write_file(docroot, REFERENCE_IMAGES_TARBALL, generated.tarball([(f"images/{image.name}", image) for image in images]))
-
-
-def _copy_install_assets(install_root: Path, docroot: Path, languages: Sequence[str]) -> None:
-    """The guide's stylesheet and images per language, and the files its pages link to.
-
-    Its pages link to `install.<lang>.txt`, `install.<lang>.pdf` and `../example-preseed.txt`, which
-    the package ships gzipped; they are served uncompressed so that those links work.
-    """
-    doc_dir = install_root / INSTALL_DOC_DIR
-    for lang in languages:
-        source_dir = doc_dir / lang
-        target_dir = docroot / "install" / lang
-        _copy(source_dir / "install.css", target_dir / "install.css")
-        for image in sorted((source_dir / "images").iterdir()):
-            _copy(image, target_dir / "images" / image.name)
-        for extension in ("txt", "pdf"):
-            name = f"install.{lang}.{extension}"
-            if not (source_dir / f"{name}.gz").is_file():
-                continue  # not every translation is built as PDF (Greek is not); the home page links what exists
-            (target_dir / name).write_bytes(gzip.decompress((source_dir / f"{name}.gz").read_bytes()))
-    (docroot / "install" / "example-preseed.txt").write_bytes(gzip.decompress((doc_dir / "example-preseed.txt.gz").read_bytes()))
 
 
 def _write_man_pages(
@@ -398,16 +365,3 @@ def _write_generated_pages(
         generated.IndexSection("Staff only", private),
     ]
     write_file(docroot, "index.html", generated.index_page(sections))
-
-
-def write_file(docroot: Path, site_path: str, content: str | bytes) -> None:
-    """Write one file of the site, creating its directories; text is always UTF-8."""
-    target = docroot / site_path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-
-
-def _copy(source: Path, target: Path) -> None:
-    """Copy file contents only (no timestamps or modes), creating the target's directory."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)

@@ -45,7 +45,8 @@ from urllib.parse import urljoin
 
 from bitextflow.errors import StageError
 from bitextflow_local.localsite import generated
-from bitextflow_local.localsite.build import Site, write_file
+from bitextflow_local.localsite.assets import write_file
+from bitextflow_local.localsite.build import Site
 from bitextflow_local.localsite.layouts import DEBIAN_LANGUAGE_ORDER
 from bitextflow_local.localsite.pages import title_of
 from bitextflow_local.localsite.server import LOOPBACK
