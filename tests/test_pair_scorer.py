@@ -115,3 +115,13 @@ def test_stage_writes_the_margin_score_of_every_pair_and_drops_those_below_the_t
     plain = run_context(config.with_overrides({"score.pair_scorer": "none"}), store, "manual__no-margin")
     plain_key = write_table(store, plain.key("align_sentences", "shard-0.parquet"), shard(DOCUMENT), records.SENTENCE_PAIRS)
     assert read_table(store, run_stage(plain, Score, [plain_key])[0])["margin_score"].isna().all()
+
+
+def test_calibration_command_names_the_tatoeba_files_it_needs(tmp_path: Path, capsys) -> None:
+    from bitextflow.score import margin_calibration
+
+    with pytest.raises(SystemExit):
+        margin_calibration.main([])  # no default folder: a user's clone has no gold data beside it
+    assert "--tatoeba" in capsys.readouterr().err
+    assert margin_calibration.main(["--tatoeba", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'tatoeba.spa-eng.eng'} is missing; pass --tatoeba" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """How :data:`bitextflow.score.margin.E5_SMALL_CALIBRATION` and ``score.margin_threshold`` were chosen, reproducibly.
 
-``python -m bitextflow.score.margin_calibration [--json]`` (about 20 minutes of encoding on 2 busy cores):
+``python -m bitextflow.score.margin_calibration --tatoeba DIR [--json]`` (about 20 minutes of encoding on 2 busy cores):
 
 1. **Data** that bench/release_precision.py never measures on: the Tatoeba en-es test pairs (short everyday
    sentences; cut into documents of :data:`TATOEBA_DOCUMENT` consecutive lines), the installation guide's pages
@@ -34,7 +34,6 @@ import numpy as np
 
 from bitextflow.errors import BitextflowError
 from bitextflow.score.margin import MarginCalibration, ratio_margins
-from bitextflow.settings import project_home
 
 TATOEBA_DOCUMENT = 20
 BIBLE_DOCUMENTS = 120
@@ -50,10 +49,6 @@ KINDS = ("translation", "neighbour", "shuffled")
 Document = list[tuple[str, str]]
 
 
-def default_tatoeba() -> Path:
-    return project_home().parent / "shared" / "eval" / "tatoeba"
-
-
 def calibration_documents(tatoeba: Path, lang_a: str = "en", lang_b: str = "es") -> dict[str, list[Document]]:
     """The documents of each source, in their order (see the module docstring)."""
     from bitextflow.score.training_data import bible_verse_pairs, installation_guide_pages
@@ -65,7 +60,10 @@ def calibration_documents(tatoeba: Path, lang_a: str = "en", lang_b: str = "es")
         english = (tatoeba / f"tatoeba.{code}-eng.eng").read_text(encoding="utf-8").splitlines()
         other = (tatoeba / f"tatoeba.{code}-eng.{code}").read_text(encoding="utf-8").splitlines()
     except FileNotFoundError as error:
-        raise BitextflowError(f"{error.filename} is missing; pass --tatoeba with the folder of ../shared/eval/tatoeba") from None
+        raise BitextflowError(
+            f"{error.filename} is missing; pass --tatoeba with the folder of LASER's Tatoeba test files "
+            f"(tatoeba.{code}-eng.eng and tatoeba.{code}-eng.{code})"
+        ) from None
     tatoeba_pairs = list(zip(english, other, strict=True))
     verses = bible_verse_pairs(lang_a, lang_b)
     starts = sorted(random.Random(SEED).sample(range(0, len(verses) - BIBLE_DOCUMENT, BIBLE_DOCUMENT), BIBLE_DOCUMENTS))
@@ -219,7 +217,10 @@ def calibrate(rows: Examples) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bitextflow.score.margin_calibration", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--tatoeba", type=Path, default=default_tatoeba(), help="folder of tatoeba.spa-eng.* (../shared/eval/tatoeba)"
+        "--tatoeba",
+        type=Path,
+        required=True,
+        help="folder of LASER's Tatoeba test files (tatoeba.spa-eng.eng, tatoeba.spa-eng.spa: data/tatoeba/v1 of LASER)",
     )
     parser.add_argument(
         "--encoder", default=None, help="transformers encoder folder (default: the converted multilingual-e5-small)"
