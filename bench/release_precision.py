@@ -59,6 +59,7 @@ from bitextflow.extract.structure import page_blocks, parse
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import REGISTRY, as_inputs, run_context, run_pipeline, run_stage, stored_inputs, task_inputs
 from bitextflow.storage import ObjectStore, StorageSettings
+from bitextflow.storage.layout import run_prefix
 from bitextflow.storage.tables import read_table
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.truth import site_path
@@ -247,9 +248,9 @@ def one_encoder() -> Iterator[MemoEncoder]:
 def fork(store: ObjectStore, ctx: RunContext, run_id: str, overrides: dict[str, Any]) -> RunContext:
     """A new run of ``ctx``'s config with ``overrides``, holding a copy of ``ctx``'s objects: the later stages of a
     setting read them as their own run's."""
-    source = ctx.key("", "").rstrip("/") + "/"
+    source = run_prefix(ctx.config.pair, ctx.run_id)
     forked = run_context(ctx.config.with_overrides(overrides), store, run_id)
-    target = forked.key("", "").rstrip("/") + "/"
+    target = run_prefix(forked.config.pair, forked.run_id)
     for key in store.list_keys(source):
         store.put_bytes(target + key[len(source) :], store.get_bytes(key))
     return forked
