@@ -409,3 +409,22 @@ def test_the_report_shows_pairs_per_score_band_and_says_when_a_score_was_not_com
     rows = [[cell.text for cell in row.findall("td")] for row in table.findall("tr")[1:]]
     assert [row[0] for row in rows] == ["lowest"] * 3 + ["median"] * 3 + ["highest"] * 3
     assert rows[0][1:] == ["0.000", df.text_a[0], df.text_b[0]] and rows[-3][1:] == ["0.917", df.text_a[11], df.text_b[11]]
+
+
+def test_seen_hashes_say_which_are_new_in_order_across_chunks_and_at_the_ends_of_the_range() -> None:
+    import random
+
+    from bitextflow.hashing import SeenHashes
+
+    rng = random.Random(3)
+    seen, reference = SeenHashes(), set()
+    for _ in range(300):  # enough chunks for the runs to merge several times
+        chunk = [
+            rng.getrandbits(64) if rng.random() < 0.7 else rng.choice([0, 1, 2**63, 2**64 - 1]) for _ in range(rng.randint(0, 50))
+        ]
+        expected = []
+        for value in chunk:
+            expected.append(value not in reference)
+            reference.add(value)
+        assert seen.add(chunk).tolist() == expected
+    assert len(seen) == len(reference)

@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from bitextflow.errors import StageError
+from bitextflow.hashing import SeenHashes
 from bitextflow.quality.engine import Check
 from bitextflow.quality.sentence_pairs import OPTIONAL_SCORE_COLUMNS, REPEATED_HASH_COLUMN, SENTENCE_PAIR_COLUMNS
 from bitextflow.release.formats import validate_tmx
@@ -136,15 +137,14 @@ def release_pairs_checks(jsonl: Path, lang_a: str, lang_b: str) -> Iterator[Chec
     if not (jsonl.is_file() and jsonl.stat().st_size > 0):  # a missing file is the files suite's finding
         yield _release_pairs_check(pd.DataFrame(), lang_a, lang_b, RELEASE_PAIRS_SUITE)
         return
-    seen: set[int] = set()
+    seen = SeenHashes()
     chunks = pd.read_json(jsonl, lines=True, dtype=False, convert_dates=False, chunksize=PAIRS_PER_CHECK)
     for index, frame in enumerate(chunks):
-        repeated = []
-        for value in frame["pair_hash"] if "pair_hash" in frame.columns else []:
-            key = identity(str(value))
-            repeated.append(value if key in seen else None)
-            seen.add(key)
-        frame[REPEATED_HASH_COLUMN] = repeated if "pair_hash" in frame.columns else None
+        if "pair_hash" in frame.columns:
+            first = seen.add(identity(str(value)) for value in frame["pair_hash"])
+            frame[REPEATED_HASH_COLUMN] = frame["pair_hash"].where(~first, None)
+        else:
+            frame[REPEATED_HASH_COLUMN] = None
         suite = RELEASE_PAIRS_SUITE if index == 0 else f"{RELEASE_PAIRS_SUITE}.{index:05d}"
         yield _release_pairs_check(frame, lang_a, lang_b, suite)
 

@@ -23,6 +23,7 @@ import pandas as pd
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.hashing import SeenHashes
 from bitextflow.release.datasheet import local_site_licences, render_datasheet
 from bitextflow.release.formats import TmxWriter, validate_tmx, write_jsonl, write_lines, write_tsv
 from bitextflow.release.profile import CorpusProfile, GateVerdict, identity
@@ -67,27 +68,24 @@ class MonolingualCorpus:
         self.paths = {language: directory / f"mono.{language}.txt" for language in languages}
         self.lines = dict.fromkeys(languages, 0)
         self.counts = StageCounts("release_monolingual")
-        self._seen: set[int] = set()
+        self._seen = SeenHashes()
         self._files: dict[str, IO[bytes]] = {}
 
     def add(self, sentences: pd.DataFrame) -> None:
         self.counts.seen(len(sentences))
-        kept = 0
         ordered = sentences.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
-        for language, text in zip(ordered["language"], ordered["text"], strict=True):
-            if language not in self.paths:
-                self.counts.drop("other_language")
-                continue
-            key = identity(language, normalise_for_comparison(text))
-            if key in self._seen:
-                self.counts.drop("duplicate_sentence")
-                continue
-            self._seen.add(key)
+        in_corpus = ordered[ordered["language"].isin(list(self.paths))]
+        self.counts.drop("other_language", len(ordered) - len(in_corpus))
+        new = self._seen.add(
+            identity(language, normalise_for_comparison(text))
+            for language, text in zip(in_corpus["language"], in_corpus["text"], strict=True)
+        )
+        self.counts.drop("duplicate_sentence", int((~new).sum()))
+        for language, text in zip(in_corpus["language"][new], in_corpus["text"][new], strict=True):
             if language not in self._files:
                 self._files[language] = self.paths[language].open("wb")
             self.lines[language] += write_lines([text], self._files[language])
-            kept += 1
-        self.counts.keep(kept)
+        self.counts.keep(int(new.sum()))
 
     def close(self) -> list[Path]:
         for language, path in self.paths.items():

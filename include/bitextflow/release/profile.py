@@ -23,6 +23,7 @@ import pandas as pd
 
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.hashing import SeenHashes
 
 TOKEN_BIN_EDGES: tuple[int, ...] = (0, 5, 10, 20, 30, 50, 80, 120)
 """Left edges of token-length bins (last bin open-ended); fixed so versions compare bin by bin."""
@@ -77,7 +78,7 @@ class _Side:
 
     def __init__(self) -> None:
         self.languages: set[str] = set()
-        self.documents: set[int] = set()
+        self.documents = SeenHashes()
         self.tokens = self.characters = 0
         self.hosts: Counter[str] = Counter()
         self.token_bins = np.zeros(len(TOKEN_BIN_EDGES), dtype=np.int64)
@@ -93,7 +94,7 @@ class _Side:
         self.token_bins += _bin_counts(tokens, TOKEN_BIN_EDGES)
         self.character_bins += _bin_counts(characters, CHARACTER_BIN_EDGES)
         self.languages.update(languages)
-        self.documents.update(identity(url) for url in urls)
+        self.documents.add(identity(url) for url in urls)
         self.hosts.update(map(host, urls))
 
     def stats(self) -> dict[str, Any]:
@@ -150,8 +151,7 @@ class CorpusProfile:
 
     def __init__(self) -> None:
         self.sentence_pairs = 0
-        self.pairs: set[int] = set()
-        self.document_pairs: set[int] = set()
+        self.pairs = SeenHashes()
         self.sides = {"a": _Side(), "b": _Side()}
         self.columns: list[str] = []
         self.scores: dict[str, list[np.ndarray]] = {}
@@ -170,11 +170,10 @@ class CorpusProfile:
             self.labels = {c: Counter() for c in df.columns if c not in NOT_DISTRIBUTIONS and c not in self.scores}
             self.distributions = {c: Counter() for c in df.columns if c not in NOT_DISTRIBUTIONS}
         self.sentence_pairs += len(df)
-        self.pairs.update(identity(as_text(h)) for h in df["pair_hash"].tolist())
+        self.pairs.add(identity(as_text(h)) for h in df["pair_hash"].tolist())
         urls = {side: [as_text(u) for u in df[f"url_{side}"].tolist()] for side in "ab"}
         for url_a, url_b in zip(urls["a"], urls["b"], strict=True):
-            self.document_pairs.add(key := identity(url_a, url_b))
-            self.document_pair_yield[key] += 1
+            self.document_pair_yield[identity(url_a, url_b)] += 1
         for side, figures in self.sides.items():
             figures.add(
                 [as_text(t) for t in df[f"text_{side}"].tolist()], urls[side], [as_text(v) for v in df[f"lang_{side}"].tolist()]
@@ -277,7 +276,7 @@ class CorpusProfile:
         return {
             "sentence_pairs": self.sentence_pairs,
             "unique_pairs": len(self.pairs),
-            "document_pairs": len(self.document_pairs),
+            "document_pairs": len(self.document_pair_yield),
             "side_a": self.sides["a"].stats(),
             "side_b": self.sides["b"].stats(),
             "alignment_score": score_summary(self.score_values("alignment_score")),

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from bitextflow import records
 from bitextflow.catalog.releases import list_releases
 from bitextflow.counts import StageCounts
+from bitextflow.hashing import SeenHashes
 from bitextflow.quality import Check, PairsSummary, run_sentence_pairs_check, sentence_pairs_check, with_helper_columns
 from bitextflow.stages.base import Stage
 from bitextflow.stages.gating import judge
@@ -56,19 +57,18 @@ class Gate(Stage):
         ctx = self.ctx
         carried = self._carried_pairs()
         counts = StageCounts("gate")
-        seen: set[int] = set()
+        seen = SeenHashes()
         summary = PairsSummary()
         for partition in sorted(shards.keys() | carried.keys()):
             frame = read_tables(
                 ctx.store, [*shards.get(partition, []), *carried.get(partition, [])], records.CLASSIFIED_SENTENCE_PAIRS
             )
             counts.seen(len(frame))
-            first = []
-            for pair_hash in frame["pair_hash"]:
-                # 64 bits of the SHA-1: a collision in a run of a billion pairs has odds of about 3 in 100 million
-                identity = int(pair_hash[:16], 16) if isinstance(pair_hash, str) and pair_hash else hash(pair_hash)
-                first.append(identity not in seen)
-                seen.add(identity)
+            # 64 bits of the SHA-1: a collision in a run of a billion pairs has odds of about 3 in 100 million
+            first = seen.add(
+                int(pair_hash[:16], 16) if isinstance(pair_hash, str) and pair_hash else hash(pair_hash) % 2**64
+                for pair_hash in frame["pair_hash"]
+            )
             merged = frame[first].reset_index(drop=True)
             counts.drop("duplicate_pair", len(frame) - len(merged))
             counts.keep(len(merged))
