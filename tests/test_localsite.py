@@ -340,3 +340,23 @@ def test_partly_translated_pages_keep_the_original_under_translated_navigation(s
     assert "ch10.en.html" in links
     assert 'href="ch11.es.html' in fetch(server.base_url + "reference/index.es.html").body.decode()
     assert fetch(server.base_url + "reference/ch11.en.html").body.decode().count('<h2 class="title">') == 7
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({}, ["local site", "dictionary en-es"]),
+        ({"score.pair_scorer": "margin"}, ["local site", "dictionary en-es", "encoder"]),
+        ({"align.sentence_aligner": "hybrid-e5"}, ["local site", "dictionary en-es", "encoder"]),
+        # the static embeddings are distilled from the encoder
+        ({"align.sentence_aligner": "hybrid"}, ["local site", "dictionary en-es", "encoder", "static embeddings"]),
+        # document alignment's tfidf method translates with the dictionary
+        ({"align.sentence_aligner": "gale-church"}, ["local site", "dictionary en-es"]),
+    ],
+)
+def test_prepare_builds_what_the_pair_config_uses(overrides: dict[str, str], expected: list[str]) -> None:
+    from bitextflow.config import load_pair_config
+    from bitextflow_local.prepare import steps_for
+
+    config = load_pair_config(Path(__file__).resolve().parents[1] / "include" / "pairs" / "en-es.yaml").with_overrides(overrides)
+    assert [step.name for step in steps_for(config)] == expected

@@ -8,8 +8,8 @@ step                       used by a pair config with
 =========================  ===================================================================================
 local site                 any: it is what the local stack serves to the crawler
 dictionary <a>-<b>         ``align.sentence_aligner`` hunalign, hybrid or hybrid-e5, or ``tfidf`` in ``align.document_methods``
-encoder                    vecalign, hybrid-e5 or ``embeddings`` with the default encoder, ``crawl.train_url_models``, a
-                           transformer ``domain.training``; also the teacher of the static model and the source
+encoder                    vecalign, hybrid-e5, ``embeddings`` or ``score.pair_scorer`` margin with the default encoder,
+                           ``crawl.train_url_models``, a transformer ``domain.training``; also the teacher of the static model and the source
                            of the bicleaner model's start vectors
 static embeddings          hybrid with the default ``align.static_model``
 offline domain set <lang>  ``domain.training`` with neither ``data`` nor ``crawl_runs``
@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bitextflow.align.aligners import NEEDS_DICTIONARY, NEEDS_ENCODER, NEEDS_STATIC_EMBEDDINGS
 from bitextflow.config import PairConfig, discover_pair_configs, load_pair_config
 from bitextflow.errors import BitextflowError
 from bitextflow.hashing import file_sha256
@@ -200,19 +201,21 @@ def steps_for(config: PairConfig) -> list[Step]:
     """What ``config``'s runs use, by the table of the module docstring."""
     align, training, score = config.align, config.domain.training, config.score
     steps = [site_step()]
-    if align.sentence_aligner in ("hunalign", "hybrid", "hybrid-e5") or "tfidf" in align.document_methods:
+    if align.sentence_aligner in NEEDS_DICTIONARY or "tfidf" in align.document_methods:
         steps.append(dictionary_step(config.source, config.target))
     needs_encoder = (
         (
             align.encoder_model is None
-            and (align.sentence_aligner in ("vecalign", "hybrid-e5") or "embeddings" in align.document_methods)
+            and (
+                align.sentence_aligner in NEEDS_ENCODER or "embeddings" in align.document_methods or score.pair_scorer == "margin"
+            )
         )
         or (config.crawl.train_url_models and config.crawl.url_model_base is None)
         or (training is not None and training.kind == "transformer" and training.base_model is None)
     )
     if needs_encoder:
         steps.append(encoder_step())
-    if align.sentence_aligner == "hybrid" and align.static_model is None:
+    if align.sentence_aligner in NEEDS_STATIC_EMBEDDINGS and align.static_model is None:
         steps += [encoder_step(), static_step()]
     if training is not None and not training.data and not training.crawl_runs:
         from bitextflow.classify.offline import LANGUAGES

@@ -11,7 +11,12 @@ from bitextflow.align.hybrid import TokenEmbeddings, align_sentences_hybrid
 from bitextflow.align.lexical import align_sentences_lexical
 from bitextflow.align.sentences import Bead, align_sentences
 
-SENTENCE_ALIGNERS = ("gale-church", "hunalign", "vecalign", "hybrid")
+SENTENCE_ALIGNERS = ("gale-church", "hunalign", "vecalign", "hybrid", "hybrid-e5")
+#: What each aligner is built from, besides the sentences: the pair's dictionary, a sentence encoder
+#: (``align.encoder_model``), static token embeddings (``align.static_model``).
+NEEDS_DICTIONARY = frozenset({"hunalign", "hybrid", "hybrid-e5"})
+NEEDS_ENCODER = frozenset({"vecalign", "hybrid-e5"})
+NEEDS_STATIC_EMBEDDINGS = frozenset({"hybrid"})
 
 SentenceAligner = Callable[[Sequence[str], Sequence[str]], list[Bead]]
 
@@ -23,14 +28,15 @@ def sentence_aligner(
 
     ``vecalign`` needs ``encoder`` (anything with ``encode(texts) -> array``, e.g. a SentenceEncoder);
     ``hybrid`` needs static embeddings there (anything with ``token_sums``, e.g.
-    :class:`bitextflow.models.static.StaticEmbeddings`) or a sentence encoder, whose sentence vectors
-    align better (:mod:`.hybrid`), and uses ``dictionary`` too.
+    :class:`bitextflow.models.static.StaticEmbeddings`), ``hybrid-e5`` a sentence encoder, whose sentence
+    vectors align better (:mod:`.hybrid`); both use ``dictionary`` too.
     """
-    if method == "hybrid":
+    if method in ("hybrid", "hybrid-e5"):
         if encoder is None:
-            raise ValueError(
-                "the hybrid sentence aligner needs static embeddings (bitextflow.models.static.StaticEmbeddings) or a sentence encoder"
+            needed = (
+                "a sentence encoder" if method == "hybrid-e5" else "static embeddings (bitextflow.models.static.StaticEmbeddings)"
             )
+            raise ValueError(f"the {method} sentence aligner needs {needed}")
         return functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary)
     if method == "gale-church":
         return align_sentences

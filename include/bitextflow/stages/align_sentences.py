@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bitextflow import records
 from bitextflow.align import sentences as sent_align
-from bitextflow.align.aligners import sentence_aligner
+from bitextflow.align.aligners import NEEDS_DICTIONARY, NEEDS_ENCODER, NEEDS_STATIC_EMBEDDINGS, sentence_aligner
 from bitextflow.align.dictionary import load_dictionary
 from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
@@ -56,18 +56,17 @@ class AlignSentences(Stage):
     def setup(self) -> None:
         config = self.ctx.config
         method = config.align.sentence_aligner
-        dictionary = load_dictionary(config.source, config.target) if method in ("hunalign", "hybrid", "hybrid-e5") else None
+        dictionary = load_dictionary(config.source, config.target) if method in NEEDS_DICTIONARY else None
         encoder = None
-        if method in ("vecalign", "hybrid-e5"):
+        if method in NEEDS_ENCODER:
             from bitextflow.models import SentenceEncoder  # torch: imported only by the aligners that need it
 
             encoder = SentenceEncoder.from_path(config.align.encoder_model)
-        if method == "hybrid":
+        if method in NEEDS_STATIC_EMBEDDINGS:
             from bitextflow.models.static import StaticEmbeddings
 
             encoder = StaticEmbeddings.from_path(config.align.static_model)
-        # hybrid-e5 is the hybrid search over the encoder's sentence vectors instead of static ones
-        self.align = sentence_aligner(method.removesuffix("-e5"), dictionary, encoder)
+        self.align = sentence_aligner(method, dictionary, encoder)
 
     def run(self, document_pairs_key: str) -> str:
         ctx = self.ctx
@@ -144,12 +143,13 @@ class AlignSentences(Stage):
         """A page as the ``language`` side of a pair, from its ``stored`` sentences, or from its paragraphs when it is
         a partly translated page whose ``document`` extraction identified as another language."""
         not_in_language = sum(lang != language for lang, _text in stored)
+        # a partly translated page's untranslated sentences are the ones extraction stored, in its own language
+        untranslated = frozenset(text for lang, text in stored if lang == other_language)
         if document is not None and document.language != language:
-            extract = self.ctx.config.extract
-            untranslated = frozenset(sentences_in(document, other_language, extract))
-            return _Side(sentences_in(document, language, extract), untranslated, not_in_language)
-        sentences = [text for lang, text in stored if lang == language]
-        return _Side(sentences, frozenset(text for lang, text in stored if lang == other_language), not_in_language)
+            sentences = sentences_in(document, language, self.ctx.config.extract)
+        else:
+            sentences = [text for lang, text in stored if lang == language]
+        return _Side(sentences, untranslated, not_in_language)
 
 
 def sentences_in(document: records.Document, language: str, config: ExtractConfig) -> list[str]:
