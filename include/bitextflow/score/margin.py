@@ -23,18 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
-#: Similarity cells computed at once (a block of rows x the whole other side): bounds memory, not the result.
-CHUNK_CELLS = 4_000_000
-
-
-class Encoder(Protocol):
-    """What the scorer needs of :class:`bitextflow.models.SentenceEncoder`: texts in, unit-length rows out."""
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+from bitextflow.align.candidates import CHUNK_CELLS
+from bitextflow.align.embedding import Encoder
 
 
 @dataclass(frozen=True)

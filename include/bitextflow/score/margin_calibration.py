@@ -33,7 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from bitextflow.errors import BitextflowError
+from bitextflow.score.bicleaner import roc_auc
 from bitextflow.score.margin import MarginCalibration, ratio_margins
+from bitextflow.text.languages import three_letter_code
 
 TATOEBA_DOCUMENT = 20
 BIBLE_DOCUMENTS = 120
@@ -53,7 +55,7 @@ def calibration_documents(tatoeba: Path, lang_a: str = "en", lang_b: str = "es")
     """The documents of each source, in their order (see the module docstring)."""
     from bitextflow.score.training_data import bible_verse_pairs, installation_guide_pages
 
-    code = {"es": "spa", "fr": "fra", "de": "deu"}.get(lang_b, lang_b)
+    code = three_letter_code(lang_b) or lang_b
     if lang_a != "en":
         raise BitextflowError(f"Tatoeba pairs every language with English, not {lang_a}-{lang_b}; calibrate en-{lang_b}")
     try:
@@ -142,14 +144,6 @@ def shard_margins(pairs: Document, vectors: dict[str, np.ndarray]) -> dict[int, 
     return {COSINE: cosines} | {k: ratio_margins(vectors_a, vectors_b, rows_a, rows_b, k) for k in NEIGHBOUR_CHOICES}
 
 
-def auc(true: np.ndarray, false: np.ndarray) -> float:
-    """ROC AUC: the chance that a translation outscores a non-translation, ties counted half."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(np.concatenate([true, false]))
-    return float((ranks[: len(true)].sum() - len(true) * (len(true) + 1) / 2) / (len(true) * len(false)))
-
-
 def out_of_fold(margins: np.ndarray, labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Each row scored by a Platt scaling fitted on the other folds (grouped by document)."""
     from sklearn.model_selection import GroupKFold
@@ -180,7 +174,7 @@ def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
 def separation(scores: np.ndarray, kinds: np.ndarray, threshold: float) -> dict[str, float]:
     """ROC AUC against each kind of non-translation and the share of each kind kept at ``threshold``."""
     good = scores[kinds == "translation"]
-    figures = {f"auc_{kind}": auc(good, scores[kinds == kind]) for kind in KINDS[1:]}
+    figures = {f"auc_{kind}": roc_auc(good, scores[kinds == kind]) for kind in KINDS[1:]}
     figures |= {f"kept_{kind}": float((scores[kinds == kind] >= threshold).mean()) for kind in KINDS}
     return {name: round(value, 4) for name, value in figures.items()}
 
