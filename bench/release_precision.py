@@ -41,7 +41,6 @@ import re
 import sys
 import tempfile
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -53,14 +52,16 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
+from bitextflow.catalog.releases import ReleaseInfo, read_release_pairs
 from bitextflow.config import load_pair_config
 from bitextflow.errors import BitextflowError
 from bitextflow.extract.structure import page_blocks, parse
 from bitextflow.stages.base import RunContext
-from bitextflow.stages.registry import REGISTRY, as_inputs, run_context, run_pipeline, run_stage, stored_inputs, task_inputs
+from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline, stored_inputs
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.layout import run_prefix
 from bitextflow.storage.tables import read_table
+from bitextflow.text.comparison import normalise_for_comparison
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.truth import site_path
 
@@ -81,23 +82,18 @@ FIRST_OWN_STAGE = "align_sentences"
 MAX_PLACEMENTS = 64
 
 
-def letters(text: str) -> str:
-    """Lower-cased letters and digits only: what survives punctuation normalisation and whitespace repairs."""
-    return "".join(character for character in unicodedata.normalize("NFKC", text).casefold() if character.isalnum())
-
-
 class PageBlocks:
     """A page's visible text blocks, searched on their letters: which blocks a sentence lies in."""
 
     def __init__(self, path: Path) -> None:
         tree = parse(path.read_text(encoding="utf-8", errors="replace"))
-        self.keys = [letters(text) for _kind, text in (page_blocks(tree) if tree is not None else [])]
+        self.keys = [normalise_for_comparison(text) for _kind, text in (page_blocks(tree) if tree is not None else [])]
         self.text = "".join(self.keys)
         self.starts = list(itertools.accumulate((len(key) for key in self.keys[:-1]), initial=0))
 
     def places(self, sentence: str) -> list[frozenset[int]]:
         """The blocks each occurrence of ``sentence`` covers (one block, or several when it runs across a boundary)."""
-        key = letters(sentence)
+        key = normalise_for_comparison(sentence)
         found: list[frozenset[int]] = []
         position = self.text.find(key) if key else -1
         while position >= 0:
@@ -266,8 +262,9 @@ def run_from(ctx: RunContext, first: str, last: str | None = None) -> dict[str, 
         if not started:
             continue
         clock = time.monotonic()
-        upstream = as_inputs(outputs[stage.after]) if stage.after in outputs else stored_inputs(ctx, stage)
-        outputs[stage.name] = run_stage(ctx, stage, as_inputs(task_inputs(ctx, stage, upstream)))
+        outputs[stage.name] = REGISTRY.run(
+            ctx, stage.name, outputs[stage.after] if stage.after in outputs else stored_inputs(ctx, stage)
+        )
         outputs["seconds"][stage.name] = round(time.monotonic() - clock, 1)
         if stage.name == last:
             break
@@ -282,12 +279,6 @@ def run_sentences(store: ObjectStore, ctx: RunContext) -> dict[str, list[str]]:
     )
     frame = frame.sort_values(["url", "paragraph_index", "sentence_index"], kind="stable")
     return {url: list(group["text"]) for url, group in frame.groupby("url", sort=False)}
-
-
-def released_pairs(store: ObjectStore, release: dict[str, Any], pair: str) -> pd.DataFrame:
-    """The release's sentence pairs as users read them (its JSONL)."""
-    key = release["uri"].removeprefix(f"s3://{BUCKET}/") + f"{pair}.jsonl"
-    return pd.read_json(store.open_read(key), lines=True, dtype=False)
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -320,7 +311,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 setting = fork(store, aligned, name.replace("/", "_"), {"score.pair_scorer": scorer})
                 encoded = encoder.encoded
                 outputs = run_from(setting, "score")
-                pairs = released_pairs(store, outputs["release"], config.pair)
+                pairs = read_release_pairs(store, ReleaseInfo(**outputs["release"]))
                 figures = judge.judge(pairs).figures(translated_blocks)
                 figures["seconds"] = {FIRST_OWN_STAGE: align_seconds, **outputs["seconds"]}
                 figures["texts_encoded"] = encoder.encoded - encoded
