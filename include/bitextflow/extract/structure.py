@@ -127,10 +127,10 @@ def _repaired_utf8(html: str, beginning: str) -> bytes:
     return repaired.encode("utf-8", "surrogatepass") + data[len(head.encode("utf-8", "surrogatepass")) :]
 
 
-def main_content(tree, url: str, focus: Focus = "recall", tables: bool = True):
+def main_content(tree, url: str, focus: Focus = "recall"):
     """trafilatura's extraction of ``tree`` (metadata and the XML body), or None when nothing is found."""
     return trafilatura.bare_extraction(
-        tree, url=url, output_format="xml", with_metadata=False, include_comments=False, include_tables=tables,
+        tree, url=url, output_format="xml", with_metadata=False, include_comments=False, include_tables=True,
         favor_recall=focus == "recall", favor_precision=focus == "precision",
     )  # fmt: skip
 
