@@ -348,7 +348,7 @@ def test_the_score_stage_scores_with_a_downloaded_model_folder(tmp_path, s3_env,
     for name in LITE_MODEL:
         (downloaded / name).write_bytes((bicleaner.default_model_dir("en-es") / name).read_bytes())
     ctx = run_context(config_for(use_bicleaner="yes", bicleaner_model=str(downloaded)), store, "manual__downloaded-model")
-    monkeypatch.setattr("bitextflow.stages.score.publish_bicleaner_model", lambda *args: pytest.fail("uploaded"))
+    monkeypatch.setattr(store, "put_tree", lambda *args: pytest.fail("uploaded"))
     key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard_frame(GOOD[:3]), records.SENTENCE_PAIRS)
     Score(ctx).run(key)
     scored = pd.concat([read_table(store, ctx.key("score", f"shard-0.{name}parquet")) for name in ("", "rejected.")])

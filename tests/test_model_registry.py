@@ -150,3 +150,17 @@ def test_record_command_records_the_built_model_or_names_what_is_missing(s3_env,
     assert DataRegistry(
         str(tmp_path / "registry"), ObjectStore.from_env("bitextflow").settings, "s3://bitextflow/dvc", "bitextflow"
     ).tags() == [tag]
+
+
+def test_a_downloaded_bicleaner_model_is_not_recorded_as_one_of_ours(store: ObjectStore, tmp_path: Path) -> None:
+    from bitextflow.catalog.models import publish_bicleaner_model, record_bicleaner_model
+
+    downloaded = tmp_path / "bicleaner-ai-lite-en-es"
+    downloaded.mkdir()
+    (downloaded / "metadata.yaml").write_text("classifier_type: dec_attention\n", encoding="utf-8")
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
+        registry_settings(store, tmp_path / "registry")
+    )
+    with pytest.raises(StageError, match="is a downloaded bicleaner-ai model"):
+        record_bicleaner_model(config, store.settings, downloaded)
+    assert publish_bicleaner_model(store, "en-es", downloaded) is None

@@ -132,8 +132,12 @@ def _download(store: ObjectStore, prefix: str, pair: str) -> Path:
     return _download_once(store, prefix, model_cache_dir(), METADATA_FILENAME, incomplete)
 
 
-def publish_bicleaner_model(store: ObjectStore, pair: str, model: Path) -> str:
-    """Upload the pair's bicleaner-ai model once under ``models/<pair>/bicleaner/v<N>/``; returns that prefix."""
+def publish_bicleaner_model(store: ObjectStore, pair: str, model: Path) -> str | None:
+    """Upload the pair's bicleaner-ai model once under ``models/<pair>/bicleaner/v<N>/``; returns that prefix. A
+    downloaded model (not built by bitextflow) has no version of ours to file it under, and its own folder finds it
+    again: None, nothing uploaded."""
+    if not bicleaner.built_by_bitextflow(model):
+        return None
     version = bicleaner.model_metadata(model)["version"]
     prefix = f"{MODELS_PREFIX}/{pair}/bicleaner/v{version}/"
     if not store.exists(prefix + bicleaner.MODEL_METADATA):
@@ -145,6 +149,11 @@ def record_bicleaner_model(config: PairConfig, settings: StorageSettings, model:
     """Record the pair's bicleaner-ai model in its DVC registry (``release`` section): ``models/bicleaner-<pair>/v<N>``,
     tagged ``model-bicleaner-<pair>-v<N>``; a no-op when that tag exists."""
     model = model or bicleaner.require_available(config.pair, config.score.bicleaner_model)
+    if not bicleaner.built_by_bitextflow(model):
+        raise StageError(
+            f"{model} is a downloaded bicleaner-ai model: only models bitextflow built have a version of ours to record; "
+            "cite the downloaded one by its publisher's name and version"
+        )
     version = bicleaner.model_metadata(model)["version"]
     return registry_for(config, settings).record_model(f"bicleaner-{config.pair}", version, model)
 

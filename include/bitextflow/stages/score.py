@@ -114,9 +114,7 @@ class Score(Stage):
             if problems:
                 return None
         local_model = bicleaner.require_available(config.pair, config.score.bicleaner_model)
-        if bicleaner.built_by_bitextflow(local_model):
-            publish_bicleaner_model(self.ctx.store, config.pair, local_model)
-        else:  # a published model: it has no version of ours to file it under, and its own name finds it again
+        if publish_bicleaner_model(self.ctx.store, config.pair, local_model) is None:
             log.info("%s: scoring with the downloaded bicleaner-ai model %s, not uploaded", config.pair, local_model)
         return str(local_model)
 
