@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -98,9 +98,11 @@ class Browser:
         self.driver.get(url)
 
     def expect(self, condition: Callable[[WebDriver], Any], what: str) -> Any:
-        """``condition``'s first truthy result, waited for up to :data:`WAIT_S` seconds."""
+        """``condition``'s first truthy result, waited for up to :data:`WAIT_S` seconds. The UI re-renders as its data
+        arrives, so an element found by one poll may be replaced before the next look at it: that poll counts as not
+        yet, not as a failure."""
         try:
-            return WebDriverWait(self.driver, WAIT_S).until(condition)
+            return WebDriverWait(self.driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
         except TimeoutException:
             pytest.fail(self.failure(f"{what}: not seen in {WAIT_S} s"))
 
