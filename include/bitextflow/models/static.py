@@ -89,7 +89,8 @@ def principal_components(vectors: NDArray[np.float64], dims: int) -> NDArray[np.
 
 
 def teacher_dtype() -> str:
-    """``bfloat16`` where the CPU multiplies it natively (oneDNN's check), else ``float32``.
+    """``bfloat16`` where the CPU multiplies it natively (:func:`bitextflow.models.inference.native_bfloat16`), else
+    ``float32``.
 
     In bfloat16 the teacher ran 1.8x faster here (AVX512-BF16) and the distilled vectors aligned
     Bleualign exactly as the float32 ones did (docs/align.md); a CPU without it would emulate bfloat16,
@@ -97,7 +98,9 @@ def teacher_dtype() -> str:
     """
     import torch
 
-    return "bfloat16" if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "float32"
+    from bitextflow.models.inference import native_bfloat16
+
+    return "bfloat16" if native_bfloat16(torch.device("cpu")) else "float32"
 
 
 def _teacher_token_vectors(teacher: Path, threads: int | None, dtype: str) -> NDArray[np.float64]:
