@@ -82,7 +82,10 @@ def demo(stack: Stack) -> Demo:  # noqa: F811 - the imported fixture
     run_id = re.search(rf"triggered {DAG_ID} run (\S+);", result.stdout)
     release = re.search(r"v\d+, (\d+) sentence pairs", result.stdout)
     report = re.search(r"its report, for a browser: (file://\S+)", result.stdout)
-    assert run_id and release and report, result.stdout
+    precision = re.search(r"release precision: ([\d.]+) of (\d+) sentence pairs", result.stdout)
+    assert run_id and release and report and precision, result.stdout
+    # the sentence-level figure on the local site's po4a pages, judged over most of the release
+    assert float(precision.group(1)) >= 0.95 and int(precision.group(2)) > 0, precision.group(0)
     return Demo(stack, run_id.group(1), report.group(1), int(release.group(1)))
 
 

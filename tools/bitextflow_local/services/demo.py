@@ -5,7 +5,8 @@ Talks to Airflow through its REST API as the stack's generated admin (no Airflow
 not inside it; and no `airflow` CLI, each call of which starts an interpreter that imports Airflow: seconds, on
 2 cores, that added up to a minute of the demo), reads the settings the local stack wrote under .local/, and uses
 the local site's truth to measure how many released sentence pairs come from pages that really are translations
-of each other.
+of each other and, on the po4a-translated pages whose blocks pair by position, how many join corresponding blocks
+(:mod:`bitextflow_local.localsite.block_truth`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ import httpx
 from bitextflow.catalog.releases import list_releases, read_release_pairs
 from bitextflow.config import load_pair_config
 from bitextflow.settings import load_services_env, local_state_dir, project_home
+from bitextflow.stages.base import RunContext
 from bitextflow.storage import ObjectStore
 from bitextflow_local.localsite import Truth
+from bitextflow_local.localsite.block_truth import judge_release
+from bitextflow_local.localsite.paths import DOCROOT_DIRNAME
 from bitextflow_local.services.report import save_report
 from bitextflow_local.services.stack import admin_password
 
@@ -99,10 +103,17 @@ def main(pair_config: Path | None = None) -> int:
     store = ObjectStore.from_env(config.storage.bucket)
     release = next(info for info in list_releases(store, config.pair) if info.run_id == run_id)
     pairs = read_release_pairs(store, release)
-    truth = Truth.load(Path(os.environ["BITEXTFLOW_SITE_CACHE"]))
-    precision = truth.translation_precision(zip(pairs["url_a"], pairs["url_b"], strict=True))
+    site_cache = Path(os.environ["BITEXTFLOW_SITE_CACHE"])
+    truth = Truth.load(site_cache)
+    page_precision = truth.translation_precision(zip(pairs["url_a"], pairs["url_b"], strict=True))
+    figures = judge_release(RunContext(config, store, run_id), site_cache / DOCROOT_DIRNAME, truth, pairs)
     print(f"release {release.uri}: v{release.version}, {release.sentence_pairs} sentence pairs")
-    print(f"share of sentence pairs from true translation pages: {precision:.3f}")
+    print(f"share of sentence pairs from true translation pages: {page_precision:.3f}")
+    print(
+        f"release precision: {figures['precision']:.3f} of {figures['judged']} sentence pairs on po4a-translated pages "
+        f"join corresponding blocks ({figures['unjudged_page'] + figures['unlocated']} not judged); "
+        f"{figures['yield']:.3f} pairs per translated block"
+    )
     print(f"its report, for a browser: {save_report(store, release).resolve().as_uri()}")
     print(
         f"finished in {time.monotonic() - started:.0f} s; list releases with `.venv/bin/bitextflow releases list --pair {config.pair} --json`"
