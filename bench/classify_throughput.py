@@ -1,8 +1,8 @@
 """Classification speed of the domain classifiers (and bicleaner-ai scoring), with their evaluation metrics.
 
 Speed: sentences per wall second of ``predict_proba`` (tokenising or vectorising, the model, the
-softmax: what the classify stage pays per side) for the tf-idf SVM baseline and the fine-tuned
-transformer, on ``--sentences`` real sentences of the offline labelled sets (English and Spanish test
+softmax: what the classify stage pays per side) for the tf-idf SVM baseline, the fine-tuned
+transformer and the probe (logistic regression on the frozen encoder), on ``--sentences`` real sentences of the offline labelled sets (English and Spanish test
 sentences, cycled), after a warm-up call. bicleaner-ai scoring is timed the same way on pairs of those
 sentences when its environment and model are installed (``make setup``), else reported as null; its
 figure includes starting the other environment (TensorFlow import), as the score stage pays it per shard.
@@ -13,7 +13,7 @@ there the script also times them in float32 and reports how far the bfloat16 out
 (``"precision_check"``: label agreement and the largest probability difference of the classifier, the
 lowest cosine between the two embeddings of a sentence).
 
-Models: ``--svm-model`` / ``--transformer-model`` folders (``bitextflow train-domain --out``); without
+Models: ``--svm-model`` / ``--transformer-model`` / ``--probe-model`` folders (``bitextflow train-domain --out``); without
 them the models are trained here with the default ``domain.training`` settings (the transformer on
 the GPU when there is one) and kept in ``$BITEXTFLOW_CACHE/models/domain/bench-<kind>`` for the next
 run. Their evaluation metrics (English test split, Spanish zero-shot) are printed from the folders'
@@ -22,7 +22,8 @@ metadata. The same script runs unchanged on a CUDA machine and reports ``"device
 Usage, from the project root::
 
     .venv/bin/python bench/classify_throughput.py [--json] [--device cpu|cuda] [--sentences N]
-                                                  [--svm-model DIR] [--transformer-model DIR] [--threads N]
+                                                  [--svm-model DIR] [--transformer-model DIR] [--probe-model DIR]
+                                                  [--threads N]
 
 With ``--json`` the last line of output is one JSON object.
 """
@@ -134,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sentences", type=int, default=1000, help="sentences in the timed sample (default 1000)")
     parser.add_argument("--svm-model", type=Path, help="SVM model folder (default: trained here once)")
     parser.add_argument("--transformer-model", type=Path, help="transformer model folder (default: trained here once)")
+    parser.add_argument("--probe-model", type=Path, help="probe model folder (default: trained here once)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     parser.add_argument("--no-bicleaner", action="store_true", help="do not time bicleaner-ai scoring")
     args = parser.parse_args(argv)
@@ -147,9 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sentences = sample_sentences(args.sentences)
         svm, svm_metadata = load_model(model_folder("svm", args.svm_model), PAIR)
         transformer, transformer_metadata = load_model(model_folder("transformer", args.transformer_model), PAIR, device=device)
+        probe, probe_metadata = load_model(model_folder("probe", args.probe_model), PAIR, device=device)
         on_gpu = device == "cuda"
         svm_speed = sentences_per_second(svm.predict_proba, sentences)
         transformer_speed = sentences_per_second(transformer.predict_proba, sentences, on_gpu)
+        probe_speed = sentences_per_second(probe.predict_proba, sentences, on_gpu)
         encoder = SentenceEncoder.from_path(None, device=device)
         encoder_speed = sentences_per_second(encoder.encode, sentences, on_gpu)
         precision = precision_check(transformer, encoder, sentences) if on_gpu else None
@@ -165,22 +169,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         "classify_sentences_per_s": round(transformer_speed, 1),
         "svm_sentences_per_s": round(svm_speed, 1),
         "transformer_sentences_per_s": round(transformer_speed, 1),
+        "probe_sentences_per_s": round(probe_speed, 1),
         "encoder_sentences_per_s": round(encoder_speed, 1),
         "precision_check": precision,
         "bicleaner_pairs_per_s": round(bicleaner_pairs, 1) if bicleaner_pairs else None,
         "bicleaner_note": bicleaner_note,
-        "metrics": {"svm": summary(svm_metadata), "transformer": summary(transformer_metadata)},
+        "metrics": {"svm": summary(svm_metadata), "transformer": summary(transformer_metadata), "probe": summary(probe_metadata)},
         "transformer_temperature": transformer_metadata["temperature"],
         "transformer_training_seconds": transformer_metadata.get("training_seconds"),
+        "probe_temperature": probe_metadata["temperature"],
+        "probe_c": probe_metadata.get("probe", {}).get("c"),
+        "probe_training_seconds": probe_metadata.get("training_seconds"),
     }
     if not args.json:
         print(
             f"device {device}: svm {svm_speed:.0f} sentences/s, transformer {transformer_speed:.0f} sentences/s, "
-            f"encoder {encoder_speed:.0f} sentences/s"
+            f"probe {probe_speed:.0f} sentences/s, encoder {encoder_speed:.0f} sentences/s"
         )
         if precision:
             print(f"  bfloat16 against float32: {precision}")
-        for kind in ("svm", "transformer"):
+        for kind in ("svm", "transformer", "probe"):
             for split, metrics in result["metrics"][kind].items():
                 print(f"  {kind:<11} {split:<9} accuracy {metrics['accuracy']:.3f}  macro F1 {metrics['macro_f1']:.3f}")
     print(json.dumps(result))

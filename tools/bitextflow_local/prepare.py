@@ -9,16 +9,18 @@ step                       used by a pair config with
 local site                 any: it is what the local stack serves to the crawler
 dictionary <a>-<b>         ``align.sentence_aligner`` hunalign, hybrid or hybrid-e5, or ``tfidf`` in ``align.document_methods``
 encoder                    vecalign, hybrid-e5, ``embeddings`` or ``score.pair_scorer`` margin with the default encoder,
-                           ``crawl.train_url_models``, a transformer ``domain.training``; also the teacher of the static model and the source
+                           ``crawl.train_url_models``, a transformer or probe ``domain.training``, ``domain.classifier``
+                           offline; also the teacher of the static model and the source
                            of the bicleaner model's start vectors
 static embeddings          hybrid with the default ``align.static_model``
-offline domain set <lang>  ``domain.training`` with neither ``data`` nor ``crawl_runs``
+offline domain set <lang>  ``domain.training`` with neither ``data`` nor ``crawl_runs``; ``domain.classifier`` offline
+offline classifier <lang>  ``domain.classifier`` offline (a probe on the encoder, trained on the source language's set)
 bicleaner environment      ``score.use_bicleaner`` yes or if-installed
 bicleaner model <pair>     the same, with the default ``score.bicleaner_model``
 =========================  ===================================================================================
 
 What a plan leaves out is built on first use where a task can build it (dictionaries, the encoder, the static
-model, the offline sets: each says so in its log, with its progress) and named, with ``make models``, in the
+model, the offline sets and classifiers: each says so in its log, with its progress) and named, with ``make models``, in the
 error of a task that cannot (the bicleaner environment and model). Every step is a no-op when its output is
 current; each prints what it builds, the time that took from scratch on a 2-core machine (docs/operations.md
 has the measurements), the log lines of its progress and the time it took now.
@@ -49,11 +51,13 @@ KINDS = (
     "encoder",
     "static embeddings",
     "offline domain set",
+    "offline classifier",
     "bicleaner environment",
     "bicleaner model",
 )
 #: Built by ``--all`` although no pair config uses them: the tests' gold data (Bleualign de-fr, hunalign's
-#: en-hu hand alignments), the hybrid aligner, domain training on the offline set and bicleaner scoring of en-es.
+#: en-hu hand alignments), the hybrid aligner, domain training on the offline set, ``domain.classifier`` offline (en)
+#: and bicleaner scoring of en-es.
 TEST_DICTIONARIES = (("de", "fr"), ("en", "hu"))
 TEST_LANGUAGES = ("en", "es")
 TEST_BICLEANER_PAIR = ("en", "es")
@@ -136,6 +140,19 @@ def offline_set_step(language: str) -> Step:
     return Step("offline domain set", f"offline domain set {language}", what, "1-2 min", build)
 
 
+def offline_classifier_step(language: str) -> Step:
+    def build() -> str:
+        from bitextflow.classify.model import read_metadata
+        from bitextflow.classify.offline_model import offline_classifier
+
+        folder = offline_classifier(language)
+        test = read_metadata(folder, language)["metrics"]["test"]
+        return f"{folder} (test accuracy {test['accuracy']:.3f}, macro F1 {test['macro_f1']:.3f})"
+
+    what = "a probe (logistic regression on the frozen encoder) trained on the offline set, for domain.classifier offline"
+    return Step("offline classifier", f"offline classifier {language}", what, "1.5-3 min", build)
+
+
 def bicleaner_environment_step() -> Step:
     what = f"{BICLEANER_LOCK} (bicleaner-ai, tensorflow: about 1.8 GB) in an environment of its own"
     return Step(
@@ -211,7 +228,8 @@ def steps_for(config: PairConfig) -> list[Step]:
             )
         )
         or (config.crawl.train_url_models and config.crawl.url_model_base is None)
-        or (training is not None and training.kind == "transformer" and training.base_model is None)
+        or (training is not None and training.kind in ("transformer", "probe") and training.base_model is None)
+        or config.domain.classifier == "offline"  # bitextflow.classify.offline_model.OFFLINE: a probe on the default encoder
     )
     if needs_encoder:
         steps.append(encoder_step())
@@ -223,6 +241,8 @@ def steps_for(config: PairConfig) -> list[Step]:
         steps += [offline_set_step(config.source)]
         if training.zero_shot_data is None and config.target in LANGUAGES:
             steps.append(offline_set_step(config.target))
+    if config.domain.classifier == "offline":
+        steps += [offline_set_step(config.source), offline_classifier_step(config.source)]
     if score.use_bicleaner != "no":
         steps.append(bicleaner_environment_step())
         if score.bicleaner_model == "default":
@@ -234,7 +254,7 @@ def every_step(configs: Iterable[PairConfig]) -> list[Step]:
     """What ``make models`` builds: every pair config's steps and what the tests use besides (:data:`TEST_DICTIONARIES`, ...)."""
     steps = [step for config in configs for step in steps_for(config)]
     steps += [dictionary_step(*pair) for pair in TEST_DICTIONARIES]
-    steps += [encoder_step(), static_step(), *map(offline_set_step, TEST_LANGUAGES)]
+    steps += [encoder_step(), static_step(), *map(offline_set_step, TEST_LANGUAGES), offline_classifier_step(TEST_LANGUAGES[0])]
     return steps + [bicleaner_environment_step(), bicleaner_model_step(*TEST_BICLEANER_PAIR)]
 
 

@@ -4,8 +4,9 @@ the smart crawl's URL models, bicleaner-ai models).
 As with releases, a version exists once its metadata file does (uploaded last), so readers never see
 half a model, and a version never changes, so a downloaded copy in the cache
 (``<cache>/models/<kind>/<bucket>/<prefix>``) is reused. A pair config names its domain classifier in
-``domain.classifier``: a local folder, ``s3://bucket/prefix`` or ``latest`` (the highest published
-version of the pair).
+``domain.classifier``: a local folder, ``s3://bucket/prefix``, ``latest`` (the highest published
+version of the pair) or ``offline`` (a probe trained on the offline labelled set of the pair's source
+language, cached under ``<cache>/models/domain/offline/``: :mod:`bitextflow.classify.offline_model`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from bitextflow.catalog.registry import RegistryEntry, registry_for
 from bitextflow.classify.model import METADATA_FILENAME, MODELS_PREFIX, train_command
+from bitextflow.classify.offline_model import OFFLINE, offline_classifier
 from bitextflow.config import PairConfig
 from bitextflow.errors import StageError
 from bitextflow.models import url_models
@@ -106,7 +108,10 @@ def model_cache_dir() -> Path:
 
 
 def resolve_classifier(location: str, pair: str, store: ObjectStore) -> Path:
-    """A local folder for `location`: a path, ``s3://bucket/prefix`` or ``latest`` (downloaded and cached)."""
+    """A local folder for `location`: a path, ``s3://bucket/prefix`` or ``latest`` (downloaded and cached), or
+    ``offline`` (trained on the offline set of the source language, the first part of `pair`, on first use)."""
+    if location == OFFLINE:
+        return offline_classifier(pair.partition("-")[0])
     if location == LATEST:
         versions = published_versions(store, pair)
         if not versions:

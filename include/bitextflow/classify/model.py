@@ -1,7 +1,7 @@
 """Domain-classifier folders: metadata, saving, and loading with clear errors.
 
 A model folder holds the classifier's files (``model.joblib`` for the SVM, a transformers folder for the
-transformer), ``evaluation/`` (reports of :mod:`bitextflow.classify.evaluation`) and, written last,
+transformer, ``head.npz`` for the probe, whose encoder the metadata names), ``evaluation/`` (reports of :mod:`bitextflow.classify.evaluation`) and, written last,
 ``bitextflow-domain.json``: kind, labels, temperature, data counts, metrics, training settings.
 
 Publishing versions in the object store and finding the one a pair config names is
@@ -48,6 +48,7 @@ def save_model(classifier: DomainClassifier, folder: Path, metadata: dict[str, A
         "labels": classifier.labels,
         "temperature": getattr(classifier, "temperature", None),
         "max_length": getattr(classifier, "max_length", None),
+        **getattr(classifier, "metadata_fields", {}),  # kind-specific: the probe's encoder and calibration
     }
     (folder / METADATA_FILENAME).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return record
@@ -85,9 +86,13 @@ def load_model(folder: Path, pair: str, device: str | None = None) -> tuple[Doma
             return TransformerClassifier.load(
                 folder, metadata["labels"], float(metadata["temperature"]), int(metadata["max_length"]), device
             ), metadata
+        if metadata["kind"] == "probe":
+            from bitextflow.classify.probe import ProbeClassifier
+
+            return ProbeClassifier.load(folder, metadata, device), metadata
     except BitextflowError:
         raise
-    except Exception as exc:  # unpickling, safetensors, JSON and shape errors all mean "this folder is broken"
+    except Exception as exc:  # unpickling, safetensors, .npz, JSON and shape errors all mean "this folder is broken"
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StageError(
             f"domain classifier {folder} cannot be loaded ({detail[:200]}); retrain with `{train_command(pair)}`"

