@@ -342,16 +342,27 @@ def test_partly_translated_pages_keep_the_original_under_translated_navigation(s
     assert fetch(server.base_url + "reference/ch11.en.html").body.decode().count('<h2 class="title">') == 7
 
 
+#: the shipped config without its domain classifier nor its pair scorer: the dictionary alone
+BARE = {"domain.classifier": None, "score.pair_scorer": "none"}
+
+
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        ({}, ["local site", "dictionary en-es"]),
-        ({"score.pair_scorer": "margin"}, ["local site", "dictionary en-es", "encoder"]),
-        ({"align.sentence_aligner": "hybrid-e5"}, ["local site", "dictionary en-es", "encoder"]),
+        # the shipped config: hunalign's dictionary, the margin scorer's encoder, the offline domain classifier (a
+        # probe on the encoder, trained on the source language's offline set)
+        ({}, ["local site", "dictionary en-es", "encoder", "offline domain set en", "offline classifier en"]),
+        (BARE, ["local site", "dictionary en-es"]),
+        ({**BARE, "score.pair_scorer": "margin"}, ["local site", "dictionary en-es", "encoder"]),
+        ({**BARE, "align.sentence_aligner": "hybrid-e5"}, ["local site", "dictionary en-es", "encoder"]),
         # the static embeddings are distilled from the encoder
-        ({"align.sentence_aligner": "hybrid"}, ["local site", "dictionary en-es", "encoder", "static embeddings"]),
+        ({**BARE, "align.sentence_aligner": "hybrid"}, ["local site", "dictionary en-es", "encoder", "static embeddings"]),
         # document alignment's tfidf method translates with the dictionary
-        ({"align.sentence_aligner": "gale-church"}, ["local site", "dictionary en-es"]),
+        ({**BARE, "align.sentence_aligner": "gale-church"}, ["local site", "dictionary en-es"]),
+        (
+            {**BARE, "domain.classifier": "offline"},
+            ["local site", "dictionary en-es", "encoder", "offline domain set en", "offline classifier en"],
+        ),
     ],
 )
 def test_prepare_builds_what_the_pair_config_uses(overrides: dict[str, str], expected: list[str]) -> None:
