@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from bitextflow import cli
-from bitextflow.catalog.releases import list_releases, read_release_pairs
+from bitextflow.catalog.releases import list_releases, read_release_pairs, read_release_records
 
 pytestmark = pytest.mark.dag
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     dag = bag.dags[DAG_ID]
     order = [
         "crawl_plan", "crawl", "extract_plan", "extract", "partition_plan", "partition", "gate_documents", "deduplicate",
-        "align_documents", "align_sentences", "score", "classify", "gate", "release",
+        "align_documents", "align_sentences", "score", "classify", "classify_outputs", "gate", "release",
     ]  # fmt: skip
     assert [t.task_id for t in dag.topological_sort()] == order
     for upstream, downstream in zip(order, order[1:], strict=False):
@@ -37,8 +37,9 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
     mapped = {t.task_id for t in dag.tasks if isinstance(t, MappedOperator)}
-    assert mapped == {"crawl", "extract", "partition", "align_documents", "align_sentences", "score", "classify"}, (
-        "crawl maps over host groups, extract over batches of WARC files, the rest over site partitions"
+    assert mapped == {"crawl", "extract", "partition", "align_documents", "align_sentences", "score", "classify_outputs"}, (
+        "crawl maps over host groups, extract over batches of WARC files, the rest over site partitions; with a domain "
+        "classifier, classify is one step (its model loads once) whose outputs map over the partitions"
     )
 
 
@@ -73,6 +74,11 @@ def test_dag_run_end_to_end_publishes_a_precise_release(en_es_dag, s3_env, store
     precision = truth.translation_precision(zip(pairs["url_a"], pairs["url_b"], strict=True))
     print(f"released {release.sentence_pairs} pairs, translation precision {precision:.3f}")
     assert precision >= 0.9
+    # the shipped config's best path: every pair scored by the margin scorer and classified on both sides
+    records = read_release_records(store, release)
+    assert len(records) == release.sentence_pairs and records["margin_score"].between(0.53, 1).all()
+    distributions = [json.loads(probs) for probs in [*records["domain_probs_a"], *records["domain_probs_b"]]]
+    assert all(set(d) == {"computing", "religion", "legal", "Other"} and abs(sum(d.values()) - 1) < 1e-3 for d in distributions)
     assert_visible_in_the_ui(run, release.version)
 
     listed = subprocess.run(
@@ -112,7 +118,7 @@ def assert_visible_in_the_ui(run, version: int) -> None:
             .all()
         )
     keys = {(task_id, key) for task_id, key in xcoms}
-    for task_id in ("crawl", "extract", "align_documents", "align_sentences", "score", "classify", "gate"):
+    for task_id in ("crawl", "extract", "align_documents", "align_sentences", "score", "classify_outputs", "gate"):
         assert any(t == task_id and k.startswith("counts.") for t, k in keys), f"no counts XCom on {task_id}"
     assert {(gate, "_link_DataDocsLink") for gate in ("gate_documents", "gate", "release")} <= keys
     names = {name: extra for name, extra in events}

@@ -16,7 +16,7 @@ from airflow.sdk import DAG, Asset, Param, task
 
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
-from bitextflow.stages.base import RunContext, Stage
+from bitextflow.stages.base import RunContext, Stage, shard_name
 from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, run_context, run_stage, task_inputs
 from bitextflow_airflow.dispatch import gpu_step
 from bitextflow_airflow.external import external_step_tasks
@@ -90,6 +90,12 @@ def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, r
         def outputs(inputs: Any, **context: Any) -> Any:
             task_context_ = task_context(config, context, registry)
             keys = [stage(task_context_).output_key(key) for key in as_inputs(inputs)]
+            for key in keys:
+                # the step ran in one task (or a pod) for every shard: each shard's counts show on its own task
+                # instance, as a mapped stage's do
+                counts_key = task_context_.key(stage.name, f"{shard_name(key)}.counts.json")
+                if task_context_.store.exists(counts_key):
+                    task_context_.on_counts(shard_name(key), StageCounts.from_dict(task_context_.store.get_json(counts_key)))
             return keys[0] if isinstance(inputs, str) else keys
 
         keys = outputs.expand(inputs=upstream)

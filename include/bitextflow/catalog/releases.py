@@ -171,6 +171,12 @@ def publish_release(
     return _info(store, pair, version, manifest)
 
 
+def read_release_records(store: ObjectStore, release: ReleaseInfo) -> pd.DataFrame:
+    """Every column of a published release's sentence pairs (scores, domain distributions), read back from its JSONL."""
+    key = release_prefix(release.pair, release.version) + f"{release.pair}.jsonl"
+    return pd.read_json(io.BytesIO(store.get_bytes(key)), lines=True, dtype=False)
+
+
 def read_release_pairs(store: ObjectStore, release: ReleaseInfo) -> pd.DataFrame:
     """The sentence pairs of a published release, read back from its TSV (Bitextor's columns)."""
     key = release_prefix(release.pair, release.version) + f"{release.pair}.tsv"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from bitextflow.catalog.releases import list_releases, read_release_pairs
+from bitextflow.catalog.releases import list_releases, read_release_pairs, read_release_records
 from bitextflow.config import load_pair_config
 from bitextflow.settings import load_services_env, local_state_dir, project_home
 from bitextflow.stages.base import RunContext
@@ -109,6 +109,12 @@ def main(pair_config: Path | None = None) -> int:
     figures = judge_release(RunContext(config, store, run_id), site_cache / DOCROOT_DIRNAME, truth, pairs)
     print(f"release {release.uri}: v{release.version}, {release.sentence_pairs} sentence pairs")
     print(f"share of sentence pairs from true translation pages: {page_precision:.3f}")
+    records = read_release_records(store, release)
+    scored = int(records["margin_score"].notna().sum())
+    classified = int((records["domain_probs_a"].astype(bool) & records["domain_probs_b"].astype(bool)).sum())
+    print(
+        f"pairs with a margin score: {scored} of {len(records)}; with both sides' domain distributions: {classified} of {len(records)}"
+    )
     print(
         f"release precision: {figures['precision']:.3f} of {figures['judged']} sentence pairs on po4a-translated pages "
         f"join corresponding blocks ({figures['unjudged_page'] + figures['unlocated']} not judged); "
