@@ -4,15 +4,13 @@ The folder is ``$BITEXTFLOW_CACHE/models/domain/offline/probe-<language>-set-v<N
 published versions, :func:`bitextflow.catalog.models.model_cache_dir`), trained on the source language's
 offline set (:mod:`bitextflow.classify.offline`) with the default ``domain.training`` settings and kind
 ``probe`` on first use (1.5-3 minutes on 2 cores, logged with its progress) or by ``bitextflow-local
-prepare``. It is written into a temporary folder beside it and renamed into place, so two processes
-training at once leave one whole model (the first rename wins; the other's copy is dropped).
+prepare``. It is written into a staging folder beside it and renamed into place
+(:func:`bitextflow.models.folders.built_in_place`), so two processes training at once leave one whole model.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +21,7 @@ from bitextflow.classify.offline import LABELS, LANGUAGES, OFFLINE_SET_VERSION, 
 from bitextflow.classify.training import evaluate_into, prepare_split, train_classifier
 from bitextflow.config import DomainTrainingConfig
 from bitextflow.errors import StageError
+from bitextflow.models.folders import built_in_place
 from bitextflow.settings import cache_dir
 
 log = logging.getLogger(__name__)
@@ -62,9 +61,7 @@ def offline_classifier(language: str, folder: Path | None = None, training: Doma
     log.info("domain.classifier offline: %s", split.counts())
     classifier = train_classifier(split, training)
     seconds = time.perf_counter() - started
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))  # same file system: rename is atomic
-    try:
+    with built_in_place(folder, lambda built: (built / METADATA_FILENAME).is_file()) as staging:
         test = evaluate_into(classifier, split.test, staging / "evaluation" / "test", f"probe on {language} test")
         metadata = {
             "pair": None,
@@ -77,15 +74,6 @@ def offline_classifier(language: str, folder: Path | None = None, training: Doma
             "training_seconds": round(seconds, 1),
         }
         save_model(classifier, staging, metadata)
-        if not (folder / METADATA_FILENAME).is_file():
-            shutil.rmtree(folder, ignore_errors=True)  # a folder without metadata is no model (none of ours leaves one)
-            try:
-                staging.rename(folder)
-            except OSError:  # another process renamed its copy into place first: keep that one
-                if not (folder / METADATA_FILENAME).is_file():
-                    raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     log.info(
         "domain.classifier offline: trained in %.0f s; test accuracy %.3f, macro F1 %.3f: %s",
         time.perf_counter() - started,
