@@ -13,7 +13,7 @@ alignment, then for each aligner (``align.sentence_aligner``) the sentence align
 (``score.pair_scorer``) score, classify, gate and release, each under a run id of its own forked from the shared
 stages' outputs. One encoder serves every setting (vecalign and the margin scorer), its embeddings memoised by text, so
 settings that share sentences do not encode them twice. The top-level figures are the pair config's setting
-(``hunalign``, no pair scorer: the demo's).
+(``hunalign`` with the margin scorer: the demo's).
 
 Usage, from the project root::
 
