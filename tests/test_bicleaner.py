@@ -72,9 +72,13 @@ GOOD = [
 SEPARATION = {"auc": 0.92, "kept_translations": 0.80, "kept_shuffled": 0.18, "kept_neighbours": 0.12}
 
 
+#: bicleaner on its own: the margin scorer (on by default) would set the shuffled pairs aside before bicleaner saw them
+ALONE = {"pair_scorer": "none"}
+
+
 def config_for(**score: object):
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
-    return config.with_overrides({f"score.{name}": value for name, value in score.items()})
+    return config.with_overrides({f"score.{name}": value for name, value in {**ALONE, **score}.items()})
 
 
 def shard_frame(pairs: list[tuple[str, str]]) -> pd.DataFrame:
@@ -561,7 +565,7 @@ def scoring_dag(dag_folder: Path, store, dag_id: str, pairs: list[tuple[str, str
     # One shard for all runs of this DAG: the input key holds no run id (the tasks write under theirs).
     key = run_context(config, store, "fixture").key("align_sentences", f"{dag_id}.parquet")
     write_table(store, key, shard_frame(pairs), records.SENTENCE_PAIRS)
-    settings = {"score.use_bicleaner": "yes", **overrides}
+    settings = {"score.use_bicleaner": "yes", "score.pair_scorer": "none", **overrides}
     source = DAG_FILE.format(
         config=str(ROOT / "include/pairs/en-es.yaml"),
         overrides=settings,
