@@ -22,7 +22,12 @@ def judge(tmp_path: Path) -> Judge:
         (tmp_path / name).write_text(PAGE.format("".join(f"<p>{block}</p>" for block in blocks)), encoding="utf-8")
     truth = Truth([{"en": "a.en.html", "es": "a.es.html"}, {"en": "b.en.html", "es": "b.es.html"}], [])
     sentences = {
-        "http://h/a.en.html": ["Install the package first.", "Then edit the file.", "Restart the daemon.", "The end of the story."],
+        "http://h/a.en.html": [
+            "Install the package first.",
+            "Then edit the file.",
+            "Restart the daemon.",
+            "The end of the story.",
+        ],
         "http://h/a.es.html": ["Instale primero el paquete.", "Luego edite el fichero.", "Reinicie el demonio."],
     }
     return Judge(tmp_path, truth, sentences)
@@ -40,9 +45,9 @@ def test_each_kind_of_pair_gets_its_verdict(judge: Judge):
     assert verdict(judge, "Install the package first.", "Instale el paquete.", url_b="http://h/b.es.html") == "wrong"
     assert verdict(judge, "Nothing like this is on the page.", "Instale primero el paquete.") == "unlocated"
     # the two b pages have different block counts: blocks do not pair by position
-    assert verdict(judge, "Install the package first.", "Instale primero el paquete.", "http://h/b.en.html", "http://h/b.es.html") == (
-        "unjudged_page"
-    )
+    assert verdict(
+        judge, "Install the package first.", "Instale primero el paquete.", "http://h/b.en.html", "http://h/b.es.html"
+    ) == ("unjudged_page")
 
 
 def test_figures_count_precision_and_yield_per_translated_block(judge: Judge):

@@ -298,8 +298,11 @@ def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, 
     from bitextflow.storage.tables import read_table, write_table
 
     config = pair_config.with_overrides(
-        {"domain.classifier": str(svm_folder), "domain.classifier_label": "computing", "domain.min_relevance": 0.0}
-    )
+        {
+            "domain.classifier": str(svm_folder), "domain.classifier_label": "computing", "domain.min_relevance": 0.0,
+            "domain.classifier_threshold": 0.5,  # the field's default (DSI's); the shipped configs keep every pair
+        }
+    )  # fmt: skip
     ctx = run_context(config, store, "classify-distributions")
     pairs = [
         (
@@ -372,7 +375,7 @@ def test_run_classify_without_classifier_leaves_distributions_empty(store, pair_
     from bitextflow.stages.registry import REGISTRY, run_context
     from bitextflow.storage.tables import read_table, write_table
 
-    ctx = run_context(pair_config, store, "classify-terms-only")
+    ctx = run_context(pair_config.with_overrides({"domain.classifier": None}), store, "classify-terms-only")
     scored = write_table(
         store, ctx.key("score", "s.parquet"), records.SENTENCE_PAIRS.empty_table().to_pandas(), records.SENTENCE_PAIRS
     )
@@ -383,7 +386,8 @@ def test_run_classify_without_classifier_leaves_distributions_empty(store, pair_
 def test_unknown_classifier_label_is_a_clear_error(pair_config, svm_folder):
     from bitextflow.classify.inference import configured_classifier
 
-    config = pair_config.with_overrides({"domain.classifier": str(svm_folder)})
+    # no classifier_label: domain.name, which the model lacks
+    config = pair_config.with_overrides({"domain.classifier": str(svm_folder), "domain.classifier_label": None})
     with pytest.raises(StageError, match=r"has no label 'software-documentation'.*set domain.classifier_label"):
         configured_classifier(config, svm_folder)
 
