@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from bitextflow.catalog.releases import list_releases, read_release_pairs, read_release_records
+from bitextflow.catalog.releases import list_releases, read_release_records
 from bitextflow.config import load_pair_config
 from bitextflow.settings import load_services_env, local_state_dir, project_home
 from bitextflow.stages.base import RunContext
@@ -102,18 +102,17 @@ def main(pair_config: Path | None = None) -> int:
         return 1
     store = ObjectStore.from_env(config.storage.bucket)
     release = next(info for info in list_releases(store, config.pair) if info.run_id == run_id)
-    pairs = read_release_pairs(store, release)
+    pairs = read_release_records(store, release)  # every column: texts and URLs, scores, domain distributions
     site_cache = Path(os.environ["BITEXTFLOW_SITE_CACHE"])
     truth = Truth.load(site_cache)
     page_precision = truth.translation_precision(zip(pairs["url_a"], pairs["url_b"], strict=True))
     figures = judge_release(RunContext(config, store, run_id), site_cache / DOCROOT_DIRNAME, truth, pairs)
     print(f"release {release.uri}: v{release.version}, {release.sentence_pairs} sentence pairs")
     print(f"share of sentence pairs from true translation pages: {page_precision:.3f}")
-    records = read_release_records(store, release)
-    scored = int(records["margin_score"].notna().sum())
-    classified = int((records["domain_probs_a"].astype(bool) & records["domain_probs_b"].astype(bool)).sum())
+    scored = int(pairs["margin_score"].notna().sum())
+    classified = int((pairs["domain_probs_a"].astype(bool) & pairs["domain_probs_b"].astype(bool)).sum())
     print(
-        f"pairs with a margin score: {scored} of {len(records)}; with both sides' domain distributions: {classified} of {len(records)}"
+        f"pairs with a margin score: {scored} of {len(pairs)}; with both sides' domain distributions: {classified} of {len(pairs)}"
     )
     print(
         f"release precision: {figures['precision']:.3f} of {figures['judged']} sentence pairs on po4a-translated pages "
