@@ -1,4 +1,13 @@
-"""Shared fixtures: a real SeaweedFS S3 server, the real local multilingual site, an Airflow home.
+"""The fixtures every tier shares: a real SeaweedFS S3 server, the real local multilingual site, an Airflow home.
+
+The suite has three tiers, one folder each (docs/testing.md says which to run when):
+
+- ``tests/unit``: no service at all, no network, no Airflow database: ``make test-quick``, the edit-test loop;
+- ``tests/integration``: the real S3 server, the local site, real DAG runs (``dag.test()``), CLI subprocesses;
+- ``tests/stack``: the local stack's own processes (scheduler, API server, Celery workers, a browser).
+
+Each test is marked with its tier's name (``pytest -m unit`` selects as the folder does), and a tier may not use a
+heavier tier's fixtures: a unit test that asks for the S3 server fails at collection, naming the fixture.
 
 Nothing here talks to anything but 127.0.0.1. Airflow is configured through the environment before
 any test imports it, with its own SQLite database in a temporary AIRFLOW_HOME.
@@ -7,7 +16,6 @@ any test imports it, with its own SQLite database in a temporary AIRFLOW_HOME.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-EVAL_DIR = ROOT.parent / "shared" / "eval"
+from tests.support import BUCKET, ROOT
 
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="bitextflow-airflow-home-"))
 os.environ.update(
@@ -39,7 +46,28 @@ for _name in ("BITEXTFLOW_S3_ENDPOINT_URL", "BITEXTFLOW_S3_ACCESS_KEY_ID", "BITE
 # Airflow puts the plugins folder on sys.path when it runs; tests that import the glue need it too.
 sys.path.insert(0, str(ROOT / "plugins"))
 
-BUCKET = "bitextflow"
+#: The fixtures that start or need a service, by the lightest tier that may use them (a fixture of the stack tier's own
+#: conftest is out of reach of the other tiers anyway).
+SERVICE_FIXTURES = {"s3_server": "integration", "site": "integration", "airflow_db": "integration"}
+TIERS = ("unit", "integration", "stack")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test with its tier (its folder under tests/) and refuses a test that uses a heavier tier's fixture."""
+    tests = Path(__file__).parent
+    misplaced = []
+    for item in items:
+        tier = Path(item.path).relative_to(tests).parts[0]
+        if tier not in TIERS:
+            misplaced.append(f"{item.nodeid}: tests live in one of tests/{{{','.join(TIERS)}}}/")
+            continue
+        item.add_marker(tier)
+        for fixture in getattr(item, "fixturenames", ()):
+            needs = SERVICE_FIXTURES.get(fixture)
+            if needs is not None and TIERS.index(needs) > TIERS.index(tier):
+                misplaced.append(f"{item.nodeid}: uses the fixture {fixture} (a service): move it to tests/{needs}/")
+    if misplaced:
+        raise pytest.UsageError("tests in the wrong tier:\n" + "\n".join(misplaced))
 
 
 @pytest.fixture(scope="session")
@@ -111,48 +139,3 @@ def pair_config():
     from bitextflow.config import load_pair_config
 
     return load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
-
-
-def free_port() -> int:
-    """A port nothing listens on now, on 127.0.0.1 (for a service a test starts)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def env_file(path: Path) -> dict[str, str]:
-    """``NAME=value`` lines of a generated settings file (the local stack's ``.env`` files)."""
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
-
-
-def eval_dir(name: str) -> Path:
-    """A gold data folder under ../shared/eval, or a skip saying why it is absent."""
-    path = EVAL_DIR / name
-    if not path.is_dir():
-        pytest.skip(f"gold data {path} is absent (it ships beside the repository in CI, not in a user's clone)")
-    return path
-
-
-def cross_shard_duplicates(ctx):
-    """The documents a run's deduplicate stage set aside, every partition's (align_documents writes them)."""
-    import pandas as pd
-
-    from bitextflow.storage.tables import read_table
-
-    keys = [key for key in ctx.store.list_keys(ctx.key("align_documents", "")) if key.endswith(".cross-shard-duplicates.parquet")]
-    return pd.concat([read_table(ctx.store, key) for key in sorted(keys)], ignore_index=True)
-
-
-def through_partitions(ctx, documents, sentences=None) -> list[str]:
-    """``documents`` (and ``sentences``) written as one extract shard, gathered by the partition stage and de-duplicated
-    across the run, as document alignment finds them; returns the partitions' documents keys."""
-    from bitextflow import records
-    from bitextflow.stages.registry import REGISTRY
-    from bitextflow.storage.tables import write_table
-
-    sentences = records.SENTENCES.empty_table().to_pandas() if sentences is None else sentences
-    write_table(ctx.store, ctx.key("extract", "s.sentences.parquet"), sentences, records.SENTENCES)
-    documents_key = write_table(ctx.store, ctx.key("extract", "s.documents.parquet"), documents, records.DOCUMENTS)
-    partitions = REGISTRY.run(ctx, "partition", [documents_key])
-    REGISTRY.run(ctx, "deduplicate", partitions)
-    return partitions

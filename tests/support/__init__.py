@@ -1,0 +1,61 @@
+"""What the tests of every tier share besides fixtures: the project's paths, the gold data, small helpers.
+
+Fixtures live in the conftest files (``tests/conftest.py`` for the services every tier may name, each tier's own
+for the rest); this module holds the plain functions, importable as ``from tests.support import ...``.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EVAL_DIR = ROOT.parent / "shared" / "eval"
+BUCKET = "bitextflow"
+
+
+def free_port() -> int:
+    """A port nothing listens on now, on 127.0.0.1 (for a service a test starts)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def env_file(path: Path) -> dict[str, str]:
+    """``NAME=value`` lines of a generated settings file (the local stack's ``.env`` files)."""
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def eval_dir(name: str) -> Path:
+    """A gold data folder under ../shared/eval, or a skip saying why it is absent."""
+    path = EVAL_DIR / name
+    if not path.is_dir():
+        pytest.skip(f"gold data {path} is absent (it ships beside the repository in CI, not in a user's clone)")
+    return path
+
+
+def cross_shard_duplicates(ctx):
+    """The documents a run's deduplicate stage set aside, every partition's (align_documents writes them)."""
+    import pandas as pd
+
+    from bitextflow.storage.tables import read_table
+
+    keys = [key for key in ctx.store.list_keys(ctx.key("align_documents", "")) if key.endswith(".cross-shard-duplicates.parquet")]
+    return pd.concat([read_table(ctx.store, key) for key in sorted(keys)], ignore_index=True)
+
+
+def through_partitions(ctx, documents, sentences=None) -> list[str]:
+    """``documents`` (and ``sentences``) written as one extract shard, gathered by the partition stage and de-duplicated
+    across the run, as document alignment finds them; returns the partitions' documents keys."""
+    from bitextflow import records
+    from bitextflow.stages.registry import REGISTRY
+    from bitextflow.storage.tables import write_table
+
+    sentences = records.SENTENCES.empty_table().to_pandas() if sentences is None else sentences
+    write_table(ctx.store, ctx.key("extract", "s.sentences.parquet"), sentences, records.SENTENCES)
+    documents_key = write_table(ctx.store, ctx.key("extract", "s.documents.parquet"), documents, records.DOCUMENTS)
+    partitions = REGISTRY.run(ctx, "partition", [documents_key])
+    REGISTRY.run(ctx, "deduplicate", partitions)
+    return partitions

@@ -1,0 +1,82 @@
+"""Pair config validation: every mistake is one line naming the file, the field and the fix."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bitextflow.config import discover_pair_configs, load_pair_config
+from bitextflow.errors import ConfigError
+from tests.support import ROOT
+
+GOOD = yaml.safe_load((ROOT / "include" / "pairs" / "en-es.yaml").read_text())
+
+
+def write(tmp_path: Path, data: dict, name: str = "en-es.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_embedded_pairs_are_valid():
+    paths = discover_pair_configs(ROOT / "include" / "pairs")
+    assert [p.name for p in paths][:1] == ["en-es.yaml"]
+    config = load_pair_config(paths[0])
+    assert (config.pair, config.dag_id) == ("en-es", "bitextflow__en_es")
+    assert config.domain.terms["en"]["package"] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d.update(target="xx"), "field target: Value error, unknown language code 'xx'"),
+        (lambda d: d.pop("crawl"), "field crawl: add it"),
+        (lambda d: d["crawl"].update(max_pages="many"), "field crawl.max_pages: Input should be a valid integer"),
+        (lambda d: d["crawl"].update(seeds=[]), "field crawl.seeds"),
+        (lambda d: d["crawl"].update(max_page=3), "field crawl.max_page: remove it or fix its spelling"),
+        (lambda d: d["domain"]["terms"]["en"].update(package=-1), "weight of term 'package' (en) must be positive"),
+    ],
+)
+def test_invalid_config_is_one_line_naming_file_and_field(tmp_path, change, expected):
+    data = yaml.safe_load(yaml.safe_dump(GOOD))
+    change(data)
+    path = write(tmp_path, data)
+    with pytest.raises(ConfigError) as caught:
+        load_pair_config(path)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+
+
+def test_file_name_must_match_languages(tmp_path):
+    path = write(tmp_path, GOOD, "en-fr.yaml")
+    with pytest.raises(ConfigError, match="rename it to en-es.yaml"):
+        load_pair_config(path)
+
+
+def test_broken_yaml_and_missing_file(tmp_path):
+    bad = tmp_path / "en-es.yaml"
+    bad.write_text("source: en\ncrawl: [unclosed\n")
+    with pytest.raises(ConfigError, match="is not valid YAML"):
+        load_pair_config(bad)
+    with pytest.raises(ConfigError, match="no such pair config"):
+        load_pair_config(tmp_path / "de-it.yaml")
+
+
+def test_overrides_are_validated():
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    changed = config.with_overrides({"crawl.max_pages": 7, "crawl.seeds": ["http://127.0.0.1:9/"]})
+    assert changed.crawl.max_pages == 7 and str(changed.crawl.seeds[0]) == "http://127.0.0.1:9/"
+    assert config.crawl.max_pages != 7
+    with pytest.raises(ConfigError, match="crawl.max_pages"):
+        config.with_overrides({"crawl.max_pages": -1})
+    with pytest.raises(ConfigError, match="no section 'crawler'"):
+        config.with_overrides({"crawler.max_pages": 1})
+
+
+def test_configuration_reference_is_current():
+    from bitextflow.config import reference_markdown
+
+    documented = (ROOT / "docs" / "configuration.md").read_text()
+    assert documented.strip() == reference_markdown().strip(), "regenerate: python -m bitextflow.config > docs/configuration.md"
