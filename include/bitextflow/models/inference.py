@@ -54,6 +54,12 @@ def native_bfloat16(device: torch.device) -> bool:
     return device.type == "cpu" and any(getattr(torch.cpu, feature, lambda: False)() for feature in features)
 
 
+def amx_tiles() -> bool:
+    """Whether this CPU has AMX tiles (Intel Sapphire Rapids and later), on which torch's bfloat16 encoder outruns the
+    int8 ONNX one (:func:`bitextflow.models.encoder.resolve_runtime`)."""
+    return bool(getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)())
+
+
 @contextlib.contextmanager
 def inference_precision(device: torch.device, reduced: bool = True) -> Iterator[None]:
     """No autograd; bfloat16 matrix products where the device has them natively (:func:`native_bfloat16`) unless
