@@ -369,6 +369,22 @@ class AlignConfig(_Section):
     min_image_jaccard: float = Field(0.5, ge=0, le=1, description="Lowest Jaccard index of critical images of an `images` pair.")
 
 
+class EmbedConfig(_Section):
+    """How a run embeds its sentences: once, for every stage that uses sentence vectors (docs/architecture.md)."""
+
+    shared: bool = Field(
+        True, description="`true`: the `embed` stage embeds every sentence the aligner sees once, and the encoder "
+        "aligners, the margin scorer and a probe domain classifier share those vectors; `false`: each of them embeds what "
+        "it uses itself (slower: the path before the embed stage, kept for comparison).",
+    )  # fmt: skip
+    runtime: Literal["auto", "torch", "onnx-int8"] = Field(
+        "auto", description="What runs the encoder: `torch` (bfloat16 on a GPU or a CPU that has it natively, else "
+        "float32), `onnx-int8` (ONNX Runtime, int8 matrix products, CPU only: the fastest on CPUs without AMX) or `auto` "
+        "(torch on a GPU or a CPU with AMX, onnx-int8 elsewhere). Vectors of the two agree to a cosine of 0.99 on average; "
+        "docs/benchmarks.md has the speeds.",
+    )  # fmt: skip
+
+
 class ScoreConfig(_Section):
     max_length_ratio: float = Field(2.5, ge=1, description="Longer side / shorter side, in characters.")
     min_characters: int = Field(3, ge=1, description="Each side needs at least this many characters.")
@@ -391,8 +407,8 @@ class ScoreConfig(_Section):
         "margin",
         description="`margin`: score every pair 0..1 by the ratio margin of its sentence embeddings (the encoder of "
         "`align.encoder_model`, multilingual-e5-small by default) against the nearest sentences of its shard, calibrated "
-        "offline (docs/score.md), into `margin_score`; pairs under `margin_threshold` are dropped (counted). Works offline, "
-        "in this environment; the encoder loads once per task. `none`: the hard rules only, no encoder.",
+        "offline for each encoder runtime (docs/score.md), into `margin_score`; pairs under `margin_threshold` are dropped "
+        "(counted). Works offline, on the vectors of the run's `embed` stage. `none`: the hard rules only, no encoder.",
     )  # fmt: skip
     margin_threshold: float = Field(
         0.53, ge=0, le=1, description="Pairs with a lower calibrated margin score are dropped (counted); 0.53 was chosen "
@@ -667,6 +683,7 @@ class PairConfig(_Section):
     crawl: CrawlConfig
     extract: ExtractConfig = ExtractConfig()
     align: AlignConfig = AlignConfig()
+    embed: EmbedConfig = EmbedConfig()
     score: ScoreConfig = ScoreConfig()
     domain: DomainConfig
     gate: GateConfig = GateConfig()

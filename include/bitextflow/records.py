@@ -175,7 +175,9 @@ class SentencePair:
     ``rule_tags``: the rules it breaks (``;``-separated, empty when it passes); ``bicleaner_score``: None where
     bicleaner-ai did not run; ``margin_score``: None where the margin scorer did not (``score.pair_scorer``);
     ``domain_probs_a``/``_b``: each side's domain distribution as a JSON object
-    (``""`` without a classifier), added by the classify stage.
+    (``""`` without a classifier), added by the classify stage. ``vector_a``/``_b``: each side's sentence vector
+    (float16, L2-normalised: :mod:`bitextflow.models.vectors`) from the run's one embedding of each sentence, for
+    the scorer and the classifier; None where the run embeds nothing; not released.
     """
 
     url_a: str = column(pa.string())
@@ -193,11 +195,24 @@ class SentencePair:
     pair_hash: str = column(pa.string(), default="")
     domain_probs_a: str = column(pa.string(), default="")
     domain_probs_b: str = column(pa.string(), default="")
+    vector_a: bytes | None = column(pa.binary(), optional=True, default=None)
+    vector_b: bytes | None = column(pa.binary(), optional=True, default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceEmbedding:
+    """A sentence's vector, computed once per run (the ``embed`` stage): ``text_hash`` identifies the sentence's text
+    (:func:`bitextflow.models.vectors.text_hash`), ``vector`` is float16, L2-normalised."""
+
+    text_hash: bytes = column(pa.binary(8))
+    vector: bytes = column(pa.binary())
 
 
 DOCUMENTS = schema_of(Document)
 SENTENCES = schema_of(Sentence)
 DOCUMENT_PAIRS = schema_of(DocumentPair)
-#: Sentence pairs up to scoring; classify adds each side's domain distribution.
+#: Sentence pairs up to scoring, with their sides' vectors; classify adds each side's domain distribution and drops the
+#: vectors, which nothing after it reads.
 SENTENCE_PAIRS = schema_of(SentencePair, exclude=("domain_probs_a", "domain_probs_b"))
-CLASSIFIED_SENTENCE_PAIRS = schema_of(SentencePair)
+CLASSIFIED_SENTENCE_PAIRS = schema_of(SentencePair, exclude=("vector_a", "vector_b"))
+SENTENCE_EMBEDDINGS = schema_of(SentenceEmbedding)

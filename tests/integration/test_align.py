@@ -325,7 +325,7 @@ def test_sentence_pairs_join_sides_and_count_drops() -> None:
         Bead((4,), (3,), 0.01),
     ]
     pairs, drops = sentence_pairs(beads, src, tgt, min_score=0.05)
-    assert pairs == [("One.", "Uno.", 0.9), ("Two and three.", "Dos y tres.", 0.8)]
+    assert pairs == [("One.", "Uno.", 0.9, beads[0]), ("Two and three.", "Dos y tres.", 0.8, beads[1])]
     assert drops == Counter({"unaligned_src": 1, "unaligned_tgt": 1, "low_score": 1})
 
 

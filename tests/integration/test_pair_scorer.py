@@ -37,9 +37,9 @@ UNRELATED = "El tiempo de mañana será soleado en toda la costa."
 
 @pytest.fixture(scope="module")
 def scorer() -> MarginScorer:
-    from bitextflow.models import SentenceEncoder
+    from bitextflow.models.encoder import shared_encoder
 
-    return MarginScorer(SentenceEncoder.from_path(None))
+    return MarginScorer(shared_encoder)
 
 
 def test_ratio_margin_is_the_cosine_over_the_mean_of_both_sides_nearest_neighbours(monkeypatch):

@@ -141,6 +141,7 @@ def test_offline_resolution_needs_an_offline_set_in_the_source_language():
     from bitextflow.catalog.models import resolve_classifier
     from bitextflow.classify.offline_model import OFFLINE, offline_model_dir
 
-    assert OFFLINE == "offline" and offline_model_dir("en").parts[-4:-1] == ("models", "domain", "offline")
+    assert OFFLINE == "offline" and offline_model_dir("en", "onnx-int8").parts[-4:-1] == ("models", "domain", "offline")
+    assert offline_model_dir("en", "torch") != offline_model_dir("en", "onnx-int8"), "a head per runtime's vectors"
     with pytest.raises(StageError, match=r"domain.classifier 'offline' .* en and es only, not 'de'"):
         resolve_classifier(OFFLINE, "de-fr", None)  # type: ignore[arg-type] - offline needs no object store

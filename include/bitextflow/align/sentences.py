@@ -314,15 +314,15 @@ def align_sentences(src: Sequence[str], tgt: Sequence[str], max_cells: int = DEF
 
 def sentence_pairs(
     beads: Sequence[Bead], src: Sequence[str], tgt: Sequence[str], min_score: float = 0.0
-) -> tuple[list[tuple[str, str, float]], Counter[str]]:
-    """Turn beads into ``(source text, target text, score)`` pairs for the bitext.
+) -> tuple[list[tuple[str, str, float, Bead]], Counter[str]]:
+    """Turn beads into ``(source text, target text, score, bead)`` pairs for the bitext.
 
     Multi-sentence sides are joined with a space (the sentences were split from one paragraph
     stream, so a space restores them). Beads are dropped, and counted once each, as
     ``unaligned_src`` (1-0), ``unaligned_tgt`` (0-1) or ``low_score`` (score below ``min_score``),
     so the stage can report what it lost and why.
     """
-    pairs: list[tuple[str, str, float]] = []
+    pairs: list[tuple[str, str, float, Bead]] = []
     dropped: Counter[str] = Counter()
     for bead in beads:
         if not bead.tgt:
@@ -334,5 +334,5 @@ def sentence_pairs(
         else:
             text_src = " ".join(src[i].strip() for i in bead.src)
             text_tgt = " ".join(tgt[j].strip() for j in bead.tgt)
-            pairs.append((text_src, text_tgt, bead.score))
+            pairs.append((text_src, text_tgt, bead.score, bead))
     return pairs, dropped

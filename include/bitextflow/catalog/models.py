@@ -107,11 +107,12 @@ def model_cache_dir() -> Path:
     return cache_dir("models", "domain")
 
 
-def resolve_classifier(location: str, pair: str, store: ObjectStore) -> Path:
+def resolve_classifier(location: str, pair: str, store: ObjectStore, runtime: str = "auto") -> Path:
     """A local folder for `location`: a path, ``s3://bucket/prefix`` or ``latest`` (downloaded and cached), or
-    ``offline`` (trained on the offline set of the source language, the first part of `pair`, on first use)."""
+    ``offline`` (trained on the offline set of the source language, the first part of `pair`, on the vectors of the
+    encoder `runtime`, on first use)."""
     if location == OFFLINE:
-        return offline_classifier(pair.partition("-")[0])
+        return offline_classifier(pair.partition("-")[0], runtime=runtime)
     if location == LATEST:
         versions = published_versions(store, pair)
         if not versions:

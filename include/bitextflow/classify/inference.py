@@ -34,7 +34,7 @@ class PairDistributions:
 def configured_classifier(config: PairConfig, folder: Path) -> tuple[DomainClassifier, str]:
     """The pair's classifier from its local ``folder`` (loaded once per process) and the label it thresholds."""
     if folder not in _LOADED:
-        _LOADED[folder] = load_model(folder, config.pair)[0]
+        _LOADED[folder] = load_model(folder, config.pair, runtime=config.embed.runtime)[0]
     classifier = _LOADED[folder]
     label = config.domain.classifier_label or config.domain.name
     if label not in classifier.labels:
@@ -49,9 +49,21 @@ def as_json(probabilities: np.ndarray, labels: Sequence[str]) -> list[str]:
     return [json.dumps({label: round(float(p), DECIMALS) for label, p in zip(labels, row, strict=True)}) for row in probabilities]
 
 
-def classify_pairs(classifier: DomainClassifier, label: str, texts_a: Sequence[str], texts_b: Sequence[str]) -> PairDistributions:
+def classify_pairs(
+    classifier: DomainClassifier,
+    label: str,
+    texts_a: Sequence[str],
+    texts_b: Sequence[str],
+    vectors: tuple[np.ndarray, np.ndarray] | None = None,
+) -> PairDistributions:
+    """Both sides' distributions; a probe classifies the sides' ``vectors`` where the pairs carry them (the run's one
+    embedding of each sentence) instead of embedding the texts again."""
+    from bitextflow.classify.probe import ProbeClassifier  # the probe's module imports torch
+
     column = classifier.labels.index(label)
-    side_a = classifier.predict_proba(list(texts_a))
-    side_b = classifier.predict_proba(list(texts_b))
+    if vectors is not None and isinstance(classifier, ProbeClassifier):
+        side_a, side_b = classifier.predict_proba_vectors(vectors[0]), classifier.predict_proba_vectors(vectors[1])
+    else:
+        side_a, side_b = classifier.predict_proba(list(texts_a)), classifier.predict_proba(list(texts_b))
     best = np.maximum(side_a[:, column], side_b[:, column]) if len(texts_a) else np.zeros(0, dtype=np.float32)
     return PairDistributions(as_json(side_a, classifier.labels), as_json(side_b, classifier.labels), best)

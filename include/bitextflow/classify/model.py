@@ -72,8 +72,11 @@ def read_metadata(folder: Path, pair: str) -> dict[str, Any]:
     return metadata
 
 
-def load_model(folder: Path, pair: str, device: str | None = None) -> tuple[DomainClassifier, dict[str, Any]]:
-    """The classifier in `folder` and its metadata; a missing or corrupt folder raises StageError naming it."""
+def load_model(
+    folder: Path, pair: str, device: str | None = None, runtime: str = "auto"
+) -> tuple[DomainClassifier, dict[str, Any]]:
+    """The classifier in `folder` and its metadata; a missing or corrupt folder raises StageError naming it. A probe
+    embeds on the encoder `runtime` the texts that come without the run's vectors."""
     metadata = read_metadata(folder, pair)
     try:
         if metadata["kind"] == "svm":
@@ -89,7 +92,7 @@ def load_model(folder: Path, pair: str, device: str | None = None) -> tuple[Doma
         if metadata["kind"] == "probe":
             from bitextflow.classify.probe import ProbeClassifier
 
-            return ProbeClassifier.load(folder, metadata, device), metadata
+            return ProbeClassifier.load(folder, metadata, device, runtime), metadata
     except BitextflowError:
         raise
     except Exception as exc:  # unpickling, safetensors, .npz, JSON and shape errors all mean "this folder is broken"

@@ -14,15 +14,17 @@ a fold, as the split keeps them whole), never on dev or test; then one temperatu
 
 The head is stored without pickle: ``head.npz`` (``coef``, ``intercept``, float32), read with
 ``allow_pickle=False``; the metadata names the encoder (``encoder``: folder name, path, whether it is the
-default), which is loaded again with the head.
+default, the runtime that embedded the training set). At classify time the probe reads the vectors the run made
+once for every stage (:mod:`bitextflow.stages.embed`) and loads its encoder only for texts that come without them.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,18 +43,13 @@ CV_FOLDS = 4
 MAX_ITER = 2000
 #: Probabilities of a label a fold's training part lacked are floored at this in the cross-validated log-loss.
 _EPS = 1e-7
-_ENCODERS: dict[tuple[str, str], Any] = {}
 
 
-def encoder_for(path: Path | None, device: str | None = None):
-    """The SentenceEncoder of `path` (None: the default), loaded once per process and device."""
-    from bitextflow.models.encoder import SentenceEncoder
-    from bitextflow.models.inference import default_device
+def encoder_for(path: Path | None, device: str | None = None, runtime: str = "auto"):
+    """The SentenceEncoder of `path` (None: the default), loaded once per process, device and runtime."""
+    from bitextflow.models.encoder import shared_encoder  # torch: only when a probe embeds texts itself
 
-    key = (str(path) if path else "", str(device or default_device()))
-    if key not in _ENCODERS:
-        _ENCODERS[key] = SentenceEncoder.from_path(path, device=device)
-    return _ENCODERS[key]
+    return shared_encoder(path, device, runtime)
 
 
 def encode_logged(encoder, texts: Sequence[str], what: str) -> np.ndarray:
@@ -130,7 +127,7 @@ class ProbeClassifier:
 
     def __init__(
         self,
-        encoder,
+        load_encoder: Callable[[], Any],
         labels: Sequence[str],
         coef: np.ndarray,
         intercept: np.ndarray,
@@ -138,13 +135,27 @@ class ProbeClassifier:
         base_model: str | None = None,
         calibration: dict[str, Any] | None = None,
     ) -> None:
-        self.encoder = encoder
+        self._load_encoder = load_encoder  # called on the first text to embed: a run's vectors need no encoder
         self.labels = list(labels)
         self.coef = np.asarray(coef, dtype=np.float32)
         self.intercept = np.asarray(intercept, dtype=np.float32)
         self.temperature = float(temperature)
         self.base_model = base_model  # domain.training.base_model at training; None: the default encoder
         self.calibration = calibration or {}
+
+    @functools.cached_property
+    def encoder(self):
+        """The probe's encoder, loaded on first use and checked to give the head's dimensions."""
+        encoder = self._load_encoder()
+        self._check_dimensions(encoder.dim, f"the encoder {encoder.path}")
+        return encoder
+
+    def _check_dimensions(self, dim: int, what: str) -> None:
+        if dim != self.coef.shape[1]:
+            raise StageError(
+                f"domain classifier kind probe was trained on {self.coef.shape[1]}-dimensional embeddings, but {what} gives "
+                f"{dim}; retrain the probe on that encoder or embed with the one it was trained on (align.encoder_model)"
+            )
 
     @classmethod
     def train(
@@ -154,9 +165,11 @@ class ProbeClassifier:
         labels: Sequence[str],
         base_model: str | None = None,
         device: str | None = None,
+        runtime: str = "auto",
     ) -> ProbeClassifier:
-        """Encode `train`, choose C by site-grouped cross-validation on it, fit, then fit T on `dev` if it helps."""
-        encoder = encoder_for(Path(base_model) if base_model else None, device)
+        """Encode `train` (on the encoder `runtime`), choose C by site-grouped cross-validation on it, fit, then fit T on
+        `dev` if it helps."""
+        encoder = encoder_for(Path(base_model) if base_model else None, device, runtime)
         index = {label: i for i, label in enumerate(labels)}
         features = encode_logged(encoder, [s.text for s in train], "training")
         targets = np.array([index[s.label] for s in train])
@@ -170,8 +183,8 @@ class ProbeClassifier:
             losses,
             time.perf_counter() - started,
         )
-        classifier = cls(encoder, labels, coef, intercept, 1.0, base_model)
-        calibration: dict[str, Any] = {"c": c, "cv_folds": CV_FOLDS, "cv_log_loss": losses}
+        classifier = cls(lambda: encoder, labels, coef, intercept, 1.0, base_model)
+        calibration: dict[str, Any] = {"c": c, "cv_folds": CV_FOLDS, "cv_log_loss": losses, "runtime": encoder.runtime}
         if dev:
             dev_logits = classifier.logits([s.text for s in dev])
             dev_targets = np.array([index[s.label] for s in dev])
@@ -200,6 +213,13 @@ class ProbeClassifier:
         """softmax(logits / T): the calibrated distribution over `labels`, one row per text."""
         return softmax(self.logits(texts) / self.temperature).astype(np.float32)
 
+    def predict_proba_vectors(self, vectors: np.ndarray) -> np.ndarray:
+        """The distributions of texts whose vectors the run already made (the ``embed`` stage), one row per vector."""
+        if not len(vectors):
+            return np.zeros((0, len(self.labels)), dtype=np.float32)
+        self._check_dimensions(vectors.shape[1], "the run's embed stage")
+        return softmax((vectors @ self.coef.T + self.intercept) / self.temperature).astype(np.float32)
+
     @property
     def metadata_fields(self) -> dict[str, Any]:
         """What ``bitextflow-domain.json`` records besides the common fields: the encoder and the calibration."""
@@ -211,7 +231,7 @@ class ProbeClassifier:
         np.savez(folder / HEAD_FILENAME, coef=self.coef, intercept=self.intercept)
 
     @classmethod
-    def load(cls, folder: Path, metadata: dict[str, Any], device: str | None = None) -> ProbeClassifier:
+    def load(cls, folder: Path, metadata: dict[str, Any], device: str | None = None, runtime: str = "auto") -> ProbeClassifier:
         labels = metadata["labels"]
         with np.load(folder / HEAD_FILENAME, allow_pickle=False) as head:
             coef, intercept = head["coef"], head["intercept"]
@@ -224,10 +244,8 @@ class ProbeClassifier:
                 f"domain classifier {folder} is a probe on the encoder {base_model} (domain.training.base_model at training), "
                 "which does not exist here; install that encoder folder there or retrain the probe"
             )
-        encoder = encoder_for(Path(base_model) if base_model else None, device)
-        if encoder.dim != coef.shape[1]:
-            raise StageError(
-                f"domain classifier {folder} was trained on {coef.shape[1]}-dimensional embeddings of {recorded.get('name')!r}, "
-                f"but the encoder {encoder.path} gives {encoder.dim}; retrain the probe"
-            )
-        return cls(encoder, labels, coef, intercept, float(metadata.get("temperature") or 1.0), base_model, metadata.get("probe"))
+        encoder_path = Path(base_model) if base_model else None
+        return cls(
+            functools.partial(encoder_for, encoder_path, device, runtime), labels, coef, intercept,
+            float(metadata.get("temperature") or 1.0), base_model, metadata.get("probe"),
+        )  # fmt: skip

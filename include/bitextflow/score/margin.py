@@ -14,14 +14,19 @@ its own translation, or a closer sentence, in the pool and its margin falls belo
 sentences are each other's nearest is at 1 or above.
 
 The margin is mapped to 0..1 by Platt scaling, ``p = 1 / (1 + exp(-(slope * margin + intercept)))``, fitted with
-balanced classes: 0.5 is even odds. :data:`E5_SMALL_CALIBRATION` was fitted, and ``k`` and the threshold chosen,
+balanced classes: 0.5 is even odds. :data:`E5_SMALL_CALIBRATIONS` were fitted, and ``k`` and the threshold chosen,
 by cross-validation (:mod:`bitextflow.score.margin_calibration`) for the default encoder, the converted
-multilingual-e5-small; another encoder needs its own fit.
+multilingual-e5-small, once per encoder runtime (the int8 runtime's vectors differ a little from torch's); another
+encoder needs its own fit.
+
+The vectors are the run's (the ``embed`` stage's, carried by the sentence pairs); a side of several sentences is the
+normalised mean of its sentences' vectors (:func:`bitextflow.models.vectors.bead_vector`). Pairs without vectors are
+embedded here, by the encoder the scorer is given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,11 +47,14 @@ class MarginCalibration:
         return 1.0 / (1.0 + np.exp(-(self.slope * margins + self.intercept)))
 
 
-#: Fitted on 2026-11-25 by ``python -m bitextflow.score.margin_calibration`` (docs/score.md has its figures): Tatoeba
-#: en-es, installation-guide pages and runs of 25 Bible verses, each translation against its neighbour's and a random
-#: sentence's translation, pools of 25 documents as in a shard; never the Debian Reference, on which
-#: bench/release_precision.py measures.
-E5_SMALL_CALIBRATION = MarginCalibration(neighbours=2, slope=166.5535, intercept=-164.025)
+#: Fitted by ``python -m bitextflow.score.margin_calibration --runtime R`` (docs/score.md has the figures), one per
+#: encoder runtime (torch: 2026-11-25): Tatoeba en-es, installation-guide pages and runs of 25 Bible verses, each
+#: translation against its neighbour's and a random sentence's translation, pools of 25 documents as in a shard; never
+#: the Debian Reference, on which bench/release_precision.py measures.
+E5_SMALL_CALIBRATIONS = {
+    "torch": MarginCalibration(neighbours=2, slope=166.5535, intercept=-164.025),
+    "onnx-int8": MarginCalibration(neighbours=2, slope=166.5535, intercept=-164.025),
+}
 
 
 def mean_nearest(queries: np.ndarray, pool: np.ndarray, k: int) -> np.ndarray:
@@ -74,24 +82,46 @@ def ratio_margins(vectors_a: np.ndarray, vectors_b: np.ndarray, rows_a: np.ndarr
 
 
 class MarginScorer:
-    """Scores the sentence pairs of a shard 0..1 by their calibrated ratio margin; ``encoder`` embeds each side."""
+    """Scores the sentence pairs of a shard 0..1 by their calibrated ratio margin (``calibrations``: by the runtime
+    that made the vectors); ``encoder()`` gives the encoder that embeds pairs that come without vectors, made on
+    first need."""
 
-    def __init__(self, encoder: Encoder, calibration: MarginCalibration = E5_SMALL_CALIBRATION) -> None:
-        self.encoder = encoder
-        self.calibration = calibration
+    def __init__(
+        self, encoder: Callable[[], Encoder], calibrations: dict[str, MarginCalibration] = E5_SMALL_CALIBRATIONS
+    ) -> None:
+        self._encoder = encoder
+        self.calibrations = calibrations
 
-    def margins(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
-        """The ratio margin of each pair ``(texts_a[i], texts_b[i])``, the pool being the distinct texts of all pairs."""
+    def calibration(self, runtime: str) -> MarginCalibration:
+        if runtime not in self.calibrations:
+            raise ValueError(
+                f"no margin calibration for the encoder runtime {runtime!r} (calibrated: {', '.join(self.calibrations)})"
+            )
+        return self.calibrations[runtime]
+
+    def scores(
+        self,
+        texts_a: Sequence[str],
+        texts_b: Sequence[str],
+        vectors: tuple[np.ndarray, np.ndarray] | None = None,
+        runtime: str | None = None,
+    ) -> np.ndarray:
+        """Calibrated scores 0..1 of the pairs ``(texts_a[i], texts_b[i])`` (0.5: even odds that the two sides translate
+        each other), each side's pool being the distinct texts of its side. ``vectors``: each pair's sides' vectors, made
+        by ``runtime``; without them the scorer's encoder embeds the distinct texts."""
         if len(texts_a) != len(texts_b):
             raise ValueError(f"{len(texts_a)} first sides for {len(texts_b)} second sides")
         if not texts_a:
             return np.zeros(0)
-        distinct_a, rows_a = np.unique(np.asarray(texts_a, dtype=object), return_inverse=True)
-        distinct_b, rows_b = np.unique(np.asarray(texts_b, dtype=object), return_inverse=True)
-        vectors_a = self.encoder.encode(list(distinct_a))
-        vectors_b = self.encoder.encode(list(distinct_b))
-        return ratio_margins(vectors_a, vectors_b, rows_a, rows_b, self.calibration.neighbours)
-
-    def scores(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
-        """Calibrated scores 0..1 (0.5: even odds that the two sides translate each other)."""
-        return self.calibration.probability(self.margins(texts_a, texts_b))
+        distinct_a, first_a, rows_a = np.unique(np.asarray(texts_a, dtype=object), return_index=True, return_inverse=True)
+        distinct_b, first_b, rows_b = np.unique(np.asarray(texts_b, dtype=object), return_index=True, return_inverse=True)
+        if vectors is not None:
+            if runtime is None:
+                raise ValueError("vectors given without the runtime that made them (the calibration is per runtime)")
+            pool_a, pool_b = vectors[0][first_a], vectors[1][first_b]
+        else:
+            encoder = self._encoder()
+            pool_a, pool_b = encoder.encode(list(distinct_a)), encoder.encode(list(distinct_b))
+            runtime = getattr(encoder, "runtime", "torch")  # an encoder that knows no runtimes computes as torch does
+        calibration = self.calibration(runtime)
+        return calibration.probability(ratio_margins(pool_a, pool_b, rows_a, rows_b, calibration.neighbours))

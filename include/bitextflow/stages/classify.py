@@ -16,6 +16,7 @@ from bitextflow.classify.inference import classify_pairs, configured_classifier
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.models.vectors import pair_vectors
 from bitextflow.stages.base import Resources, Stage, shard_name
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
 from bitextflow.storage.tables import read_table, write_table
@@ -38,7 +39,7 @@ class Classify(Stage):
         config = self.ctx.config
         self.classifier = None
         if config.domain.classifier:
-            folder = resolve_classifier(config.domain.classifier, config.pair, self.ctx.store)
+            folder = resolve_classifier(config.domain.classifier, config.pair, self.ctx.store, config.embed.runtime)
             self.classifier, self.label = configured_classifier(config, folder)
 
     def run(self, scored_key: str) -> str:
@@ -59,7 +60,9 @@ class Classify(Stage):
         counts.drop("below_min_relevance", len(frame) - len(kept))
         kept["domain_probs_a"] = kept["domain_probs_b"] = ""
         if self.classifier is not None:
-            distributions = classify_pairs(self.classifier, self.label, kept["text_a"].tolist(), kept["text_b"].tolist())
+            distributions = classify_pairs(
+                self.classifier, self.label, kept["text_a"].tolist(), kept["text_b"].tolist(), pair_vectors(kept)
+            )
             kept["domain_probs_a"], kept["domain_probs_b"] = distributions.probs_a, distributions.probs_b
             in_domain = distributions.label_probability >= domain.classifier_threshold
             counts.drop("below_domain_probability", int((~in_domain).sum()))

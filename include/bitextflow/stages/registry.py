@@ -3,7 +3,9 @@
 Adding a stage is a module with a :class:`~bitextflow.stages.base.Stage` subclass plus one line in
 :data:`REGISTRY` below (docs/architecture.md walks through it). Order matters: a stage comes after
 the stage it reads (its ``after``); side steps such as ``train_url_models`` read an earlier stage and
-nothing reads them; model steps (``partitioning = "model"``) get a DAG of their own.
+nothing reads them; model steps (``partitioning = "model"``) get a DAG of their own. A stage that a pair
+may leave out while a later stage reads it (``embed``) passes its inputs on, so the later stage reads
+what the left-out stage would have read (:meth:`StageRegistry.reads`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from bitextflow.stages.base import RunContext, Stage, naming_the_input
 from bitextflow.stages.classify import Classify
 from bitextflow.stages.crawl import Crawl
 from bitextflow.stages.deduplicate import Deduplicate
+from bitextflow.stages.embed import Embed
 from bitextflow.stages.extract import Extract
 from bitextflow.stages.gate import Gate
 from bitextflow.stages.gate_documents import GateDocuments
@@ -66,6 +69,14 @@ class StageRegistry:
     def model_steps(self, config: PairConfig) -> tuple[type[Stage], ...]:
         return tuple(stage for stage in self.stages if stage.partitioning == "model" and stage.enabled(config))
 
+    def reads(self, stage: type[Stage], config: PairConfig) -> str | None:
+        """The stage whose outputs ``stage`` gets in a run of ``config``: its ``after``, or, when the pair leaves that
+        stage out, the stage that one reads (a stage that may be left out passes its inputs on, as ``embed`` does)."""
+        name = stage.after
+        while name is not None and not self.get(name).enabled(config):
+            name = self.get(name).after
+        return name
+
     def run(self, ctx: RunContext, name: str, inputs: Sequence[str] | str = ()) -> Any:
         """Run the stage ``name`` in this process on the outputs ``inputs`` (keys, or one key) of the stage it reads,
         every task of it (:func:`task_inputs`) one after the other (see :func:`run_stage`)."""
@@ -86,6 +97,7 @@ REGISTRY = StageRegistry(
         Deduplicate,
         AlignDocuments,
         TrainUrlModels,
+        Embed,
         AlignSentences,
         Score,
         Classify,
@@ -199,6 +211,7 @@ def run_pipeline(
     for stage in registry.run_stages(ctx.config):
         if stage.name == until:
             break
-        upstream = as_inputs(outputs[stage.after] if stage.after else None)
+        reads = registry.reads(stage, ctx.config)
+        upstream = as_inputs(outputs[reads] if reads else None)
         outputs[stage.name] = run_stage(ctx, stage, as_inputs(task_inputs(ctx, stage, upstream)), progress)
     return outputs

@@ -1,7 +1,7 @@
 """Stage ``score``: hard rules on every sentence pair; with ``score.pair_scorer: margin``, the calibrated ratio margin of
-the pair's sentence embeddings (:mod:`bitextflow.score.margin`, in this environment, the encoder loaded once per task in
-:meth:`Score.setup`); with ``score.use_bicleaner``, bifixer, bicleaner-hardrules and bicleaner-ai in their own
-environment (an :class:`ExternalStep`).
+the pair's sentence vectors (:mod:`bitextflow.score.margin`: the run's vectors, which the pairs carry from the ``embed``
+stage; pairs without them are embedded here, the encoder loaded once per task); with ``score.use_bicleaner``, bifixer,
+bicleaner-hardrules and bicleaner-ai in their own environment (an :class:`ExternalStep`).
 
 In one process (the CLI) :meth:`Score.run` does it all; the DAG runs :meth:`Score.prepare`, the
 external step and :meth:`Score.finish` as three tasks per shard, the middle one in the bicleaner
@@ -26,11 +26,13 @@ from bitextflow.catalog.models import publish_bicleaner_model
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.models.vectors import pair_vectors
 from bitextflow.score import bicleaner, hard_rule_violations
 from bitextflow.score.margin import MarginScorer
 from bitextflow.stages.base import ExternalCall, ExternalStep, Resources, Stage, shard_name
+from bitextflow.stages.embed import RUNTIME_METADATA, configured_encoder
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
-from bitextflow.storage.tables import read_table, write_table
+from bitextflow.storage.tables import read_table, read_table_and_metadata, write_table
 from bitextflow.text.comparison import pair_hash
 
 log = logging.getLogger(__name__)
@@ -78,21 +80,14 @@ class Score(Stage):
             image_model_dir=POD_MODEL_DIR,
         )
 
-    def setup(self) -> None:
-        """Loads the margin scorer's encoder once for the task's shards (``score.pair_scorer: margin``)."""
-        if self.margin_scorer is not None:
-            log.info("%s: margin scorer loaded, threshold %s", self.ctx.config.pair, self.ctx.config.score.margin_threshold)
-
     @functools.cached_property
     def margin_scorer(self) -> MarginScorer | None:
-        """The margin scorer of ``score.pair_scorer: margin`` (None: no pair scorer), loaded by :meth:`setup` or, in a
-        task that calls no setup (the DAG's ``score_rules`` before bicleaner), on first use."""
+        """The margin scorer of ``score.pair_scorer: margin`` (None: no pair scorer); its encoder loads only for pairs that
+        come without vectors."""
         config = self.ctx.config
         if config.score.pair_scorer != "margin":
             return None
-        from bitextflow.models import SentenceEncoder  # torch: imported only when the scorer is on
-
-        return MarginScorer(SentenceEncoder.from_path(config.align.encoder_model))
+        return MarginScorer(functools.partial(configured_encoder, config))
 
     def run(self, sentence_pairs_key: str) -> str:
         job = self.prepare(sentence_pairs_key)
@@ -129,12 +124,14 @@ class Score(Stage):
         """
         ctx = self.ctx
         shard = shard_name(sentence_pairs_key)
-        frame = read_table(ctx.store, sentence_pairs_key)
+        frame, metadata = read_table_and_metadata(ctx.store, sentence_pairs_key)
         frame["rule_tags"] = [
             ";".join(hard_rule_violations(a, b, ctx.config.score)) for a, b in zip(frame["text_a"], frame["text_b"], strict=True)
         ]
         if self.margin_scorer is not None:
-            frame["margin_score"] = self.margin_scorer.scores(list(frame["text_a"]), list(frame["text_b"]))
+            frame["margin_score"] = self.margin_scorer.scores(
+                list(frame["text_a"]), list(frame["text_b"]), pair_vectors(frame), metadata.get(RUNTIME_METADATA)
+            )
             frame.loc[(frame["rule_tags"] == "") & (frame["margin_score"] < ctx.config.score.margin_threshold), "rule_tags"] = (
                 "margin_below_threshold"
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -27,15 +27,20 @@ from bitextflow.storage.layout import stage_key
 _ROWS_PER_READ = 8192
 
 
-def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Schema) -> str:
+def write_table(
+    store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Schema, metadata: Mapping[str, str] | None = None
+) -> str:
     """Write ``frame`` with an explicit schema, so that an empty shard still has typed columns.
 
     Columns the schema marks optional (field metadata ``optional``) that ``frame`` lacks are written as nulls.
+    ``metadata``: key-value pairs kept in the file's footer (:func:`read_table_and_metadata`), e.g. how its vectors were made.
     """
     absent = [f.name for f in schema if f.name not in frame.columns and (f.metadata or {}).get(OPTIONAL)]
     if absent:
         frame = frame.assign(**dict.fromkeys(absent))
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **dict(metadata)})
     buffer = io.BytesIO()
     # Deterministic bytes for identical input: no timestamps or writer-specific metadata vary.
     pq.write_table(table, buffer, compression="zstd")
@@ -44,6 +49,13 @@ def write_table(store: ObjectStore, key: str, frame: pd.DataFrame, schema: pa.Sc
 
 def read_table(store: ObjectStore, key: str, columns: list[str] | None = None) -> pd.DataFrame:
     return pq.read_table(io.BytesIO(store.get_bytes(key)), columns=columns).to_pandas()
+
+
+def read_table_and_metadata(store: ObjectStore, key: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``key``'s table and the footer metadata :func:`write_table` kept with it (pandas' own entry left out)."""
+    table = pq.read_table(io.BytesIO(store.get_bytes(key)))
+    metadata = {name.decode(): value.decode() for name, value in (table.schema.metadata or {}).items() if name != b"pandas"}
+    return table.to_pandas(), metadata
 
 
 class StoredTables:

@@ -1,0 +1,120 @@
+"""What the sentence aligner sees of a document pair: each side's sentences in its language, read from the partition.
+
+Shared by ``embed`` (which embeds exactly these sentences, once) and ``align_sentences`` (which aligns them), so that
+the two never disagree on what a side holds.
+
+Only translated paragraphs are aligned: each side's sentences in that side's language. A partly translated target page
+that extraction identified as the source language (document alignment pairs it, see :mod:`bitextflow.align.combined`)
+has none stored, since extraction keeps a document's sentences in its own language only: its translated paragraphs are
+split here as extraction splits them, from the partition's documents (read for those pages only). Its untranslated
+paragraphs, and the source page's sentences that it repeats untranslated, are set aside, each sentence counted as one
+item (``untranslated_tgt``, ``untranslated_src``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from bitextflow import records
+from bitextflow.config import ExtractConfig
+from bitextflow.counts import StageCounts
+from bitextflow.extract.model import ExtractedPage, Paragraph
+from bitextflow.extract.sentences import sentences_of
+from bitextflow.stages.base import RunContext
+from bitextflow.storage.layout import partition_name
+from bitextflow.storage.tables import read_rows
+
+
+@dataclass(frozen=True)
+class _Side:
+    """A page as one side of a document pair: its sentences in the side's language, its sentences in the other
+    side's language (untranslated text), and how many of its stored sentences are not in the side's language."""
+
+    sentences: list[str]
+    untranslated: frozenset[str]
+    not_in_language: int
+
+
+@dataclass(frozen=True)
+class PairSentences:
+    """A document pair (``pair``, a row of its shard) and the sentences of each side the aligner gets, in order;
+    ``set_aside`` counts each side's sentences left out, by reason."""
+
+    pair: Any
+    src: list[str]
+    tgt: list[str]
+    set_aside: dict[str, int]
+
+
+def pair_sentences(ctx: RunContext, doc_pairs: pd.DataFrame, partition: int) -> list[PairSentences]:
+    """The sentences each document pair of ``doc_pairs`` (one shard of site partition ``partition``) gives the aligner."""
+    source, target = ctx.config.source, ctx.config.target
+    stored = _document_sentences(ctx, partition, set(doc_pairs["doc_id_a"]) | set(doc_pairs["doc_id_b"]))
+    sides = [*((doc_id, source) for doc_id in doc_pairs["doc_id_a"]), *((doc_id, target) for doc_id in doc_pairs["doc_id_b"])]
+    # only a page with no stored sentence in its side's language can be a partly translated one
+    documents = _documents(
+        ctx, partition, {doc_id for doc_id, language in sides if all(lang != language for lang, _ in stored.get(doc_id, []))}
+    )
+    result = []
+    for pair in doc_pairs.itertuples():
+        side_a = _side(ctx, stored.get(pair.doc_id_a, []), documents.get(pair.doc_id_a), source, target)
+        side_b = _side(ctx, stored.get(pair.doc_id_b, []), documents.get(pair.doc_id_b), target, source)
+        src = [text for text in side_a.sentences if text not in side_b.untranslated]
+        tgt = [text for text in side_b.sentences if text not in side_a.untranslated]
+        set_aside = {
+            reason: side.not_in_language + len(side.sentences) - len(kept)
+            for reason, side, kept in (("untranslated_src", side_a, src), ("untranslated_tgt", side_b, tgt))
+        }
+        result.append(PairSentences(pair, src, tgt, set_aside))
+    return result
+
+
+def _document_sentences(ctx: RunContext, partition: int, doc_ids: set[str]) -> dict[str, list[tuple[str, str]]]:
+    """The ``(language, text)`` of the sentences of ``doc_ids`` in order, read from their site partition's sentences
+    (those rows and columns only, a row group at a time)."""
+    columns = ["doc_id", "language", "paragraph_index", "sentence_index", "text"]
+    key = ctx.key("partitions", f"{partition_name(partition)}.sentences.parquet")
+    frame = read_rows(ctx.store, [key], records.SENTENCES, columns, "doc_id", doc_ids)
+    frame = frame.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
+    return {
+        doc_id: list(zip(group["language"], group["text"], strict=True)) for doc_id, group in frame.groupby("doc_id", sort=False)
+    }
+
+
+def _documents(ctx: RunContext, partition: int, doc_ids: set[str]) -> dict[str, records.Document]:
+    """The documents ``doc_ids`` (language and paragraphs), read from their site partition's documents when there are
+    any to read."""
+    if not doc_ids:
+        return {}
+    columns = ["doc_id", "url", "language", "language_set", "paragraphs"]
+    key = ctx.key("partitions", f"{partition_name(partition)}.documents.parquet")
+    frame = read_rows(ctx.store, [key], records.DOCUMENTS, columns, "doc_id", doc_ids)
+    return {row.doc_id: records.Document.from_row(row) for row in frame.itertuples()}
+
+
+def _side(
+    ctx: RunContext, stored: list[tuple[str, str]], document: records.Document | None, language: str, other_language: str
+) -> _Side:
+    """A page as the ``language`` side of a pair, from its ``stored`` sentences, or from its paragraphs when it is a
+    partly translated page whose ``document`` extraction identified as another language."""
+    not_in_language = sum(lang != language for lang, _text in stored)
+    # a partly translated page's untranslated sentences are the ones extraction stored, in its own language
+    untranslated = frozenset(text for lang, text in stored if lang == other_language)
+    if document is not None and document.language != language:
+        sentences = sentences_in(document, language, ctx.config.extract)
+    else:
+        sentences = [text for lang, text in stored if lang == language]
+    return _Side(sentences, untranslated, not_in_language)
+
+
+def sentences_in(document: records.Document, language: str, config: ExtractConfig) -> list[str]:
+    """The sentences of ``document``'s paragraphs in ``language``, split and filtered as extraction does for a
+    document of that language (:func:`bitextflow.extract.sentences.sentences_of`)."""
+    paragraphs = [Paragraph(p.type, p.text, p.boilerplate, p.language, p.language != language) for p in document.paragraphs]
+    language_set = [(entry["language"], entry["share"]) for entry in document.language_set]
+    page = ExtractedPage(document.url, 0, "", language=language, language_set=language_set, paragraphs=paragraphs)
+    # extraction counted these paragraphs already (paragraph_other_language): its counts here are not this stage's
+    return [sentence.text for sentence in sentences_of(page, config, StageCounts("extract_sentences"))]
