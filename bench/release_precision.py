@@ -122,7 +122,7 @@ def run_from(ctx: RunContext, first: str, last: str | None = None) -> dict[str, 
             continue
         clock = time.monotonic()
         outputs[stage.name] = REGISTRY.run(
-            ctx, stage.name, outputs[stage.after] if stage.after in outputs else stored_inputs(ctx, stage)
+            ctx, stage.name, outputs[stage.reads(ctx.config)] if stage.reads(ctx.config) in outputs else stored_inputs(ctx, stage)
         )
         outputs["seconds"][stage.name] = round(time.monotonic() - clock, 1)
         if stage.name == last:

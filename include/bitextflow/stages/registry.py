@@ -18,6 +18,10 @@ from bitextflow.errors import ConfigError, StageError
 from bitextflow.stages.align_documents import AlignDocuments
 from bitextflow.stages.align_sentences import AlignSentences
 from bitextflow.stages.base import RunContext, Stage, naming_the_input
+from bitextflow.stages.cc_fetch import CcFetch
+from bitextflow.stages.cc_records import CcRecords
+from bitextflow.stages.cc_select import CcSelect
+from bitextflow.stages.cc_sites import CcSites
 from bitextflow.stages.classify import Classify
 from bitextflow.stages.crawl import Crawl
 from bitextflow.stages.deduplicate import Deduplicate
@@ -60,8 +64,17 @@ class StageRegistry:
         raise ConfigError(f"unknown stage {name!r}; stages: {', '.join(self.names())}")
 
     def run_stages(self, config: PairConfig) -> tuple[type[Stage], ...]:
-        """The stages of one run of ``config``'s pair, in order (model steps have their own DAG)."""
-        return tuple(stage for stage in self.stages if stage.partitioning != "model" and stage.enabled(config))
+        """The stages of one run of ``config``'s pair, in order (model steps have their own DAG); each reads a stage
+        the run includes before it (:meth:`~Stage.reads`)."""
+        stages = tuple(stage for stage in self.stages if stage.partitioning != "model" and stage.enabled(config))
+        included: set[str] = set()
+        for stage in stages:
+            if (upstream := stage.reads(config)) is not None and upstream not in included:
+                raise ConfigError(
+                    f"{config.pair}: stage {stage.name!r} reads {upstream!r}, which this pair's runs do not include"
+                )
+            included.add(stage.name)
+        return stages
 
     def model_steps(self, config: PairConfig) -> tuple[type[Stage], ...]:
         return tuple(stage for stage in self.stages if stage.partitioning == "model" and stage.enabled(config))
@@ -79,6 +92,10 @@ class StageRegistry:
 
 REGISTRY = StageRegistry(
     (
+        CcSites,
+        CcSelect,
+        CcRecords,
+        CcFetch,
         Crawl,
         Extract,
         Partition,
@@ -110,9 +127,9 @@ def run_context(
 def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry = REGISTRY) -> list[str]:
     """The outputs of the stage ``stage`` reads, found in the store (a CLI command, a GPU step, a benchmark); none
     for the first stage and model steps. :func:`task_inputs` makes them the stage's tasks."""
-    if stage.after is None:
+    if (reads := stage.reads(ctx.config)) is None:
         return []
-    upstream = registry.get(stage.after)
+    upstream = registry.get(reads)
     keys = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
     if not keys:
         raise StageError(
@@ -128,11 +145,11 @@ def task_inputs(ctx: RunContext, stage: type[Stage], upstream: Sequence[str]) ->
     or one task per input. A ``run`` stage is one task on every input."""
     if stage.partitioning != "shard":
         return [list(upstream)]
-    inputs = stage.first_inputs(ctx.config) if stage.after is None else list(upstream)
+    inputs = stage.first_inputs(ctx.config) if stage.reads(ctx.config) is None else list(upstream)
     with naming_the_input(f"{stage.name} (planning)", inputs):
         planned = stage(ctx).plan(inputs)
     if planned is not None:
-        return list(planned)
+        inputs = list(planned)
     if (limit := stage.max_tasks(ctx.config)) is not None:
         return list(batches(inputs, limit))
     return list(inputs)
@@ -199,6 +216,7 @@ def run_pipeline(
     for stage in registry.run_stages(ctx.config):
         if stage.name == until:
             break
-        upstream = as_inputs(outputs[stage.after] if stage.after else None)
+        reads = stage.reads(ctx.config)
+        upstream = as_inputs(outputs[reads] if reads else None)
         outputs[stage.name] = run_stage(ctx, stage, as_inputs(task_inputs(ctx, stage, upstream)), progress)
     return outputs
