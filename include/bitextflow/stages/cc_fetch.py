@@ -24,10 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bitextflow.catalog.ccindex import Admission, CrawlIndex
-from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
-from bitextflow.stages.base import Stage
+from bitextflow.stages.cc_sites import IndexStage
 from bitextflow.storage.layout import CC_WARC_SHARDS, fetch_name, fetched_warc_name
 from bitextflow.storage.tables import partition_holders, read_partition
 
@@ -40,17 +39,13 @@ def plan_digest(records: Sequence[dict[str, Any]]) -> str:
     return digest.hexdigest()
 
 
-class CcFetch(Stage):
+class CcFetch(IndexStage):
     name = "cc_fetch"
     after = "cc_records"
     outputs = CC_WARC_SHARDS
     partitioning = "shard"
     outputs_per_input = "many"
     help = "fetch the selected records of the Common Crawl index by byte range into WARC shards, by site partition"
-
-    @classmethod
-    def enabled(cls, config: PairConfig) -> bool:
-        return config.crawl.index is not None
 
     def plan(self, records_keys: Sequence[str]) -> list[str]:
         """One task input per site partition holding records: its ``inputs.json`` key, written here."""

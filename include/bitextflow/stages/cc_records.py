@@ -13,39 +13,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bitextflow.catalog.ccindex import RECORDS, CrawlIndex
-from bitextflow.config import PairConfig
+from bitextflow.catalog.ccindex import RECORDS
 from bitextflow.counts import StageCounts
-from bitextflow.stages.base import Stage
 from bitextflow.stages.cc_select import CcSelect
-from bitextflow.stages.cc_sites import run_index_positions
+from bitextflow.stages.cc_sites import IndexFilesStage, run_index_positions
 from bitextflow.storage.layout import CC_RECORDS, CC_SELECTED_SITES, index_file_name
 from bitextflow.storage.tables import TableWriter, read_table
 
 
-class CcRecords(Stage):
+class CcRecords(IndexFilesStage):
     name = "cc_records"
     after = "cc_select"
     outputs = CC_RECORDS
     partitioning = "shard"
     help = "find the captures of the selected sites in every file of the Common Crawl index"
 
-    @classmethod
-    def enabled(cls, config: PairConfig) -> bool:
-        return config.crawl.index is not None
-
-    @classmethod
-    def max_tasks(cls, config: PairConfig) -> int | None:
-        return config.crawl.index.max_tasks if config.crawl.index else None
-
     def plan(self, selected: Sequence[str]) -> list[str]:
         """The run's index files, as cc_sites listed them."""
         return list(run_index_positions(self.ctx))
 
     def setup(self) -> None:
+        super().setup()
         ctx = self.ctx
-        self.index = CrawlIndex(ctx.store, ctx.config)
-        self.positions = run_index_positions(ctx)
         self.sites = read_table(ctx.store, ctx.key(CcSelect.name, CC_SELECTED_SITES), ["domain"])["domain"].tolist()
 
     def run(self, index_file: str) -> str:

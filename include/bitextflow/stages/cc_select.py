@@ -13,24 +13,19 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from bitextflow.catalog.ccindex import SITES, SiteRule, selected_sites
-from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
-from bitextflow.stages.base import Stage
+from bitextflow.stages.cc_sites import IndexStage
 from bitextflow.storage.layout import CC_SELECTED, CC_SELECTED_SITES
 from bitextflow.storage.tables import TableWriter, partition_holders, read_partition
 
 
-class CcSelect(Stage):
+class CcSelect(IndexStage):
     name = "cc_select"
     after = "cc_sites"
     outputs = CC_SELECTED
     partitioning = "run"
     help = "select the sites of the Common Crawl index whose captures hold both languages"
-
-    @classmethod
-    def enabled(cls, config: PairConfig) -> bool:
-        return config.crawl.index is not None
 
     def run(self, site_counts: Sequence[str]) -> str:
         """Returns the selected sites' key."""

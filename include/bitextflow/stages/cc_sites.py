@@ -14,39 +14,47 @@ from collections.abc import Sequence
 
 from bitextflow.catalog.ccindex import SITE_COUNTS, CrawlIndex
 from bitextflow.config import PairConfig
-from bitextflow.stages.base import Stage
+from bitextflow.stages.base import RunContext, Stage
 from bitextflow.storage.layout import CC_INDEX_FILES, CC_SITE_COUNTS, index_file_name
 from bitextflow.storage.tables import TableWriter
 
 
-class CcSites(Stage):
+class IndexStage(Stage):
+    """A stage of a run from a Common Crawl index: in the pair's runs when its config names one (``crawl.index``)."""
+
+    @classmethod
+    def enabled(cls, config: PairConfig) -> bool:
+        return config.crawl.index is not None
+
+
+class IndexFilesStage(IndexStage):
+    """A pass over the run's index files (``cc_sites/index-files.json``), batched into ``crawl.index.max_tasks``."""
+
+    @classmethod
+    def max_tasks(cls, config: PairConfig) -> int | None:
+        return config.crawl.index.max_tasks if config.crawl.index else None
+
+    def setup(self) -> None:
+        self.index = CrawlIndex(self.ctx.store, self.ctx.config)
+        self.positions = run_index_positions(self.ctx)
+
+
+class CcSites(IndexFilesStage):
     name = "cc_sites"
     outputs = CC_SITE_COUNTS
     partitioning = "shard"
     help = "count each site's captures per language in every file of the Common Crawl index (crawl.index)"
 
     @classmethod
-    def enabled(cls, config: PairConfig) -> bool:
-        return config.crawl.index is not None
-
-    @classmethod
     def first_inputs(cls, config: PairConfig) -> list[str]:
         """The crawls to read; the plan lists their index files."""
         return list(config.crawl.index.crawls) if config.crawl.index else []
-
-    @classmethod
-    def max_tasks(cls, config: PairConfig) -> int | None:
-        return config.crawl.index.max_tasks if config.crawl.index else None
 
     def plan(self, crawls: Sequence[str]) -> list[str]:
         """The index files of the crawls, written as the run's file list."""
         files = CrawlIndex(self.ctx.store, self.ctx.config).files()
         self.ctx.store.put_json(self.ctx.key(self.name, CC_INDEX_FILES), {"crawls": list(crawls), "files": files})
         return files
-
-    def setup(self) -> None:
-        self.index = CrawlIndex(self.ctx.store, self.ctx.config)
-        self.positions = run_index_positions(self.ctx)
 
     def run(self, index_file: str) -> str:
         """Returns the file's site counts key."""
@@ -59,7 +67,7 @@ class CcSites(Stage):
         return key
 
 
-def run_index_positions(ctx) -> dict[str, int]:
+def run_index_positions(ctx: RunContext) -> dict[str, int]:
     """Each index file of the run (``cc_sites/index-files.json``) -> its place in the run's list."""
-    files = ctx.store.get_json(ctx.key(CcSites.name, CC_INDEX_FILES))["files"]
+    files = ctx.store.get_json(ctx.key("cc_sites", CC_INDEX_FILES))["files"]
     return {uri: position for position, uri in enumerate(files)}
