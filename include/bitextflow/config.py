@@ -293,9 +293,10 @@ class CrawlConfig(_Section):
                 "give at least one seed URL to crawl, crawl.warcs (existing WARC files to ingest) or crawl.index "
                 "(a Common Crawl index to select sites from)"
             )
-        if seeds and (warcs or index):
-            source = "crawl.warcs" if warcs else "crawl.index"
-            raise ValueError(f"{source} is set too; to read it without crawling set crawl.seeds to []")
+        if seeds and warcs:
+            raise ValueError("crawl.warcs is set too; to ingest WARCs without crawling set crawl.seeds to []")
+        if seeds and index:
+            raise ValueError("crawl.index is set too; to select from the index without crawling set crawl.seeds to []")
         return seeds
 
     @model_validator(mode="after")
