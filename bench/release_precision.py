@@ -121,8 +121,9 @@ def run_from(ctx: RunContext, first: str, last: str | None = None) -> dict[str, 
         if not started:
             continue
         clock = time.monotonic()
-        reads = REGISTRY.reads(stage, ctx.config)
-        outputs[stage.name] = REGISTRY.run(ctx, stage.name, outputs[reads] if reads in outputs else stored_inputs(ctx, stage))
+        outputs[stage.name] = REGISTRY.run(
+            ctx, stage.name, outputs[stage.reads(ctx.config)] if stage.reads(ctx.config) in outputs else stored_inputs(ctx, stage)
+        )
         outputs["seconds"][stage.name] = round(time.monotonic() - clock, 1)
         if stage.name == last:
             break

@@ -48,6 +48,66 @@ class WarcBucket(_Section):
     )
 
 
+class CommonCrawlIndex(_Section):
+    """A columnar index with Common Crawl's schema (cc-index-table) as the run's source: the sites whose captures hold
+    both languages of the pair, their records fetched by byte range (docs/commoncrawl.md)."""
+
+    table: str = Field(
+        "s3://commoncrawl/cc-index/table/cc-main/warc/",
+        pattern=r"^s3://[a-z0-9][a-z0-9.-]+[a-z0-9]/.*/$",
+        description="The index table: s3://bucket/prefix/ holding Parquet files in crawl=<crawl>/subset=<subset>/ folders "
+        "with Common Crawl's columns (url, url_host_registered_domain, content_languages, content_mime_detected, "
+        "fetch_status, warc_filename, warc_record_offset, warc_record_length). Its bucket is on the storage endpoint "
+        "unless crawl.warc_buckets places it elsewhere (Common Crawl's: anonymous, us-east-1).",
+    )
+    crawls: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]] = Field(
+        min_length=1,
+        description="Crawls to select from, e.g. [CC-MAIN-2024-33]; a URL captured in several is fetched once, from the "
+        "first crawl listed.",
+    )
+    warc_root: str = Field(
+        "s3://commoncrawl/",
+        pattern=r"^s3://[a-z0-9][a-z0-9.-]+[a-z0-9]/(.*/)?$",
+        description="Where the index's warc_filename values are relative to (s3://bucket/ or s3://bucket/prefix/); "
+        "bucket endpoints as for table.",
+    )
+    min_captures: int = Field(
+        10, ge=1, description="A site (registered domain) is selected when it has at least this many captures whose "
+        "primary language (the first of content_languages) is the source, and as many in the target.",
+    )  # fmt: skip
+    min_share: float = Field(
+        0.0, ge=0, le=1, description="... and each of the two languages is at least this share of the site's captures "
+        "(of every language, after the MIME and status filters); 0: no share condition.",
+    )  # fmt: skip
+    max_captures_per_language: int = Field(
+        1000, ge=1, description="Most records fetched per selected site and language, the first in index order "
+        "(Common Crawl's files are sorted by SURT URL, so both languages' first paths).",
+    )  # fmt: skip
+    mime_types: list[str] = Field(
+        default_factory=lambda: ["text/html", "application/xhtml+xml"],
+        min_length=1,
+        description="Captures counted and fetched: their content_mime_detected is one of these.",
+    )
+    statuses: list[int] = Field(
+        default_factory=lambda: [200],
+        min_length=1,
+        description="Captures counted and fetched: their fetch_status is one of these.",
+    )
+    max_tasks: int = Field(
+        256, ge=1, description="Most tasks of the index scans (cc_sites, cc_records): index files are grouped into at "
+        "most this many batches (keep it at or under Airflow's max_map_length).",
+    )  # fmt: skip
+    fetch_concurrency: int = Field(8, ge=1, le=64, description="Ranged GETs in flight per cc_fetch task.")
+    fetch_attempts: int = Field(
+        5, ge=1, le=20, description="Tries of one record's ranged GET before its task fails (Airflow then retries it "
+        "and it resumes from its checkpoint); a WARC file that does not exist is counted, not retried.",
+    )  # fmt: skip
+    fetch_backoff_seconds: float = Field(
+        0.5, ge=0, description="Wait before the second try of a ranged GET, doubled for each further try (plus up to "
+        "as much again at random, so that tasks do not retry in step)."
+    )  # fmt: skip
+
+
 class CrawlConfig(_Section):
     """The focused crawler (docs/crawl.md): politeness, limits, frontier ranking, checkpoints."""
 
@@ -63,10 +123,16 @@ class CrawlConfig(_Section):
         "{commoncrawl: {endpoint_url: https://s3.us-east-1.amazonaws.com, anonymous: true}}. Other buckets are on the "
         "storage endpoint.",
     )
+    index: CommonCrawlIndex | None = Field(
+        None,
+        description="Select bilingual sites in a columnar index with Common Crawl's schema and fetch their records by "
+        "byte range instead of crawling (seeds must be empty): the stages cc_sites, cc_select, cc_records and cc_fetch "
+        "replace the crawl. See docs/commoncrawl.md.",
+    )
     seeds: list[HttpUrl] = Field(
         default_factory=list,
         validate_default=True,
-        description="Start URLs; fetched first, whatever the strategy. Required unless crawl.warcs is set.",
+        description="Start URLs; fetched first, whatever the strategy. Required unless crawl.warcs or crawl.index is set.",
     )
     strategy: str = Field(
         "url-rules",
@@ -219,12 +285,27 @@ class CrawlConfig(_Section):
     @field_validator("seeds")
     @classmethod
     def _seeds_unless_warcs(cls, seeds: list[HttpUrl], info: ValidationInfo) -> list[HttpUrl]:
-        warcs = info.data.get("warcs")  # declared before seeds, so validated first
-        if not seeds and not warcs:
-            raise ValueError("give at least one seed URL to crawl, or crawl.warcs (existing WARC files to ingest)")
+        warcs, index = info.data.get("warcs"), info.data.get("index")  # declared before seeds, so validated first
+        if warcs and index:
+            raise ValueError("crawl.warcs and crawl.index are both set; a run reads one source: remove one of them")
+        if not seeds and not warcs and not index:
+            raise ValueError(
+                "give at least one seed URL to crawl, crawl.warcs (existing WARC files to ingest) or crawl.index "
+                "(a Common Crawl index to select sites from)"
+            )
         if seeds and warcs:
             raise ValueError("crawl.warcs is set too; to ingest WARCs without crawling set crawl.seeds to []")
+        if seeds and index:
+            raise ValueError("crawl.index is set too; to select from the index without crawling set crawl.seeds to []")
         return seeds
+
+    @model_validator(mode="after")
+    def _crawl_log_for_url_models(self) -> CrawlConfig:
+        if self.index is not None and self.train_url_models:
+            raise ValueError(
+                "crawl.train_url_models learns from a crawl's log, which a run from crawl.index has not: turn it off"
+            )
+        return self
 
     @field_validator("include_paths", "exclude_paths")
     @classmethod
@@ -657,10 +738,11 @@ class GpuDispatchConfig(_Section):
 #: Options a run's overrides may not change: what the workers' credentials, files and network trust. A
 #: triggerer could otherwise turn the address guard off (crawl.allow_private_addresses), push releases or
 #: models to a remote of their choice (storage, release), read other buckets with the workers' credentials
-#: (crawl.warcs, warc_buckets) or make a worker load a model folder of their choice (the model options).
+#: (crawl.warcs, warc_buckets, the index's table and WARC root) or make a worker load a model folder of their
+#: choice (the model options).
 DEPLOYMENT_ONLY = frozenset({
     "source", "target", "schedule", "storage", "release", "gpu",
-    "crawl.warcs", "crawl.warc_buckets", "crawl.allow_private_addresses", "crawl.user_agent", "crawl.url_models",
+    "crawl.warcs", "crawl.warc_buckets", "crawl.index.table", "crawl.index.warc_root", "crawl.allow_private_addresses", "crawl.user_agent", "crawl.url_models",
     "crawl.url_model_base", "crawl.train_url_models",
     "align.encoder_model", "align.static_model",
     "score.bicleaner_model", "score.bicleaner_image",

@@ -13,6 +13,10 @@ class StorageError(BitextflowError):
     """The object store cannot be reached, refuses the credentials, or lacks an object."""
 
 
+class MissingObjectError(StorageError):
+    """The object (or the byte range of it) asked for does not exist: retrying will not make it appear."""
+
+
 class StageError(BitextflowError):
     """A stage cannot run on the input it was given."""
 

@@ -159,7 +159,7 @@ def build_pair_dag(config: PairConfig, config_path: Path, registry: StageRegistr
         assets = stage_assets(config, registry)
         outputs: dict[str, Any] = {}
         for stage in registry.run_stages(config):
-            reads = registry.reads(stage, config)
+            reads = stage.reads(config)
             upstream = outputs[reads] if reads else None
             outputs[stage.name] = add_stage(dag, stage, config, upstream, registry, assets)
     return dag

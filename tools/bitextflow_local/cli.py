@@ -7,6 +7,8 @@
   (:mod:`bitextflow_local.localsite`, also ``python -m bitextflow_local.localsite``);
 - ``bitextflow-local site multi --sites N --out DIR [--serve]``: a web of N small sites carved out of it, each on
   its own loopback address (:mod:`bitextflow_local.localsite.multisite_command`);
+- ``bitextflow-local site ccindex [--sites N]``: a generated Common Crawl (WARC files and a columnar index with its
+  schema) in the local S3, for a run from an index (:mod:`bitextflow_local.localsite.ccindex_command`);
 - ``bitextflow-local demo [PAIR_CONFIG]``: run the en-es DAG (or the config's) on the running stack and report
   the release (:mod:`bitextflow_local.services.demo`);
 - ``bitextflow-local prepare [PAIR_CONFIG ...] [--all] [--list]``: build the dictionaries, models and
@@ -65,7 +67,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bitextflow_local.localsite import multisite_command
+    from bitextflow_local.localsite import ccindex_command, multisite_command
     from bitextflow_local.localsite.__main__ import add_commands
 
     parser = argparse.ArgumentParser(
@@ -88,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build and serve the local multilingual test site.",
     )
     site.set_defaults(func=cmd_site)
-    multisite_command.add_command(add_commands(site))
+    site_commands = add_commands(site)
+    multisite_command.add_command(site_commands)
+    ccindex_command.add_command(site_commands)
     demo = sub.add_parser("demo", help="trigger a pair's DAG (en-es) on the running services, follow it and report the release")
     demo.add_argument(
         "config", nargs="?", type=Path, help="pair config, relative to the project home (default include/pairs/en-es.yaml)"

@@ -20,6 +20,7 @@ from bitextflow import records
 from bitextflow.align import sentences as sent_align
 from bitextflow.align.aligners import NEEDS_DICTIONARY, NEEDS_ENCODER, NEEDS_STATIC_EMBEDDINGS, sentence_aligner
 from bitextflow.align.dictionary import load_dictionary
+from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.models.vectors import VectorTable, bead_vector, pack
 from bitextflow.records import SentencePair
@@ -38,6 +39,11 @@ class AlignSentences(Stage):
     partitioning = "shard"
     resources = Resources(concurrency=4)
     help = "align the sentences of each document pair (align.sentence_aligner)"
+
+    @classmethod
+    def reads(cls, config: PairConfig) -> str | None:
+        """The embedded document pairs, or align_documents' own where the run embeds nothing (embed passes them on)."""
+        return cls.after if Embed.enabled(config) else Embed.after
 
     def setup(self) -> None:
         config = self.ctx.config

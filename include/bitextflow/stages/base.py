@@ -160,6 +160,13 @@ class Stage:
         return True
 
     @classmethod
+    def reads(cls, config: PairConfig) -> str | None:
+        """The stage whose outputs this pair's runs give this stage: ``after``, unless the pair's source changes it
+        (extract reads the crawl's WARC files, or cc_fetch's in a run from a Common Crawl index). It names a stage
+        registered before this one; the registry checks that the run includes it."""
+        return cls.after
+
+    @classmethod
     def runs_on_gpu(cls, config: PairConfig) -> bool:
         """Whether this pair runs the stage as one GPU step (see :class:`Resources`)."""
         return cls.resources.gpu
@@ -180,12 +187,13 @@ class Stage:
         """Whether the stage's tasks are listed by a step of their own (a ``<stage>_plan`` task in a DAG): the first
         stage's, a stage with :meth:`max_tasks`, a stage with its own :meth:`plan`."""
         return cls.partitioning == "shard" and (
-            cls.after is None or cls.max_tasks(config) is not None or cls.plan is not Stage.plan
+            cls.reads(config) is None or cls.max_tasks(config) is not None or cls.plan is not Stage.plan
         )
 
     def plan(self, inputs: Sequence[str]) -> list[str] | None:
         """For a ``shard`` stage whose tasks are not simply one per input: each task's input, made from the outputs
-        of the stage it reads (the ``partition`` stage: one per site partition); None: one task per input."""
+        of the stage it reads (the ``partition`` stage: one per site partition); None: one task per input. With
+        :meth:`max_tasks`, the planned inputs are then grouped into batches as the inputs would be."""
         return None
 
     @classmethod

@@ -50,6 +50,11 @@ class Crawl(Stage):
     help = "crawl from the seeds (or ingest crawl.warcs) into WARC shards"
 
     @classmethod
+    def enabled(cls, config: PairConfig) -> bool:
+        """A run from a Common Crawl index (``crawl.index``) fetches with the cc_* stages instead."""
+        return config.crawl.index is None
+
+    @classmethod
     def first_inputs(cls, config: PairConfig) -> list[str]:
         """The host groups that hold a seed (``hosts`` when there is one group), or ``warcs`` to ingest."""
         crawl = config.crawl

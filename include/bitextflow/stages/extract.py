@@ -31,6 +31,11 @@ class Extract(Stage):
     help = "WARC shards -> documents and sentences, cleaned, language-tagged, de-duplicated"
 
     @classmethod
+    def reads(cls, config: PairConfig) -> str | None:
+        """The crawl's WARC shards (or the files of crawl.warcs), or cc_fetch's in a run from a Common Crawl index."""
+        return "cc_fetch" if config.crawl.index is not None else cls.after
+
+    @classmethod
     def max_tasks(cls, config: PairConfig) -> int | None:
         return config.extract.max_tasks
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pyarrow.compute as pc
 
@@ -30,10 +28,8 @@ from bitextflow.errors import StageError
 from bitextflow.extract.dedup import SKETCHES, sketch_documents
 from bitextflow.stages.base import Stage
 from bitextflow.storage.layout import PARTITION_DOCUMENTS, partition_name
-from bitextflow.storage.tables import TableWriter, read_partition, row_groups_by_partition
+from bitextflow.storage.tables import TableWriter, partition_holders, read_partition, row_groups_by_partition
 
-# Footers read at once while planning: each is two small ranged GETs, so the wait is the store's latency.
-_FOOTER_READERS = 8
 # A document's order in the run: its shard's place, then its row in the shard (below 2**32 rows a shard).
 _ROW_BITS = 32
 
@@ -54,16 +50,13 @@ class Partition(Stage):
     def plan(self, documents_keys: Sequence[str]) -> list[str]:
         """One task input per partition holding documents: its ``inputs.json`` key, written here."""
         ctx = self.ctx
-        keys = sorted(documents_keys)
-        with ThreadPoolExecutor(_FOOTER_READERS) as pool:
-            footers = list(pool.map(lambda key: row_groups_by_partition(ctx.store, key), keys))
-        holders: dict[int, list[dict[str, Any]]] = {}
-        for shard_index, (key, groups) in enumerate(zip(keys, footers, strict=True)):
-            for partition, row_groups in groups.items():
-                holders.setdefault(partition, []).append({"documents": key, "shard_index": shard_index, "row_groups": row_groups})
+        holders = {
+            partition: [{"documents": key, "shard_index": position, "row_groups": groups} for position, key, groups in held]
+            for partition, held in partition_holders(ctx.store, sorted(documents_keys)).items()
+        }
         if not holders:
             raise StageError(
-                f"none of the {len(keys)} extract shards of run {ctx.run_id!r} holds a document; the crawl fetched "
+                f"none of the {len(documents_keys)} extract shards of run {ctx.run_id!r} holds a document; the crawl fetched "
                 "nothing extraction kept (see the extract counts: languages, relevance, duplicates)"
             )
         partitions = ctx.config.extract.site_partitions

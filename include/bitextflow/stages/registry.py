@@ -4,8 +4,8 @@ Adding a stage is a module with a :class:`~bitextflow.stages.base.Stage` subclas
 :data:`REGISTRY` below (docs/architecture.md walks through it). Order matters: a stage comes after
 the stage it reads (its ``after``); side steps such as ``train_url_models`` read an earlier stage and
 nothing reads them; model steps (``partitioning = "model"``) get a DAG of their own. A stage that a pair
-may leave out while a later stage reads it (``embed``) passes its inputs on, so the later stage reads
-what the left-out stage would have read (:meth:`StageRegistry.reads`).
+may leave out while a later stage reads it (``embed``) passes its inputs on, and the later stage reads
+the left-out stage's own input instead (:meth:`~bitextflow.stages.base.Stage.reads`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ from bitextflow.errors import ConfigError, StageError
 from bitextflow.stages.align_documents import AlignDocuments
 from bitextflow.stages.align_sentences import AlignSentences
 from bitextflow.stages.base import RunContext, Stage, naming_the_input
+from bitextflow.stages.cc_fetch import CcFetch
+from bitextflow.stages.cc_records import CcRecords
+from bitextflow.stages.cc_select import CcSelect
+from bitextflow.stages.cc_sites import CcSites
 from bitextflow.stages.classify import Classify
 from bitextflow.stages.crawl import Crawl
 from bitextflow.stages.deduplicate import Deduplicate
@@ -63,19 +67,20 @@ class StageRegistry:
         raise ConfigError(f"unknown stage {name!r}; stages: {', '.join(self.names())}")
 
     def run_stages(self, config: PairConfig) -> tuple[type[Stage], ...]:
-        """The stages of one run of ``config``'s pair, in order (model steps have their own DAG)."""
-        return tuple(stage for stage in self.stages if stage.partitioning != "model" and stage.enabled(config))
+        """The stages of one run of ``config``'s pair, in order (model steps have their own DAG); each reads a stage
+        the run includes before it (:meth:`~Stage.reads`)."""
+        stages = tuple(stage for stage in self.stages if stage.partitioning != "model" and stage.enabled(config))
+        included: set[str] = set()
+        for stage in stages:
+            if (upstream := stage.reads(config)) is not None and upstream not in included:
+                raise ConfigError(
+                    f"{config.pair}: stage {stage.name!r} reads {upstream!r}, which this pair's runs do not include"
+                )
+            included.add(stage.name)
+        return stages
 
     def model_steps(self, config: PairConfig) -> tuple[type[Stage], ...]:
         return tuple(stage for stage in self.stages if stage.partitioning == "model" and stage.enabled(config))
-
-    def reads(self, stage: type[Stage], config: PairConfig) -> str | None:
-        """The stage whose outputs ``stage`` gets in a run of ``config``: its ``after``, or, when the pair leaves that
-        stage out, the stage that one reads (a stage that may be left out passes its inputs on, as ``embed`` does)."""
-        name = stage.after
-        while name is not None and not self.get(name).enabled(config):
-            name = self.get(name).after
-        return name
 
     def run(self, ctx: RunContext, name: str, inputs: Sequence[str] | str = ()) -> Any:
         """Run the stage ``name`` in this process on the outputs ``inputs`` (keys, or one key) of the stage it reads,
@@ -90,6 +95,10 @@ class StageRegistry:
 
 REGISTRY = StageRegistry(
     (
+        CcSites,
+        CcSelect,
+        CcRecords,
+        CcFetch,
         Crawl,
         Extract,
         Partition,
@@ -122,9 +131,9 @@ def run_context(
 def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry = REGISTRY) -> list[str]:
     """The outputs of the stage ``stage`` reads, found in the store (a CLI command, a GPU step, a benchmark); none
     for the first stage and model steps. :func:`task_inputs` makes them the stage's tasks."""
-    if stage.after is None:
+    if (reads := stage.reads(ctx.config)) is None:
         return []
-    upstream = registry.get(stage.after)
+    upstream = registry.get(reads)
     keys = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
     if not keys:
         raise StageError(
@@ -140,11 +149,11 @@ def task_inputs(ctx: RunContext, stage: type[Stage], upstream: Sequence[str]) ->
     or one task per input. A ``run`` stage is one task on every input."""
     if stage.partitioning != "shard":
         return [list(upstream)]
-    inputs = stage.first_inputs(ctx.config) if stage.after is None else list(upstream)
+    inputs = stage.first_inputs(ctx.config) if stage.reads(ctx.config) is None else list(upstream)
     with naming_the_input(f"{stage.name} (planning)", inputs):
         planned = stage(ctx).plan(inputs)
     if planned is not None:
-        return list(planned)
+        inputs = list(planned)
     if (limit := stage.max_tasks(ctx.config)) is not None:
         return list(batches(inputs, limit))
     return list(inputs)
@@ -211,7 +220,7 @@ def run_pipeline(
     for stage in registry.run_stages(ctx.config):
         if stage.name == until:
             break
-        reads = registry.reads(stage, ctx.config)
+        reads = stage.reads(ctx.config)
         upstream = as_inputs(outputs[reads] if reads else None)
         outputs[stage.name] = run_stage(ctx, stage, as_inputs(task_inputs(ctx, stage, upstream)), progress)
     return outputs

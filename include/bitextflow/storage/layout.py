@@ -20,6 +20,16 @@ CRAWL_LOGS = re.compile(r"^crawl-log(\.hosts-\d+)?\.jsonl\.gz$")
 
 # Output shards of each stage, by name (a folder also holds side outputs: rejected rows, counts, reports).
 WARC_SHARDS = re.compile(r"\.warc\.gz$")
+#: A run from a Common Crawl index (``crawl.index``): the index files it reads, in order (``cc_sites/index-files.json``),
+#: each file's site counts (``cc_sites/index-NNNNN.sites.parquet``), the sites selected (``cc_select/sites.parquet``),
+#: each file's records of those sites (``cc_records/index-NNNNN.records.parquet``), and each site partition's
+#: fetched records (``cc_fetch/cc-<partition>-<shard>.warc.gz``), with the partition's inputs and checkpoint beside.
+CC_INDEX_FILES = "index-files.json"
+CC_SITE_COUNTS = re.compile(r"^index-\d{5}\.sites\.parquet$")
+CC_SELECTED_SITES = "sites.parquet"
+CC_SELECTED = re.compile(r"^sites\.parquet$")
+CC_RECORDS = re.compile(r"^index-\d{5}\.records\.parquet$")
+CC_WARC_SHARDS = re.compile(r"^cc-\d{5}-\d{5}\.warc\.gz$")
 DOCUMENT_SHARDS = re.compile(r"\.documents\.parquet$")
 SENTENCE_SHARDS = re.compile(r"\.sentences\.parquet$")
 #: A site partition's task list (``partitions/part-NNNNN.inputs.json``: the extract shards holding it).
@@ -41,6 +51,21 @@ _PARTITION_OF_NAME = re.compile(r"part-(\d{5})")
 def partition_name(partition: int) -> str:
     """``part-00003``: how a site partition is named in keys (five digits sort in partition order)."""
     return f"part-{partition:05d}"
+
+
+def index_file_name(position: int) -> str:
+    """``index-00042``: how the 43rd file of a run's index is named in keys (five digits sort in index order)."""
+    return f"index-{position:05d}"
+
+
+def fetch_name(partition: int) -> str:
+    """``cc-00003``: how the cc_fetch task of site partition 3 names its inputs, checkpoint and counts."""
+    return f"cc-{partition:05d}"
+
+
+def fetched_warc_name(partition: int, shard: int) -> str:
+    """``cc-00003-00001.warc.gz``: the second WARC shard of site partition 3's fetched records."""
+    return f"{fetch_name(partition)}-{shard:05d}.warc.gz"
 
 
 def duplicates_name(partition: int) -> str:

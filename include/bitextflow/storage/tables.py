@@ -10,10 +10,12 @@ from __future__ import annotations
 import io
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +27,8 @@ from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import stage_key
 
 _ROWS_PER_READ = 8192
+# Footers read at once: each is two small ranged GETs, so the wait is the store's latency.
+_FOOTER_READERS = 8
 
 
 def write_table(
@@ -89,6 +93,18 @@ def row_groups_by_partition(store: ObjectStore, key: str) -> dict[int, list[int]
     return found
 
 
+def partition_holders(store: ObjectStore, keys: Sequence[str]) -> dict[int, list[tuple[int, str, list[int]]]]:
+    """Site partition -> (position in ``keys``, key, row groups) of every file of ``keys`` that holds it, in order, from
+    the files' footers (:func:`row_groups_by_partition`), a few read at once."""
+    with ThreadPoolExecutor(_FOOTER_READERS) as pool:
+        footers = list(pool.map(lambda key: row_groups_by_partition(store, key), keys))
+    holders: dict[int, list[tuple[int, str, list[int]]]] = {}
+    for position, (key, groups) in enumerate(zip(keys, footers, strict=True)):
+        for partition, row_groups in groups.items():
+            holders.setdefault(partition, []).append((position, key, row_groups))
+    return dict(sorted(holders.items()))
+
+
 def read_partition(store: ObjectStore, key: str, partition: int, row_groups: list[int]) -> Iterator[tuple[pa.Table, pa.Array]]:
     """The rows of site ``partition`` in ``key``, a row group at a time, fetching only ``row_groups`` (see
     :func:`row_groups_by_partition`) by ranged reads; each with the rows' positions in the file."""
@@ -120,6 +136,14 @@ class TableWriter:
         if table.num_rows:
             self._writer.write_table(table.cast(self.schema) if table.schema != self.schema else table)
             self.rows += table.num_rows
+
+    def write_by_partition(self, table: pa.Table) -> None:
+        """Write ``table``, sorted by its ``partition`` column, a row group per partition (none holds two), so that a
+        reader of one partition fetches its row groups only (:func:`row_groups_by_partition`)."""
+        values = table["partition"].to_numpy()
+        cuts = [0, *(np.flatnonzero(np.diff(values)) + 1).tolist(), len(values)]
+        for start, end in zip(cuts, cuts[1:], strict=False):
+            self.write(table.slice(start, end - start))
 
     def __enter__(self) -> TableWriter:
         return self

@@ -72,17 +72,17 @@ def page(index: int, sites: int = DEFAULT_SITES) -> WarcPage:
     pair, side = divmod(index, 2)
     host = f"http://site-{pair % sites:03d}.test"
     if side == 0:
-        return WarcPage(f"{host}/en/page-{pair}.html", "en", _text(pair, 0))
+        return WarcPage(f"{host}/en/page-{pair}.html", "en", parallel_text(pair, 0))
     if not _translated(pair):
         return WarcPage(f"{host}/es/nota-{pair}.html", "es", _NOTE.format(n=pair))
-    return WarcPage(f"{host}/es/page-{pair}.html", "es", _text(pair, 1))
+    return WarcPage(f"{host}/es/page-{pair}.html", "es", parallel_text(pair, 1))
 
 
 def _translated(pair: int) -> bool:
     return pair % UNTRANSLATED_EVERY != UNTRANSLATED_EVERY - 1
 
 
-def _text(pair: int, side: int) -> str:
+def parallel_text(pair: int, side: int) -> str:
     """Sentences of pair `pair` in English (side 0) or Spanish (side 1)."""
     sentences = []
     for k in range(SENTENCES_PER_PAGE):
@@ -103,15 +103,19 @@ def warc_files(count: int, sites: int = DEFAULT_SITES) -> Iterator[tuple[str, by
         yield f"file-{index:05d}.warc.gz", warc_record(page(index, sites))
 
 
-def warc_record(warc_page: WarcPage) -> bytes:
-    """A gzipped WARC/1.1 file of one response record: the page as UTF-8 HTML with its text in <main>."""
-    body = (
-        f'<html lang="{warc_page.lang}"><head><title>{warc_page.text[:30]}</title></head>'
-        f"<body><main><p>{warc_page.text}</p></main></body></html>"
-    ).encode()
+def warc_record(
+    warc_page: WarcPage, status: str = "200 OK", content_type: str = "text/html; charset=utf-8", body: bytes | None = None
+) -> bytes:
+    """A gzipped WARC/1.1 file of one response record (one gzip member): by default the page as UTF-8 HTML with its
+    text in <main>; ``status``, ``content_type`` and ``body`` give another response (a robots.txt, a 404)."""
+    if body is None:
+        body = (
+            f'<html lang="{warc_page.lang}"><head><title>{warc_page.text[:30]}</title></head>'
+            f"<body><main><p>{warc_page.text}</p></main></body></html>"
+        ).encode()
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True, warc_version="1.1")
-    headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+    headers = StatusAndHeaders(status, [("Content-Type", content_type)], protocol="HTTP/1.1")
     fixed = {"WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, warc_page.url)}>", "WARC-Date": _RECORD_DATE}
     record = writer.create_warc_record(
         warc_page.url, "response", payload=io.BytesIO(body), length=len(body), http_headers=headers, warc_headers_dict=fixed

@@ -1,0 +1,147 @@
+"""A run from a Common Crawl index (``crawl.index``) on the real S3 server: a generated Common Crawl
+(:mod:`bitextflow_local.localsite.ccindex`: 40 sites, 8 of them bilingual, two crawls) in a bucket of its own, read
+with Arrow's scanner and fetched by ranged GETs. Selection, byte identity, and a fetch task SIGKILLed and retried."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from bitextflow.config import load_pair_config
+from bitextflow.stages.cc_fetch import CcFetch
+from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline, run_stage
+from bitextflow.storage import ObjectStore, StorageSettings
+from bitextflow.storage.tables import read_table
+from bitextflow.text.urls import site_partition
+from bitextflow_local.localsite.ccindex import BUCKET, build_index
+from tests.support import BUCKET as RUN_BUCKET
+from tests.support import ROOT
+
+CRAWLS = ("CC-MAIN-2099-02", "CC-MAIN-2099-01")  # the first listed wins a URL captured in both
+
+
+@pytest.fixture(scope="module")
+def generated(s3_server):
+    """The generated Common Crawl of 40 sites, written once for the module."""
+    store = ObjectStore(StorageSettings.from_env(s3_server.env()), BUCKET)
+    store.ensure_bucket()
+    return build_index(store, sites=40, crawls=CRAWLS)
+
+
+def partition_of_name(key: str) -> int:
+    """``.../cc-00003-00001.warc.gz`` -> 3."""
+    return int(key.rsplit("/", 1)[1].split("-")[1])
+
+
+def index_run(generated, run_id: str, **overrides):
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
+        generated.overrides() | {"extract.site_partitions": 4} | overrides
+    )
+    return run_context(config, ObjectStore.from_env(RUN_BUCKET), run_id)
+
+
+def assert_fetched_as_stored(ctx, generated, shards: list[str]) -> dict[str, list[str]]:
+    """Every record of every shard is byte for byte the record the index points at; returns each shard's URLs."""
+    source = ObjectStore.from_env(generated.bucket)
+    where = {row.capture.url: row for row in generated.selected()}
+    urls = {}
+    for key in shards:
+        data = ctx.store.get_bytes(key)
+        members = []
+        for record in ArchiveIterator(io.BytesIO(data)):
+            url = record.rec_headers.get_header("WARC-Target-URI")
+            record.content_stream().read()
+            members.append(url)
+        expected = b"".join(source.get_range(where[url].warc_filename, where[url].offset, where[url].length) for url in members)
+        assert data == expected, f"{key}: the fetched records are the stored records, in order, nothing else"
+        urls[key] = members
+    return urls
+
+
+def test_selection_picks_exactly_the_bilingual_sites_and_fetches_their_pages_once(s3_env, generated):
+    ctx = index_run(generated, "cc-select")
+    outputs = run_pipeline(ctx, until="extract")
+    assert list(outputs) == ["cc_sites", "cc_select", "cc_records", "cc_fetch"], "the index stages replace the crawl"
+    sites = read_table(ctx.store, outputs["cc_select"])
+    assert set(sites["domain"]) == generated.bilingual_sites
+    assert len(generated.bilingual_sites) == 8 and generated.sites == 40
+    selection = ctx.store.get_json(ctx.key("cc_select", "cc_select.counts.json"))
+    assert selection["in"] == selection["kept"] + sum(selection["dropped"].values())
+    by_shard = assert_fetched_as_stored(ctx, generated, outputs["cc_fetch"])
+    urls = [url for members in by_shard.values() for url in members]
+    assert len(urls) == len(set(urls)), "a URL captured in both crawls is fetched once"
+    assert set(urls) == {row.capture.url for row in generated.selected()}
+    fetched = {
+        key: ctx.store.get_json(key) for key in ctx.store.list_keys(ctx.key("cc_fetch", "")) if key.endswith(".counts.json")
+    }
+    assert sum(counts["kept"] for counts in fetched.values()) == len(urls)
+    assert sum(counts["dropped"].get("same_url_captured_before", 0) for counts in fetched.values()) > 0
+    for key, members in by_shard.items():  # a shard holds its site partition's pages only: extract writes one a file
+        assert {site_partition(url, 4) for url in members} == {partition_of_name(key)}
+
+
+def test_dag_of_an_index_pair_starts_with_the_index_stages():
+    from bitextflow_airflow.pair_dag import build_pair_dag
+
+    path = ROOT / "include" / "pairs" / "examples" / "commoncrawl" / "en-es.yaml"
+    dag = build_pair_dag(load_pair_config(path), path)
+    order = [task.task_id for task in dag.topological_sort()]
+    assert order[:8] == [
+        "cc_sites_plan", "cc_sites", "cc_select", "cc_records_plan", "cc_records", "cc_fetch_plan", "cc_fetch", "extract_plan",
+    ]  # fmt: skip
+    assert "crawl" not in order and "extract" in dag.get_task("extract_plan").downstream_task_ids
+
+
+def test_a_fetch_task_killed_and_retried_loses_and_duplicates_nothing(s3_env):
+    # 400 sites (1,040 records of about 530 bytes), one partition, shards of 100 kB, one GET at a time: the task
+    # writes six shards, and is killed after the first
+    store = ObjectStore.from_env("commoncrawl-kill")
+    store.ensure_bucket()
+    generated = build_index(store, sites=400)
+    ctx = index_run(generated, "cc-kill", **{"extract.site_partitions": 1, "crawl.warc_max_bytes": 100_000})
+    ctx = run_context(ctx.config.with_overrides({"crawl.index.fetch_concurrency": 1}), ctx.store, ctx.run_id)
+    outputs = run_pipeline(ctx, until="cc_fetch")
+    (inputs_key,) = REGISTRY.get("cc_fetch")(ctx).plan(outputs["cc_records"])
+    checkpoint = ctx.key("cc_fetch", "cc-00000.checkpoint.json")
+    code = (
+        "import json, sys\n"
+        "from bitextflow.config import PairConfig\n"
+        "from bitextflow.stages.cc_fetch import CcFetch\n"
+        "from bitextflow.stages.registry import run_context, run_stage\n"
+        "from bitextflow.storage import ObjectStore\n"
+        "config = PairConfig.model_validate(json.loads(sys.argv[1]))\n"
+        "run_stage(run_context(config, ObjectStore.from_env(sys.argv[2]), sys.argv[3]), CcFetch, [sys.argv[4]])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(ROOT / part) for part in ("include", "tools", "plugins"))}
+    config_json = json.dumps(ctx.config.model_dump(mode="json"))
+    task = subprocess.Popen([sys.executable, "-c", code, config_json, RUN_BUCKET, ctx.run_id, inputs_key], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (ctx.store.exists(checkpoint) and ctx.store.get_json(checkpoint)["shards"]):
+            assert task.poll() is None and time.monotonic() < deadline, "the task wrote a shard before it ended"
+            time.sleep(0.02)
+        task.send_signal(signal.SIGKILL)
+    finally:
+        task.wait()
+    done_before = ctx.store.get_json(checkpoint)["shards"]
+    written_before = ctx.store.last_modified(ctx.key("cc_fetch", "cc-00000-"))
+    shards = run_stage(ctx, CcFetch, [inputs_key])
+    assert len(done_before) < len(shards), "the kill came before the task's last shard"
+    assert shards == [ctx.key("cc_fetch", f"cc-00000-{n:05d}.warc.gz") for n in range(len(shards))]
+    after = ctx.store.last_modified(ctx.key("cc_fetch", "cc-00000-"))
+    for name in done_before:
+        assert after[ctx.key("cc_fetch", name)] == written_before[ctx.key("cc_fetch", name)], (
+            f"{name} was kept, not fetched again"
+        )
+    urls = [url for members in assert_fetched_as_stored(ctx, generated, shards).values() for url in members]
+    assert sorted(urls) == sorted(row.capture.url for row in generated.selected()), "every record once, none lost"
+    counts = ctx.store.get_json(ctx.key("cc_fetch", "cc-00000.counts.json"))
+    assert counts["kept"] == len(urls) and counts["in"] == counts["kept"] + sum(counts["dropped"].values())
