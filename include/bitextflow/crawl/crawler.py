@@ -35,7 +35,8 @@ from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.scoring import PageView
-from bitextflow.crawl.urls import decode_html, host_of, normalise_url, origin_of, parse_html
+from bitextflow.crawl.urls import decode_html, host_of, normalise_url, parse_html
+from bitextflow.text.urls import origin_of
 
 log = logging.getLogger(__name__)
 
