@@ -28,6 +28,7 @@ from bitextflow.crawl.urls import host_group, host_of
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import StageError
 from bitextflow.models.url_models import TRAIN_COMMAND
+from bitextflow.policy import OptOuts
 from bitextflow.stages.base import Stage, shard_name
 from bitextflow.storage.layout import CRAWL_LOG, WARC_SHARDS
 
@@ -104,7 +105,8 @@ class Crawl(Stage):
             if resolved is None:
                 log.warning("crawl: no URL model version at %s yet; train one with `%s`", config.url_models, TRAIN_COMMAND)
             config = config.model_copy(update={"url_models": str(resolved[0]) if resolved else None})
-        crawler = Crawler(config, warc, pair, checkpoints=checkpoints, on_entry=progress, host_group=index)
+        optouts = OptOuts(ctx.config.policy, config.user_agent)
+        crawler = Crawler(config, warc, pair, checkpoints=checkpoints, on_entry=progress, host_group=index, optouts=optouts)
         if crawler.strategy_used != config.strategy:
             log.warning("crawl: strategy %s is not available; ranking with %s", config.strategy, crawler.strategy_used)
         crawler.crawl()
