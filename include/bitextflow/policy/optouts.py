@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from bitextflow.config import PolicyConfig
 from bitextflow.policy.markup import PageSignals, read_page
@@ -36,6 +37,29 @@ class SiteFiles:
     robots: RobotsAnswer
     tdmrep: bytes | str | int | None = None
     source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object (bodies as UTF-8 text: robots.txt and tdmrep.json are UTF-8 by their specifications)."""
+        return {
+            "origin": self.origin,
+            "robots": _answer_json(self.robots),
+            "tdmrep": _answer_json(self.tdmrep),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SiteFiles:
+        return cls(data["origin"], _answer_of(data["robots"]), _answer_of(data["tdmrep"]), data.get("source", ""))
+
+
+def _answer_json(answer: bytes | str | int | None) -> dict[str, Any] | None:
+    if answer is None or isinstance(answer, int):
+        return None if answer is None else {"status": answer}
+    return {"status": 200, "text": answer.decode("utf-8", errors="replace") if isinstance(answer, bytes) else answer}
+
+
+def _answer_of(data: dict[str, Any] | None) -> str | int | None:
+    return None if data is None else data.get("text", data["status"])
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bitextflow.catalog.checkpoints import ObjectStoreCheckpoints
 from bitextflow.catalog.models import resolve_url_models
+from bitextflow.catalog.site_files import gather_captures
 from bitextflow.catalog.warcs import resolve_warcs
 from bitextflow.config import CrawlConfig, PairConfig
 from bitextflow.counts import StageCounts
@@ -141,6 +142,8 @@ class Crawl(Stage):
         counts.seen(len(keys))
         counts.keep(len(keys))
         ctx.write_counts("crawl", "crawl", counts)
+        if ctx.config.policy.robots_warcs:  # the robots.txt the ingested crawl captured, for every extract task
+            gather_captures(ctx.store, ctx.config, lambda name: ctx.key("crawl", name))
         return keys
 
 
