@@ -14,7 +14,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from bitextflow.errors import ConfigError
 
@@ -34,6 +44,19 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def valid_warc_locations(locations: list[str]) -> list[str]:
+    """WARC locations as ``crawl.warcs`` takes them (a key, a prefix ending in /, a glob, s3://bucket/key), checked."""
+    for location in locations:
+        key = location.removeprefix("s3://").partition("/")[2] if location.startswith("s3://") else location
+        if not key.strip():
+            raise ValueError(f"WARC location {location!r} names no key; give a key, a prefix ending in / or s3://bucket/key")
+    return locations
+
+
+#: WARC locations (crawl.warcs, policy.robots_warcs): keys, prefixes ending in /, globs, s3://bucket/key
+WarcLocations = Annotated[list[str], AfterValidator(valid_warc_locations)]
+
+
 class WarcBucket(_Section):
     """Where a bucket named in ``crawl.warcs`` lives when it is not on the storage endpoint (docs/extract.md)."""
 
@@ -51,7 +74,7 @@ class WarcBucket(_Section):
 class CrawlConfig(_Section):
     """The focused crawler (docs/crawl.md): politeness, limits, frontier ranking, checkpoints."""
 
-    warcs: list[str] = Field(
+    warcs: WarcLocations = Field(
         default_factory=list,
         description="Ingest existing WARC files instead of crawling (nothing is fetched; seeds must be empty): keys in "
         "storage.bucket or s3://bucket/key (on the storage endpoint unless crawl.warc_buckets says otherwise), each an exact key, a prefix ending in / (its .warc and "
@@ -207,11 +230,6 @@ class CrawlConfig(_Section):
             raise ValueError(f"unknown strategy {strategy!r}; choose bfs, terms, url-rules or smart")
         return strategy
 
-    @field_validator("warcs")
-    @classmethod
-    def _valid_warc_locations(cls, warcs: list[str]) -> list[str]:
-        return valid_warc_locations(warcs)
-
     @field_validator("seeds")
     @classmethod
     def _seeds_unless_warcs(cls, seeds: list[HttpUrl], info: ValidationInfo) -> list[HttpUrl]:
@@ -239,15 +257,6 @@ class CrawlConfig(_Section):
         for entry in entries:
             allowed_address(entry)
         return entries
-
-
-def valid_warc_locations(locations: list[str]) -> list[str]:
-    """WARC locations as ``crawl.warcs`` takes them (a key, a prefix ending in /, a glob, s3://bucket/key), checked."""
-    for location in locations:
-        key = location.removeprefix("s3://").partition("/")[2] if location.startswith("s3://") else location
-        if not key.strip():
-            raise ValueError(f"WARC location {location!r} names no key; give a key, a prefix ending in / or s3://bucket/key")
-    return locations
 
 
 #: The robots.txt user agents whose rules a corpus honours by default, and why each (docs/publishing.md lists them).
@@ -304,7 +313,7 @@ class PolicyConfig(_Section):
         "guard; cached in the run, with /.well-known/tdmrep.json), or, offline, take no robots.txt as `allow` (RFC 9309's "
         "answer for a site without one) or `disallow` (keep only pages known to be allowed).",
     )
-    robots_warcs: list[str] = Field(
+    robots_warcs: WarcLocations = Field(
         default_factory=list,
         description="WARC files holding the robots.txt (and /.well-known/tdmrep.json) captures of the crawl whose WARC "
         "files crawl.warcs ingests, such as Common Crawl's `robotstxt` files of the same crawl; locations as in "
@@ -324,11 +333,6 @@ class PolicyConfig(_Section):
             if not _ROBOTS_AGENT.match(agent):
                 raise ValueError(f"{agent!r} is not a robots.txt user agent token (letters, digits, _ . - or *), e.g. GPTBot")
         return agents
-
-    @field_validator("robots_warcs")
-    @classmethod
-    def _valid_warc_locations(cls, warcs: list[str]) -> list[str]:
-        return valid_warc_locations(warcs)
 
 
 def allowed_address(entry: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, int | None]:

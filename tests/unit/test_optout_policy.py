@@ -1,12 +1,16 @@
 """The opt-out policy's decisions, one table per signal: robots.txt (RFC 9309, hostile spellings included), TDMRep
-(site file, header, ``<meta>`` and their priority), ``noai`` directives, and the machine-translation signals."""
+(site file, header, ``<meta>`` and their priority), ``noai`` directives, the machine-translation signals, and the
+robots.txt captures of a crawl (redirects between them)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from bitextflow.config import DEFAULT_ROBOTS_AGENTS, PolicyConfig
 from bitextflow.policy import OptOuts, SiteFiles, read_page, robots_verdict
+from bitextflow.policy.captures import SiteFileCaptures
 from bitextflow.policy.robots import ROBOTS_MAX_BYTES, robots_body
 from bitextflow.policy.tdmrep import TdmRepFile
 from bitextflow.text.urls import origin_of
@@ -255,3 +259,74 @@ def test_a_page_without_any_signal_is_not_parsed_and_bad_markup_is_no_signal():
 
 def page(head: str, body: str = "") -> bytes:
     return f"<html><head><title>A page</title>{head}</head><body>{body}<p>Text of the page.</p></body></html>".encode()
+
+
+CAPTURE_CASES = [
+    # (case, captured responses (url, status, headers, body), the origin asked for, its robots.txt answer)
+    ("a plain capture", [("http://a.test/robots.txt", 200, [], b"User-agent: *")], "http://a.test", b"User-agent: *"),
+    (
+        "the first capture counts",
+        [("http://a.test/robots.txt", 404, [], b""), ("http://a.test/robots.txt", 200, [], b"x")],
+        "http://a.test",
+        404,
+    ),
+    (
+        "a redirect stands for its captured target",
+        [
+            ("http://a.test/robots.txt", 301, [("Location", "https://a.test/robots.txt")], b""),
+            ("https://a.test/robots.txt", 200, [], b"rules"),
+        ],
+        "http://a.test",
+        b"rules",
+    ),
+    (
+        "a relative redirect",
+        [
+            ("http://a.test/robots.txt", 302, [("location", "//www.a.test/robots.txt")], b""),
+            ("http://www.a.test/robots.txt", 503, [], b""),
+        ],
+        "http://a.test",
+        503,
+    ),
+    (
+        "a redirect whose target nobody captured",
+        [("http://a.test/robots.txt", 301, [("Location", "https://a.test/robots.txt")], b"")],
+        "http://a.test",
+        301,
+    ),
+    (
+        "a redirect elsewhere than a robots.txt",
+        [("http://a.test/robots.txt", 301, [("Location", "/home")], b""), ("http://a.test/home", 200, [], b"")],
+        "http://a.test",
+        301,
+    ),
+    ("a query is not the file", [("http://a.test/robots.txt?x=1", 200, [], b"x")], "http://a.test", "not captured"),
+    ("another origin's file", [("http://b.test/robots.txt", 200, [], b"x")], "http://a.test", "not captured"),
+]
+
+
+@pytest.mark.parametrize(
+    ("responses", "origin", "answer"), [case[1:] for case in CAPTURE_CASES], ids=[case[0] for case in CAPTURE_CASES]
+)
+def test_captured_robots_txt(responses, origin, answer):
+    captures = SiteFileCaptures()
+    for url, status, headers, body in responses:
+        captures.add(url, status, headers, body)
+    found = captures.site_files([origin])
+    assert (found[origin].robots if origin in found else "not captured") == answer
+
+
+def test_site_files_round_trip_through_json_and_keep_their_verdicts():
+    captures = SiteFileCaptures()
+    captures.add("https://a.test/robots.txt", 200, [], b"User-agent: *\nDisallow: /x\n")
+    captures.add("https://a.test/.well-known/tdmrep.json", 200, [], b'[{"location": "/y", "tdm-reservation": 1}]')
+    captures.add("https://a.test/page.html", 200, [], b"<p>a page</p>")
+    assert len(captures) == 1
+    for files in (*captures.site_files().values(), SiteFiles("https://a.test", None), SiteFiles("https://a.test", 404, 500)):
+        copy = SiteFiles.from_json(json.loads(json.dumps(files.to_json())))
+        judges = []
+        for known in (files, copy):
+            optouts = OptOuts(PolicyConfig())
+            optouts.learn(known)
+            judges.append([optouts.site_verdict(f"https://a.test{path}").reason for path in ("/x", "/y", "/z")])
+        assert judges[0] == judges[1], files

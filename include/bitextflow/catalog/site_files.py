@@ -62,7 +62,7 @@ def gather_captures(store: ObjectStore, config: PairConfig, crawl_key: CrawlKey)
     return len(lines)
 
 
-def _shard_sites(stream: IO[bytes], max_page_bytes: int) -> tuple[set[str], SiteFileCaptures]:
+def shard_sites(stream: IO[bytes], max_page_bytes: int) -> tuple[set[str], SiteFileCaptures]:
     """The origins of a shard's pages (responses that may make a document) and its own captures of site files."""
     origins: set[str] = set()
     captures = SiteFileCaptures()
@@ -74,11 +74,10 @@ def _shard_sites(stream: IO[bytes], max_page_bytes: int) -> tuple[set[str], Site
 
 
 def _captured_in_run(store: ObjectStore, crawl_key: CrawlKey, origins: set[str]) -> dict[str, SiteFiles]:
-    key = crawl_key(CAPTURED_SITE_FILES)
-    if not origins or not store.exists(key):
+    if not origins:
         return {}
     found = {}
-    for line in gzip.decompress(store.get_bytes(key)).splitlines():
+    for line in gzip.decompress(store.get_bytes(crawl_key(CAPTURED_SITE_FILES))).splitlines():
         files = SiteFiles.from_json(json.loads(line))
         if files.origin in origins:
             found[files.origin] = files
@@ -96,15 +95,18 @@ def _fetched_in_run(store: ObjectStore, crawl_key: CrawlKey, origins: set[str]) 
 def shard_optouts(store: ObjectStore, config: PairConfig, crawl_key: CrawlKey, shard: ObjectStore, shard_key: str) -> OptOuts:
     """The policy with the site files of every origin of an ingested shard learnt (see the module docstring)."""
     with shard.open_read(shard_key, WARC_READ_BUFFER) as stream:
-        origins, captures = _shard_sites(stream, config.extract.max_page_bytes)
+        origins, captures = shard_sites(stream, config.extract.max_page_bytes)
     known = captures.site_files(origins)
     sources: Counter[str] = Counter({"in the shard": len(known)})
-    for where, look_up in (("captured in the crawl", _captured_in_run), ("fetched earlier", _fetched_in_run)):
+    stance = config.policy.unknown_robots_on_ingest
+    # only where they can exist: a run without robots_warcs has no table, one that never fetches no cache
+    look_ups = [("captured in the crawl", _captured_in_run)] if config.policy.robots_warcs else []
+    look_ups += [("fetched earlier", _fetched_in_run)] if stance == "fetch" else []
+    for where, look_up in look_ups:
         found = look_up(store, crawl_key, origins - set(known))
         known |= found
         sources[where] = len(found)
     missing = sorted(origins - set(known))
-    stance = config.policy.unknown_robots_on_ingest
     if stance == "fetch":
         for files in fetch_site_files(missing, config.crawl, config.policy.honour_tdmrep):
             store.put_json(crawl_key(f"{FETCHED_SITE_FILES}{safe_key_part(files.origin)}.json"), files.to_json())

@@ -141,7 +141,8 @@ def proxy_signal(url: str) -> str:
     return ""
 
 
-def _may_hold_signals(body: bytes) -> bool:
+def may_hold_signals(body: bytes) -> bool:
+    """Whether a body holds a word some signal is written with (else it holds no signal, and is not parsed)."""
     lowered = body.lower()
     return any(needle in lowered for needle in _NEEDLES)
 
@@ -197,7 +198,7 @@ def read_page(url: str, headers: Iterable[tuple[str, str]], body: bytes, agents:
     signal = proxy_signal(url)
     for value in _header_values(headers, "content-language"):
         signal = signal or next((s for tag in value.split(",") if (s := _language_signal(tag))), "")
-    if _may_hold_signals(body) and (tree := _parse(body)) is not None:
+    if may_hold_signals(body) and (tree := _parse(body)) is not None:
         meta_names = _meta(tree, "name")
         wanted = {"robots"} | {agent.lower() for agent in agents if agent != "*"}
         for name, content in meta_names:
