@@ -11,6 +11,7 @@ import pytest
 from bitextflow.config import DEFAULT_ROBOTS_AGENTS, PolicyConfig
 from bitextflow.policy import OptOuts, SiteFiles, read_page, robots_verdict
 from bitextflow.policy.captures import SiteFileCaptures
+from bitextflow.policy.markup import MT_SIGNALS
 from bitextflow.policy.robots import ROBOTS_MAX_BYTES, robots_body
 from bitextflow.policy.tdmrep import TdmRepFile
 from bitextflow.text.urls import origin_of
@@ -330,3 +331,7 @@ def test_site_files_round_trip_through_json_and_keep_their_verdicts():
             optouts.learn(known)
             judges.append([optouts.site_verdict(f"https://a.test{path}").reason for path in ("/x", "/y", "/z")])
         assert judges[0] == judges[1], files
+
+
+def test_every_machine_translation_signal_has_a_case():
+    assert {case[-1] for case in MT_CASES} - {""} == set(MT_SIGNALS)
