@@ -39,6 +39,7 @@ from bitextflow.extract.model import ExtractedPage
 from bitextflow.extract.sentences import sentences_of
 from bitextflow.extract.warc import iter_responses
 from bitextflow.policy import MACHINE_TRANSLATED, OptOuts, read_page
+from bitextflow.policy.markup import NO_SIGNALS
 from bitextflow.text.urls import site_partition
 
 log = logging.getLogger(__name__)
@@ -230,11 +231,11 @@ def extract_shard(
         if reason := dedup.check_url(response.url):
             doc_counts.drop(reason)
             continue
-        signals = read_page(response.url, response.headers, response.body, agents)
-        if optouts is not None and response.status == 200 and response.mime in PAGE_TYPES:
-            if reason := optouts.verdict(response.url, signals).reason:
-                doc_counts.drop(reason)
-                continue
+        is_page = response.status == 200 and response.mime in PAGE_TYPES  # the others make no document anyway
+        signals = read_page(response.url, response.headers, response.body, agents) if is_page else NO_SIGNALS
+        if optouts is not None and is_page and (reason := optouts.verdict(response.url, signals).reason):
+            doc_counts.drop(reason)
+            continue
         document = builder.build(response, doc_counts)
         if document is None:
             continue
