@@ -160,7 +160,8 @@ def _ingest_overrides(scale: int, args: argparse.Namespace, store: Any) -> dict[
     prefix = f"ingest-{scale}x/"
     for name, data in warc_files(args.warcs * scale, args.sites * scale):
         store.put_bytes(prefix + name, data, "application/warc")
-    return {"crawl.seeds": [], "crawl.warcs": [prefix]}
+    # the generated web's hosts have no robots.txt to fetch: an offline deployment's setting
+    return {"crawl.seeds": [], "crawl.warcs": [prefix], "policy.unknown_robots_on_ingest": "allow"}
 
 
 def _groups(sites: int, per_group: int) -> int:

@@ -14,7 +14,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from bitextflow.errors import ConfigError
 
@@ -32,6 +42,19 @@ LanguageCode = Annotated[str, Field(min_length=2, max_length=2, pattern=r"^[a-z]
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def valid_warc_locations(locations: list[str]) -> list[str]:
+    """WARC locations as ``crawl.warcs`` takes them (a key, a prefix ending in /, a glob, s3://bucket/key), checked."""
+    for location in locations:
+        key = location.removeprefix("s3://").partition("/")[2] if location.startswith("s3://") else location
+        if not key.strip():
+            raise ValueError(f"WARC location {location!r} names no key; give a key, a prefix ending in / or s3://bucket/key")
+    return locations
+
+
+#: WARC locations (crawl.warcs, policy.robots_warcs): keys, prefixes ending in /, globs, s3://bucket/key
+WarcLocations = Annotated[list[str], AfterValidator(valid_warc_locations)]
 
 
 class WarcBucket(_Section):
@@ -111,7 +134,7 @@ class CommonCrawlIndex(_Section):
 class CrawlConfig(_Section):
     """The focused crawler (docs/crawl.md): politeness, limits, frontier ranking, checkpoints."""
 
-    warcs: list[str] = Field(
+    warcs: WarcLocations = Field(
         default_factory=list,
         description="Ingest existing WARC files instead of crawling (nothing is fetched; seeds must be empty): keys in "
         "storage.bucket or s3://bucket/key (on the storage endpoint unless crawl.warc_buckets says otherwise), each an exact key, a prefix ending in / (its .warc and "
@@ -273,15 +296,6 @@ class CrawlConfig(_Section):
             raise ValueError(f"unknown strategy {strategy!r}; choose bfs, terms, url-rules or smart")
         return strategy
 
-    @field_validator("warcs")
-    @classmethod
-    def _valid_warc_locations(cls, warcs: list[str]) -> list[str]:
-        for location in warcs:
-            key = location.removeprefix("s3://").partition("/")[2] if location.startswith("s3://") else location
-            if not key.strip():
-                raise ValueError(f"WARC location {location!r} names no key; give a key, a prefix ending in / or s3://bucket/key")
-        return warcs
-
     @field_validator("seeds")
     @classmethod
     def _seeds_unless_warcs(cls, seeds: list[HttpUrl], info: ValidationInfo) -> list[HttpUrl]:
@@ -324,6 +338,82 @@ class CrawlConfig(_Section):
         for entry in entries:
             allowed_address(entry)
         return entries
+
+
+#: The robots.txt user agents whose rules a corpus honours by default, and why each (docs/publishing.md lists them).
+#: A rule for any of them is read as the site's wish to stay out of web corpora and AI training data.
+DEFAULT_ROBOTS_AGENTS: dict[str, str] = {
+    "*": "the rules for every crawler: a site that turns all crawlers away turns a corpus away too (HPLT v3 honours it)",
+    "CCBot": "Common Crawl's crawler: its archives feed most web corpora, and sites refuse it to stay out of them (HPLT v3)",
+    "ia_archiver": "the Internet Archive's (formerly Alexa's) crawler, honoured by HPLT v3 for crawls that ignored robots.txt",
+    "GPTBot": "OpenAI's crawler for the training data of its models",
+    "Google-Extended": "Google's token for training Gemini models (not a crawler: a rule for it is an AI-training opt-out)",
+    "Applebot-Extended": "Apple's token for training its foundation models (not a crawler: an AI-training opt-out)",
+    "ClaudeBot": "Anthropic's crawler for the training data of its models",
+    "anthropic-ai": "Anthropic's earlier token, still in many robots.txt files",
+    "cohere-ai": "Cohere's token for model training",
+    "cohere-training-data-crawler": "Cohere's crawler for training data",
+    "meta-externalagent": "Meta's crawler for training AI models",
+    "FacebookBot": "Meta's earlier crawler for training speech and language models",
+    "Bytespider": "ByteDance's crawler for training its language models",
+    "PerplexityBot": "Perplexity's crawler for its AI answer engine",
+    "Amazonbot": "Amazon's crawler, whose data may train Amazon's AI models",
+    "Diffbot": "Diffbot's crawler, whose knowledge graph and data sets are sold for AI training",
+    "Ai2Bot-Dolma": "the Allen Institute's crawler for Dolma, an open training corpus built as ours is",
+    "omgili": "Webz.io's crawler, whose data sets are sold for AI training",
+}
+_ROBOTS_AGENT = re.compile(r"^[A-Za-z0-9_.*-]+$")
+
+
+class PolicyConfig(_Section):
+    """What a corpus that may be published honours and leaves out (docs/publishing.md): the site owners' opt-outs, on
+    the crawl and on ingest, and pages that say they were machine translated."""
+
+    robots_agents: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ROBOTS_AGENTS),
+        description="robots.txt user agents whose rules every page must pass, crawled or ingested, besides "
+        "crawl.user_agent: a page that one of them may not fetch is set aside (counted as optout_robots). Default: `*` "
+        "and the agents of AI-training crawlers, each with its reason in docs/publishing.md; [] honours the rules for "
+        "crawl.user_agent only.",
+    )
+    honour_tdmrep: bool = Field(
+        True,
+        description="Honour TDMRep (W3C community group report, the EU DSM Directive's article 4 opt-out): a page reserved "
+        'by the site\'s /.well-known/tdmrep.json, a `tdm-reservation: 1` header or `<meta name="tdm-reservation" '
+        'content="1">` is set aside (optout_tdmrep).',
+    )
+    honour_noai: bool = Field(
+        True,
+        description="A page whose X-Robots-Tag header or robots `<meta>` (named robots or after one of robots_agents) "
+        "says `noai` is set aside (optout_noai). `noimageai` reserves a page's images, which no release holds.",
+    )
+    unknown_robots_on_ingest: Literal["fetch", "allow", "disallow"] = Field(
+        "fetch",
+        description="An ingested page whose site's robots.txt is not captured in its WARC file nor in policy.robots_warcs: "
+        "`fetch` it once per site through the crawler's guarded fetcher (crawl.user_agent, its timeouts and address "
+        "guard; cached in the run, with /.well-known/tdmrep.json), or, offline, take no robots.txt as `allow` (RFC 9309's "
+        "answer for a site without one) or `disallow` (keep only pages known to be allowed).",
+    )
+    robots_warcs: WarcLocations = Field(
+        default_factory=list,
+        description="WARC files holding the robots.txt (and /.well-known/tdmrep.json) captures of the crawl whose WARC "
+        "files crawl.warcs ingests, such as Common Crawl's `robotstxt` files of the same crawl; locations as in "
+        "crawl.warcs (their buckets in crawl.warc_buckets). Captures inside the ingested files themselves are always used.",
+    )
+    align_machine_translated: bool = Field(
+        False,
+        description="Align pages whose markup says they were machine translated (an `x-mtfrom` language tag, a "
+        "translation plugin or proxy; docs/publishing.md lists the signals). Off: they are set aside at extraction "
+        "(counted as machine_translated, kept in the rejected documents with the signal that flagged them).",
+    )
+
+    @field_validator("robots_agents")
+    @classmethod
+    def _valid_agents(cls, agents: list[str]) -> list[str]:
+        for agent in agents:
+            if not _ROBOTS_AGENT.match(agent):
+                raise ValueError(f"{agent!r} is not a robots.txt user agent token (letters, digits, _ . - or *), e.g. GPTBot")
+        return agents
 
 
 def allowed_address(entry: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, int | None]:
@@ -739,11 +829,12 @@ class GpuDispatchConfig(_Section):
 #: triggerer could otherwise turn the address guard off (crawl.allow_private_addresses), push releases or
 #: models to a remote of their choice (storage, release), read other buckets with the workers' credentials
 #: (crawl.warcs, warc_buckets, the index's table and WARC root) or make a worker load a model folder of their
-#: choice (the model options).
+#: choice (the model options). The opt-outs a corpus honours (policy) are the deployment's promise to the sites it
+#: publishes from, not a run's choice.
 DEPLOYMENT_ONLY = frozenset({
     "source", "target", "schedule", "storage", "release", "gpu",
-    "crawl.warcs", "crawl.warc_buckets", "crawl.index.table", "crawl.index.warc_root", "crawl.allow_private_addresses", "crawl.user_agent", "crawl.url_models",
-    "crawl.url_model_base", "crawl.train_url_models",
+    "crawl.warcs", "crawl.warc_buckets", "crawl.index.table", "crawl.index.warc_root", "crawl.allow_private_addresses",
+    "crawl.user_agent", "crawl.url_models", "crawl.url_model_base", "crawl.train_url_models", "policy",
     "align.encoder_model", "align.static_model",
     "score.bicleaner_model", "score.bicleaner_image",
     "domain.classifier", "domain.training.data", "domain.training.zero_shot_data", "domain.training.base_model",
@@ -763,6 +854,7 @@ class PairConfig(_Section):
         "(same content hash, same pairing) instead of aligning, scoring and classifying them again; changes are reported.",
     )  # fmt: skip
     crawl: CrawlConfig
+    policy: PolicyConfig = PolicyConfig()
     extract: ExtractConfig = ExtractConfig()
     align: AlignConfig = AlignConfig()
     embed: EmbedConfig = EmbedConfig()
@@ -796,6 +888,14 @@ class PairConfig(_Section):
             raise ValueError(f"source and target are both {self.source!r}; a pair needs two languages")
         return self
 
+    @model_validator(mode="after")
+    def _robots_warcs_with_warcs(self) -> PairConfig:
+        if self.policy.robots_warcs and not self.crawl.warcs:
+            raise ValueError(
+                "policy.robots_warcs serves ingested WARC files; set crawl.warcs too, or remove it (a crawl fetches robots.txt)"
+            )
+        return self
+
     @property
     def pair(self) -> str:
         """The pair's name, e.g. ``en-es``; used in storage keys and release paths."""
@@ -812,7 +912,8 @@ class PairConfig(_Section):
             if any(name == only or name.startswith(f"{only}.") or only.startswith(f"{name}.") for only in DEPLOYMENT_ONLY):
                 raise ConfigError(
                     f"override {name!r}: only the pair's YAML may set this (it names storage, models, images or "
-                    "addresses the workers trust); a run may override limits, thresholds, seeds and the strategy"
+                    "addresses the workers trust, or the opt-outs the corpus honours); a run may override limits, "
+                    "thresholds, seeds and the strategy"
                 )
         return self.with_overrides(overrides)
 

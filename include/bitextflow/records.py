@@ -93,6 +93,8 @@ class Document:
     duplicate_of: str = column(pa.string(), default="", kw_only=True)  # the document kept instead (rejected rows)
     drop_reason: str = column(pa.string(), default="", kw_only=True)  # empty for kept documents
     partition: int = column(pa.int32(), default=0, kw_only=True)
+    # the signal of its markup that says the page was machine translated (bitextflow.policy.markup), "" when none
+    machine_translation: str = column(pa.string(), default="", kw_only=True, optional=True)
 
     @classmethod
     def from_row(cls, row: Any) -> Document:

@@ -116,7 +116,7 @@ def test_the_extract_task_reads_the_shard_from_s3_without_a_local_copy(store, mo
 
     monkeypatch.setattr(ObjectStore, "download_file", no_copy)
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
-        {"crawl.seeds": [], "crawl.warcs": ["stream/crawl-00000.warc.gz"]}
+        {"crawl.seeds": [], "crawl.warcs": ["stream/crawl-00000.warc.gz"], "policy.unknown_robots_on_ingest": "allow"}
     )
     ctx = run_context(config, store, "test_extract_streams")
     documents = read_table(store, REGISTRY.run(ctx, "extract", ["stream/crawl-00000.warc.gz"])[0])
@@ -157,6 +157,7 @@ def public_config(public_s3, locations: list[str]):
         {
             "crawl.seeds": [],
             "crawl.warcs": locations,
+            "policy.unknown_robots_on_ingest": "allow",  # made-up hosts: no robots.txt to fetch
             "crawl.warc_buckets": {
                 bucket: {"endpoint_url": public_s3.endpoint_url, "anonymous": True} for bucket in (PUBLIC_BUCKET, "private-warcs")
             },

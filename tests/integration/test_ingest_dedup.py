@@ -115,6 +115,7 @@ def ingest_context(store):
         {
             "crawl.seeds": [],
             "crawl.warcs": ["ingest/own/crawl-00000.warc.gz", "s3://bitextflow/ingest/foreign/*"],
+            "policy.unknown_robots_on_ingest": "allow",  # made-up hosts: no robots.txt to fetch
             "extract.export_formats": ["xml", "jsonl"],
         }
     )
@@ -179,7 +180,7 @@ def test_a_warc_in_another_bucket_is_read_from_there(store, s3_env):
     other.ensure_bucket()
     other.put_bytes("cc/CC-MAIN-00001.warc.gz", make_warc([("http://o.example/en/a.html", "text/html", page(NETWORK_EN, "Net"))]))
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
-        {"crawl.seeds": [], "crawl.warcs": ["s3://bitextflow-ingest-other/cc/"]}
+        {"crawl.seeds": [], "crawl.warcs": ["s3://bitextflow-ingest-other/cc/"], "policy.unknown_robots_on_ingest": "allow"}
     )
     ctx = run_context(config, store, "test_ingest_other_bucket")
     (reference,) = REGISTRY.run(ctx, "crawl")
@@ -307,6 +308,7 @@ def test_a_shard_of_duplicates_and_a_shard_of_nothing_go_through_every_stage(sto
         {
             "crawl.seeds": [],
             "crawl.warcs": ["ingest-edges/"],
+            "policy.unknown_robots_on_ingest": "allow",
             "gate.min_sentence_pairs": 1,
             "gate.min_document_pairs": 1,
             "gate.max_volume_drop": None,

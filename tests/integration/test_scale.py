@@ -47,7 +47,13 @@ def test_a_run_over_1500_warc_files_maps_into_few_extract_tasks(dag_folder, s3_e
         store.put_bytes(prefix + name, data, "application/warc")
 
     monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", str(MAX_MAP_LENGTH))
-    overrides = {"crawl.seeds": [], "crawl.warcs": [prefix], "extract.max_tasks": EXTRACT_TASKS}
+    # the generated web's hosts have no robots.txt to fetch
+    overrides = {
+        "crawl.seeds": [],
+        "crawl.warcs": [prefix],
+        "extract.max_tasks": EXTRACT_TASKS,
+        "policy.unknown_robots_on_ingest": "allow",
+    }
     config_path = str(ROOT / "include" / "pairs" / "en-es.yaml")
     (dag_folder / "scale_dag.py").write_text(textwrap.dedent(DAG_FILE.format(config=config_path, overrides=overrides)))
     bag = DagBag(dag_folder=str(dag_folder))

@@ -43,11 +43,11 @@ def warc_object(store: ObjectStore, reference: str, buckets: Mapping[str, WarcBu
     return (store if bucket == store.bucket else ObjectStore(store.settings, bucket)), key
 
 
-def _matching(source: ObjectStore, pattern: str) -> list[str]:
+def _matching(source: ObjectStore, pattern: str, option: str) -> list[str]:
     glob = _GLOB.search(pattern)
     if glob is None and not pattern.endswith("/"):
         if not source.exists(pattern):
-            raise StageError(f"crawl.warcs: {source.uri(pattern)} does not exist; fix the key or upload the WARC file there")
+            raise StageError(f"{option}: {source.uri(pattern)} does not exist; fix the key or upload the WARC file there")
         return [pattern]
     prefix = pattern[: glob.start()] if glob else pattern
     keys = [key for key in source.iter_keys(prefix) if key.endswith(WARC_SUFFIXES)]
@@ -55,17 +55,20 @@ def _matching(source: ObjectStore, pattern: str) -> list[str]:
         keys = [key for key in keys if fnmatch.fnmatchcase(key, pattern)]
     if not keys:
         raise StageError(
-            f"crawl.warcs: no .warc or .warc.gz file matches {source.uri(pattern)}; fix the prefix or pattern "
+            f"{option}: no .warc or .warc.gz file matches {source.uri(pattern)}; fix the prefix or pattern "
             "(a prefix ends in /, a glob uses * ? [...])"
         )
     return sorted(keys)
 
 
-def resolve_warcs(store: ObjectStore, locations: list[str], buckets: Mapping[str, WarcBucket] | None = None) -> list[str]:
-    """The shard references of ``locations`` in order, each once; a location that names nothing is an error."""
+def resolve_warcs(
+    store: ObjectStore, locations: list[str], buckets: Mapping[str, WarcBucket] | None = None, option: str = "crawl.warcs"
+) -> list[str]:
+    """The shard references of ``locations`` in order, each once; a location that names nothing is an error naming
+    ``option``, the setting that lists them."""
     references: dict[str, None] = {}
     for location in locations:
         source, pattern = warc_object(store, location, buckets)
-        for key in _matching(source, pattern):
+        for key in _matching(source, pattern, option):
             references[key if source is store else source.uri(key)] = None
     return list(references)

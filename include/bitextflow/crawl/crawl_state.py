@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 from protego import Protego
 
-from bitextflow.config import CrawlConfig
+from bitextflow.config import CrawlConfig, PolicyConfig
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.frontier import Entry, Frontier
 from bitextflow.crawl.scoring import LinkScorer, PairContext
@@ -36,6 +36,7 @@ from bitextflow.crawl.strategies import make_scorer
 from bitextflow.crawl.urls import has_skipped_extension, host_group, host_of, normalise_url, predicted_language
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.models.url_models import load_url_models
+from bitextflow.policy import OptOuts
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +123,11 @@ class CrawlState:
         transport: httpx.AsyncBaseTransport | None = None,
         on_entry: Callable[[CrawlLogEntry], None] | None = None,
         host_group: int | None = None,
+        optouts: OptOuts | None = None,
     ):
         self.config = config
+        # the opt-outs every page must pass besides robots.txt for our own agent (default: the policy's defaults)
+        self.optouts = optouts or OptOuts(PolicyConfig(), config.user_agent)
         self.warc = warc
         self.pair = pair or PairContext()
         self.checkpoints = checkpoints

@@ -35,7 +35,10 @@ from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.scoring import PageView
-from bitextflow.crawl.urls import decode_html, host_of, normalise_url, origin_of, parse_html
+from bitextflow.crawl.urls import decode_html, host_of, normalise_url, parse_html
+from bitextflow.policy.robots import RobotsFile, robots_body
+from bitextflow.policy.tdmrep import TDMREP_PATH, TdmRepFile
+from bitextflow.text.urls import origin_of
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +127,10 @@ class Crawler(CrawlState):
                 continue
             self.scorer.dequeued(entry.url)
             assert state.robots is not None
-            if not state.robots.can_fetch(entry.url, self.config.user_agent):
-                self.counts.drop("robots_disallowed")
-                self._record(entry, "robots_disallowed")
+            reason = "" if state.robots.can_fetch(entry.url, self.config.user_agent) else "robots_disallowed"
+            if reason := reason or self.optouts.site_verdict(entry.url).reason:
+                self.counts.drop(reason)
+                self._record(entry, reason)
                 continue
             return "fetch", entry
 
@@ -137,14 +141,20 @@ class Crawler(CrawlState):
             return FetchResult(entry.url, error="private_address", detail=str(refused))
         return await self._fetcher.fetch(entry.url, delay)
 
-    async def _robots_task(self, host: str, origin: str) -> tuple[str | None, str]:
+    async def _robots_task(self, host: str, origin: str) -> tuple[str | None, str, bytes | int | None]:
+        """robots.txt (text, outcome) and, when the policy honours TDMRep, ``/.well-known/tdmrep.json``'s answer."""
         parts = urlsplit(origin)
         refused = await self._guard.check_host(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         if refused is not None:
-            return None, "private_address"
-        return await self._fetcher.fetch_robots(origin)
+            return None, "private_address", None
+        text, outcome = await self._fetcher.fetch_robots(origin)
+        tdmrep = None
+        if text is not None and self.optouts.config.honour_tdmrep:
+            await asyncio.sleep(self.config.delay_seconds)
+            tdmrep = await self._fetcher.fetch_site_file(origin, TDMREP_PATH)
+        return text, outcome, tdmrep
 
-    def _robots_done(self, host: str, text: str | None, outcome: str) -> None:
+    def _robots_done(self, host: str, text: str | None, outcome: str, tdmrep: bytes | int | None) -> None:
         state = self._host(host)
         state.in_flight -= 1
         state.robots_state = "ready"
@@ -154,12 +164,16 @@ class Crawler(CrawlState):
             log.info("crawl: robots.txt of %s: %s", host, outcome)
             self._drop_host(host, reason)
             return
-        state.robots = Protego.parse(text)
+        state.robots = Protego.parse(robots_body(text))  # a byte order mark would hide the first group from Protego
+        # one robots.txt per host, the crawler's unit of politeness, whatever the scheme of the URL that led to it
+        for scheme in ("http", "https"):
+            self.optouts.learn_parsed(f"{scheme}://{host}", RobotsFile(state.robots), TdmRepFile.of_answer(tdmrep))
         robots_delay = state.robots.crawl_delay(self.config.user_agent) or 0.0
         rate = state.robots.request_rate(self.config.user_agent)
         if rate is not None and rate.requests:
             robots_delay = max(robots_delay, rate.seconds / rate.requests)
         state.delay = max(self.config.delay_seconds, min(float(robots_delay), self.config.max_robots_delay_seconds))
+        state.next_allowed = time.monotonic() + state.delay  # the site files were requests to the host too
 
     # -- results --------------------------------------------------------------------------------
     def _fetch_done(self, entry: Entry, result: FetchResult) -> None:
@@ -171,6 +185,11 @@ class Crawler(CrawlState):
             self._record(entry, reason, result)
             if reason == "private_address":
                 self._drop_host(entry.host, "private_address")
+            return
+        signals = self.optouts.read(entry.url, result.response_headers, result.body)
+        if reason := self.optouts.page_verdict(entry.url, signals).reason:  # not stored, its links not followed
+            self.counts.drop(reason)
+            self._record(entry, reason, result)
             return
         self.warc.write_exchange(
             entry.url,
@@ -338,8 +357,7 @@ class Crawler(CrawlState):
             for task in done:
                 kind, item = in_flight.pop(task)
                 if kind == "robots":
-                    text, outcome = task.result()
-                    self._robots_done(item, text, outcome)
+                    self._robots_done(item, *task.result())
                 else:
                     self._fetch_done(item, task.result())
         if not self.stop_reason:

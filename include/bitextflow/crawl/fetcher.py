@@ -19,8 +19,8 @@ import httpx
 
 from bitextflow.config import CrawlConfig
 from bitextflow.crawl.guard import AddressGuard, AddressRefused, guarded_transport
+from bitextflow.policy.robots import ROBOTS_MAX_BYTES
 
-ROBOTS_MAX_BYTES = 512_000  # RFC 9309: crawlers must parse at least 500 KiB
 _CHUNK = 65_536
 
 
@@ -204,6 +204,15 @@ class Fetcher:
                 break
         result.seconds = time.monotonic() - started
         return result
+
+    async def fetch_site_file(self, origin: str, path: str) -> bytes | int | None:
+        """A site-wide file such as ``/.well-known/tdmrep.json``, redirects followed: the body of a 2xx answer (its
+        first 500 KiB), the status of any other, None when no answer came (refused address, unreachable, timeout)."""
+        try:
+            result = await self._once(f"{origin}{path}", ROBOTS_MAX_BYTES, check_type=False, follow=True)
+        except (AddressRefused, _Refused, TimeoutError, httpx.HTTPError, OSError):
+            return None
+        return result.body if 200 <= result.status < 300 else result.status
 
     async def fetch_robots(self, origin: str) -> tuple[str | None, str]:
         """robots.txt of an origin: ``(text, outcome)``. RFC 9309: a 4xx means no rules (``""``); a 5xx,

@@ -114,11 +114,6 @@ def host_group(host: str, groups: int) -> int:
     return site_bucket(host, groups)
 
 
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
 def has_skipped_extension(url: str, extensions: Iterable[str]) -> bool:
     name = urlsplit(url).path.rsplit("/", 1)[-1].lower()
     return "." in name and name.rsplit(".", 1)[1] in set(extensions)

@@ -25,6 +25,8 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # document's language: CLD2 is guesswork on a word or two, and the calls cost more than the page's text.
 MIN_BOILERPLATE_LID_CHARS = 20
 TEXT_TYPES = frozenset({"text/plain"})
+#: Responses that may make a document (plain text only with extract.plain_text): the ones an opt-out is judged on.
+PAGE_TYPES = HTML_TYPES | TEXT_TYPES
 
 
 class DocumentBuilder:

@@ -24,6 +24,7 @@ class WarcResponse:
     offset: int  # byte offset of the record in the (compressed) WARC file
     date: str  # WARC-Date
     truncated: str = ""  # WARC-Truncated reason, or "max_page_bytes" when we cut a huge payload
+    headers: tuple[tuple[str, str], ...] = ()  # the HTTP response headers (TDMRep, X-Robots-Tag, Content-Language)
 
 
 @dataclass(slots=True)
@@ -66,6 +67,7 @@ class ExtractedPage:
     relevance: float = 0.0  # ILSP-FC p
     relevance_terms: int = 0  # ILSP-FC m: unique domain terms found
     images: list[str] = field(default_factory=list)  # <img> file names in page order (document alignment)
+    machine_translation: str = ""  # the markup's machine-translation signal (bitextflow.policy.markup), "" when none
 
     @property
     def doc_id(self) -> str:

@@ -31,13 +31,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bitextflow import records
-from bitextflow.config import DomainConfig, ExtractConfig
+from bitextflow.config import DomainConfig, ExtractConfig, PolicyConfig
 from bitextflow.counts import StageCounts
 from bitextflow.extract.dedup import SentenceDeduplicator, ShardDeduplicator
-from bitextflow.extract.documents import DocumentBuilder
+from bitextflow.extract.documents import PAGE_TYPES, DocumentBuilder
 from bitextflow.extract.model import ExtractedPage
 from bitextflow.extract.sentences import sentences_of
 from bitextflow.extract.warc import iter_responses
+from bitextflow.policy import MACHINE_TRANSLATED, OptOuts, read_page
+from bitextflow.policy.markup import NO_SIGNALS
 from bitextflow.text.urls import site_partition
 
 log = logging.getLogger(__name__)
@@ -165,6 +167,7 @@ def document_row(document: ExtractedPage, warc_key: str, partition: int) -> dict
         "duplicate_of": "",
         "drop_reason": "",
         "partition": partition,
+        "machine_translation": document.machine_translation,
     }
 
 
@@ -195,14 +198,23 @@ def extract_shard(
     languages: set[str],
     config: ExtractConfig | None = None,
     domain: DomainConfig | None = None,
+    policy: PolicyConfig | None = None,
+    optouts: OptOuts | None = None,
 ) -> ShardResult:
     """Extract one WARC (path or seekable binary stream) into Parquet files under ``workdir``.
 
     Sentences are made for documents in ``languages`` (the pair's); documents in other languages
     are kept (they tell what the site holds) but have none. Both are grouped by site partition
     (``config.site_partitions``).
+
+    A page whose markup says it was machine translated carries the signal (``machine_translation``) and, unless
+    ``policy.align_machine_translated``, is rejected as ``machine_translated``. ``optouts``: the opt-outs every page
+    is judged by, its site's robots.txt and TDMRep file learnt (ingested WARC files; a crawl judged its pages as it
+    fetched them); a page set aside is counted under the verdict's reason and makes no document.
     """
     config = config or ExtractConfig()
+    align_machine_translated = (policy or PolicyConfig()).align_machine_translated
+    agents = optouts.agents if optouts is not None else ()
     builder = DocumentBuilder(config, domain)
     doc_counts, sent_counts = StageCounts("extract_documents"), StageCounts("extract_sentences")
     dedup = ShardDeduplicator(config.near_duplicate_threshold)
@@ -219,12 +231,21 @@ def extract_shard(
         if reason := dedup.check_url(response.url):
             doc_counts.drop(reason)
             continue
+        is_page = response.status == 200 and response.mime in PAGE_TYPES  # the others make no document anyway
+        signals = read_page(response.url, response.headers, response.body, agents) if is_page else NO_SIGNALS
+        if optouts is not None and is_page and (reason := optouts.verdict(response.url, signals).reason):
+            doc_counts.drop(reason)
+            continue
         document = builder.build(response, doc_counts)
         if document is None:
             continue
+        document.machine_translation = signals.machine_translation
         partition = site_partition(document.url, config.site_partitions)
         row = document_row(document, warc_key, partition)
-        reason = dedup.add(len(doc_ids), document.language, [p.text for p in document.main_paragraphs])
+        if document.machine_translation and not align_machine_translated:
+            reason = MACHINE_TRANSLATED  # before de-duplication, so that no copy of a human page loses to it
+        else:
+            reason = dedup.add(len(doc_ids), document.language, [p.text for p in document.main_paragraphs])
         if reason is None and document.relevance < min_p:
             reason = "below_document_relevance"
         if reason is None and document.relevance_terms < min_m:

@@ -121,4 +121,5 @@ def _response(record, offset: int, counts: StageCounts, max_page_bytes: int) -> 
         offset=offset,
         date=_header(record, "WARC-Date"),
         truncated=truncated,
+        headers=tuple(http.astuples()) if http is not None else (),
     )

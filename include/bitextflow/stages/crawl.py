@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bitextflow.catalog.checkpoints import ObjectStoreCheckpoints
 from bitextflow.catalog.models import resolve_url_models
+from bitextflow.catalog.site_files import gather_captures
 from bitextflow.catalog.warcs import resolve_warcs
 from bitextflow.config import CrawlConfig, PairConfig
 from bitextflow.counts import StageCounts
@@ -28,6 +29,7 @@ from bitextflow.crawl.urls import host_group, host_of
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import StageError
 from bitextflow.models.url_models import TRAIN_COMMAND
+from bitextflow.policy import OptOuts
 from bitextflow.stages.base import Stage, shard_name
 from bitextflow.storage.layout import CRAWL_LOG, WARC_SHARDS
 
@@ -109,7 +111,8 @@ class Crawl(Stage):
             if resolved is None:
                 log.warning("crawl: no URL model version at %s yet; train one with `%s`", config.url_models, TRAIN_COMMAND)
             config = config.model_copy(update={"url_models": str(resolved[0]) if resolved else None})
-        crawler = Crawler(config, warc, pair, checkpoints=checkpoints, on_entry=progress, host_group=index)
+        optouts = OptOuts(ctx.config.policy, config.user_agent)
+        crawler = Crawler(config, warc, pair, checkpoints=checkpoints, on_entry=progress, host_group=index, optouts=optouts)
         if crawler.strategy_used != config.strategy:
             log.warning("crawl: strategy %s is not available; ranking with %s", config.strategy, crawler.strategy_used)
         crawler.crawl()
@@ -144,6 +147,8 @@ class Crawl(Stage):
         counts.seen(len(keys))
         counts.keep(len(keys))
         ctx.write_counts("crawl", "crawl", counts)
+        if ctx.config.policy.robots_warcs:  # the robots.txt the ingested crawl captured, for every extract task
+            gather_captures(ctx.store, ctx.config, lambda name: ctx.key("crawl", name))
         return keys
 
 

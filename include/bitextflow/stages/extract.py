@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from bitextflow.catalog.site_files import shard_optouts
 from bitextflow.catalog.warcs import warc_object
 from bitextflow.config import PairConfig
 from bitextflow.extract import extract_shard
@@ -39,15 +40,21 @@ class Extract(Stage):
     def max_tasks(cls, config: PairConfig) -> int | None:
         return config.extract.max_tasks
 
+    def _crawl_key(self, name: str) -> str:
+        return self.ctx.key("crawl", name)
+
     def run(self, warc_key: str) -> str:
         """Returns the shard's documents key."""
         ctx = self.ctx
         shard = shard_name(warc_key)
         # an ingested WARC may be in another bucket, or on another endpoint (crawl.warc_buckets)
         store, key = warc_object(ctx.store, warc_key, ctx.config.crawl.warc_buckets)
+        # ingested pages were judged by no crawler: their sites' robots.txt and TDMRep files are learnt first
+        optouts = shard_optouts(ctx.store, ctx.config, self._crawl_key, store, key) if ctx.config.crawl.warcs else None
         with tempfile.TemporaryDirectory(prefix="bitextflow-extract-") as tmp, store.open_read(key, WARC_READ_BUFFER) as warc:
             result = extract_shard(
                 warc, Path(tmp) / "out", warc_key=warc_key, languages={ctx.config.source, ctx.config.target}, config=ctx.config.extract, domain=ctx.config.domain,
+                policy=ctx.config.policy, optouts=optouts,
             )  # fmt: skip
             ctx.store.put_file(ctx.key("extract", f"{shard}.sentences.parquet"), result.sentences, _PARQUET)
             ctx.store.put_file(ctx.key("extract", f"{shard}.documents.rejected.parquet"), result.rejected, _PARQUET)

@@ -149,6 +149,23 @@ def without_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, lower case, without credentials or a default port: the scope of a site's
+    robots.txt (RFC 9309 2.3) and of its ``/.well-known/`` files (RFC 8615)."""
+    parts = urlsplit(url.strip())
+    scheme, host = parts.scheme.lower(), parts.hostname or ""
+    try:
+        port = parts.port
+    except ValueError:  # a port out of range: no port is the best guess of which origin the page claims
+        port = None
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}" + (f":{port}" if port and port != _DEFAULT_PORTS.get(scheme) else "")
+
+
 def url_key(url: str) -> tuple[str, list[str]]:
     """Language-neutral key of a URL and the languages whose markers were removed from it.
 

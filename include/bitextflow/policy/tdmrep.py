@@ -1,0 +1,96 @@
+"""TDMRep: reservations of text-and-data-mining rights (W3C TDM Reservation Protocol, community group final report,
+https://www.w3.org/community/reports/tdmrep/CG-FINAL-tdmrep-20240510/), the EU DSM Directive's article 4 opt-out.
+
+A reservation is ``tdm-reservation`` = 1 (reserved) or 0 (not reserved); any other value is a protocol error, read
+as unset. It is declared three ways, each superseding the one before (the report's "Processing priority"):
+
+1. ``/.well-known/tdmrep.json`` on the origin: a JSON array of rules ``{"location": pattern, "tdm-reservation":
+   0|1, "tdm-policy": url}``; the first rule whose location matches the URL's path applies (the report: "the most
+   specific match is the first in sequence"). Locations are robots.txt path patterns (``*`` any characters, a final
+   ``$`` the end), matched case-sensitively after decoding percent-encoded unreserved characters on both sides.
+   No file (any answer but a 2xx), or a file that is not an array, means the origin does not use the protocol;
+2. a ``tdm-reservation`` HTTP response header;
+3. ``<meta name="tdm-reservation" content="...">`` in an HTML page (:mod:`bitextflow.policy.markup` reads it).
+
+``tdm-policy`` (where a licence may be asked for) is not followed: a reserved page is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+TDMREP_PATH = "/.well-known/tdmrep.json"
+TDMREP_MAX_BYTES = 512_000  # a site-wide file like robots.txt; nothing the report asks for is larger
+_UNRESERVED_ESCAPE = re.compile(r"%(2[dDeE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])")
+
+
+def reservation_value(value: object) -> int | None:
+    """1 or 0 from a ``tdm-reservation`` value (a header, a meta content, a JSON number or string); None: unset."""
+    if isinstance(value, bool):  # JSON true is no reservation value
+        return None
+    if isinstance(value, int):
+        return value if value in (0, 1) else None
+    if isinstance(value, str) and value.strip() in ("0", "1"):
+        return int(value.strip())
+    return None
+
+
+def _unescape_unreserved(path: str) -> str:
+    """``%7E`` -> ``~`` and the like: percent-encoded unreserved characters (RFC 3986 2.3) compare decoded."""
+    return _UNRESERVED_ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), path)
+
+
+def location_pattern(location: str) -> re.Pattern[str]:
+    """A ``location`` as a regex matched from the path's start: ``*`` any characters, a final ``$`` the end."""
+    location = _unescape_unreserved(location)
+    anchored = location.endswith("$")
+    body = ".*".join(re.escape(part) for part in location.removesuffix("$").split("*"))
+    return re.compile(body + (r"\Z" if anchored else ""))
+
+
+@dataclass(frozen=True)
+class TdmRule:
+    location: str
+    reservation: int
+    pattern: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class TdmRepFile:
+    """An origin's ``/.well-known/tdmrep.json`` rules (none: the origin does not use the protocol)."""
+
+    rules: tuple[TdmRule, ...] = ()
+
+    @classmethod
+    def of_answer(cls, answer: bytes | str | int | None) -> TdmRepFile:
+        """The rules of a fetch or capture's answer: the body of a 2xx answer (else a status code, or None)."""
+        if not isinstance(answer, bytes | str):
+            return cls()
+        try:
+            data = json.loads(answer[:TDMREP_MAX_BYTES])
+        except (ValueError, UnicodeDecodeError):
+            return cls()
+        if not isinstance(data, list):
+            return cls()
+        rules = []
+        for item in data:
+            if not isinstance(item, dict) or not isinstance(item.get("location"), str):
+                continue  # a rule needs a location and a reservation; a broken one is skipped, not the file
+            value = reservation_value(item.get("tdm-reservation"))
+            if value is not None:
+                rules.append(TdmRule(item["location"], value, location_pattern(item["location"])))
+        return cls(tuple(rules))
+
+    def reservation(self, url: str) -> int | None:
+        """The reservation of the first rule whose location matches ``url``'s path (and query); None when none does."""
+        if not self.rules:
+            return None
+        parts = urlsplit(url)
+        path = _unescape_unreserved((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
+        for rule in self.rules:
+            if rule.pattern.match(path):
+                return rule.reservation
+        return None
