@@ -581,9 +581,10 @@ class ScoreConfig(_Section):
         "offline for each encoder runtime (docs/score.md), into `margin_score`; pairs under `margin_threshold` are dropped "
         "(counted). Works offline, on the vectors of the run's `embed` stage. `none`: the hard rules only, no encoder.",
     )  # fmt: skip
-    margin_threshold: float = Field(
-        0.53, ge=0, le=1, description="Pairs with a lower calibrated margin score are dropped (counted); 0.53 was chosen "
-        "by cross-validation for multilingual-e5-small (docs/score.md).",
+    margin_threshold: float | None = Field(
+        None, ge=0, le=1, description="Pairs with a lower calibrated margin score are dropped (counted); empty: the "
+        "threshold chosen by cross-validation with the calibration of the runtime that made the vectors (multilingual-e5-small: "
+        "0.53 torch, 0.57 onnx-int8; docs/score.md).",
     )  # fmt: skip
 
 

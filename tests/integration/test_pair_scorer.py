@@ -11,6 +11,7 @@ import pytest
 
 from bitextflow import records
 from bitextflow.config import load_pair_config
+from bitextflow.models.encoder import shared_encoder
 from bitextflow.score import margin
 from bitextflow.score.margin import MarginCalibration, MarginScorer, ratio_margins
 from bitextflow.stages.registry import run_context, run_stage
@@ -18,8 +19,6 @@ from bitextflow.stages.score import Score
 from bitextflow.storage.tables import read_table, write_table
 from bitextflow.text.comparison import pair_hash
 from tests.support import ROOT
-
-THRESHOLD = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").score.margin_threshold
 
 # Documentation sentences in page order, as one document pair of a shard gives them (none of them in the calibration data).
 DOCUMENT = [
@@ -37,8 +36,6 @@ UNRELATED = "El tiempo de mañana será soleado en toda la costa."
 
 @pytest.fixture(scope="module")
 def scorer() -> MarginScorer:
-    from bitextflow.models.encoder import shared_encoder
-
     return MarginScorer(shared_encoder)
 
 
@@ -60,7 +57,7 @@ def test_ratio_margin_is_the_cosine_over_the_mean_of_both_sides_nearest_neighbou
 
 
 def test_calibration_is_platt_scaling_of_the_margin():
-    calibration = MarginCalibration(neighbours=2, slope=10.0, intercept=-10.0)
+    calibration = MarginCalibration(neighbours=2, slope=10.0, intercept=-10.0, threshold=0.5)
     assert np.allclose(calibration.probability(np.array([1.0, 0.0])), [0.5, 1 / (1 + np.exp(10.0))])
 
 
@@ -72,12 +69,13 @@ def test_scorer_keeps_translations_and_drops_neighbours_and_shuffled_partners(sc
     neighbours = [(english[i], spanish[i + 1]) for i in (0, 3, 5)]
     shuffled = [(english[2], UNRELATED), (english[6], spanish[1])]
     pairs = DOCUMENT + neighbours + shuffled
-    scores = scorer.scores([a for a, _ in pairs], [b for _, b in pairs])
+    scores, calibration = scorer.scores([a for a, _ in pairs], [b for _, b in pairs])
     print(np.round(scores, 3))
+    assert calibration == margin.E5_SMALL_CALIBRATIONS[shared_encoder().runtime], "the runtime's own calibration"
     assert ((scores >= 0) & (scores <= 1)).all()
-    assert (scores[: len(DOCUMENT)] >= THRESHOLD).all()
-    assert (scores[len(DOCUMENT) :] < THRESHOLD).all()
-    assert scorer.scores([], []).shape == (0,)
+    assert (scores[: len(DOCUMENT)] >= calibration.threshold).all()
+    assert (scores[len(DOCUMENT) :] < calibration.threshold).all()
+    assert scorer.scores([], [])[0].shape == (0,)
 
 
 def shard(pairs: list[tuple[str, str]]) -> pd.DataFrame:
@@ -101,7 +99,7 @@ def test_stage_writes_the_margin_score_of_every_pair_and_drops_those_below_the_t
     kept = read_table(store, run_stage(ctx, Score, [key])[0])
     rejected = read_table(store, ctx.key("score", "shard-0.rejected.parquet"))
     assert sorted(zip(kept["text_a"], kept["text_b"], strict=True)) == sorted(DOCUMENT)
-    assert (kept["margin_score"] >= config.score.margin_threshold).all()
+    assert (kept["margin_score"] >= margin.E5_SMALL_CALIBRATIONS[shared_encoder().runtime].threshold).all()
     assert list(rejected["rule_tags"]) == ["margin_below_threshold", "margin_below_threshold", "identical_sides"]
     assert rejected["margin_score"].notna().all()  # every pair is scored, the hard rules' rejects too
     counts = store.get_json(ctx.key("score", "shard-0.counts.json"))

@@ -37,23 +37,25 @@ from bitextflow.align.embedding import Encoder
 
 @dataclass(frozen=True)
 class MarginCalibration:
-    """The ratio margin's neighbourhood size and its Platt scaling to 0..1 (see the module docstring)."""
+    """The ratio margin's neighbourhood size, its Platt scaling to 0..1 (see the module docstring) and the threshold on
+    the scaled score chosen with them (Youden's J out of fold), which ``score.margin_threshold`` applies unless set."""
 
     neighbours: int
     slope: float
     intercept: float
+    threshold: float = 0.5  # even odds, where no threshold was chosen (a fold's fit)
 
     def probability(self, margins: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-(self.slope * margins + self.intercept)))
 
 
 #: Fitted by ``python -m bitextflow.score.margin_calibration --runtime R`` (docs/score.md has the figures), one per
-#: encoder runtime (torch: 2026-11-25): Tatoeba en-es, installation-guide pages and runs of 25 Bible verses, each
-#: translation against its neighbour's and a random sentence's translation, pools of 25 documents as in a shard; never
-#: the Debian Reference, on which bench/release_precision.py measures.
+#: encoder runtime (torch on 2026-11-25, onnx-int8 on 2026-11-28): Tatoeba en-es, installation-guide pages and runs of 25
+#: Bible verses, each translation against its neighbour's and a random sentence's translation, pools of 25 documents as
+#: in a shard; never the Debian Reference, on which bench/release_precision.py measures.
 E5_SMALL_CALIBRATIONS = {
-    "torch": MarginCalibration(neighbours=2, slope=166.5535, intercept=-164.025),
-    "onnx-int8": MarginCalibration(neighbours=2, slope=166.5535, intercept=-164.025),
+    "torch": MarginCalibration(neighbours=2, slope=166.5535, intercept=-164.025, threshold=0.53),
+    "onnx-int8": MarginCalibration(neighbours=2, slope=166.8334, intercept=-164.2743, threshold=0.57),
 }
 
 
@@ -105,14 +107,15 @@ class MarginScorer:
         texts_b: Sequence[str],
         vectors: tuple[np.ndarray, np.ndarray] | None = None,
         runtime: str | None = None,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, MarginCalibration]:
         """Calibrated scores 0..1 of the pairs ``(texts_a[i], texts_b[i])`` (0.5: even odds that the two sides translate
-        each other), each side's pool being the distinct texts of its side. ``vectors``: each pair's sides' vectors, made
-        by ``runtime``; without them the scorer's encoder embeds the distinct texts."""
+        each other), each side's pool being the distinct texts of its side, and the calibration they were scaled with
+        (its threshold is the runtime's). ``vectors``: each pair's sides' vectors, made by ``runtime``; without them the
+        scorer's encoder embeds the distinct texts."""
         if len(texts_a) != len(texts_b):
             raise ValueError(f"{len(texts_a)} first sides for {len(texts_b)} second sides")
         if not texts_a:
-            return np.zeros(0)
+            return np.zeros(0), self.calibration(runtime or "torch")
         distinct_a, first_a, rows_a = np.unique(np.asarray(texts_a, dtype=object), return_index=True, return_inverse=True)
         distinct_b, first_b, rows_b = np.unique(np.asarray(texts_b, dtype=object), return_index=True, return_inverse=True)
         if vectors is not None:
@@ -124,4 +127,4 @@ class MarginScorer:
             pool_a, pool_b = encoder.encode(list(distinct_a)), encoder.encode(list(distinct_b))
             runtime = getattr(encoder, "runtime", "torch")  # an encoder that knows no runtimes computes as torch does
         calibration = self.calibration(runtime)
-        return calibration.probability(ratio_margins(pool_a, pool_b, rows_a, rows_b, calibration.neighbours))
+        return calibration.probability(ratio_margins(pool_a, pool_b, rows_a, rows_b, calibration.neighbours)), calibration

@@ -1,6 +1,7 @@
-"""How :data:`bitextflow.score.margin.E5_SMALL_CALIBRATION` and ``score.margin_threshold`` were chosen, reproducibly.
+"""How :data:`bitextflow.score.margin.E5_SMALL_CALIBRATIONS` and ``score.margin_threshold`` were chosen, reproducibly.
 
-``python -m bitextflow.score.margin_calibration --tatoeba DIR [--json]`` (about 20 minutes of encoding on 2 busy cores):
+``python -m bitextflow.score.margin_calibration --tatoeba DIR [--runtime torch|onnx-int8] [--json]`` (about 20 minutes
+of encoding on 2 busy cores with torch in float32, 5 with int8), once per encoder runtime:
 
 1. **Data** that bench/release_precision.py never measures on: the Tatoeba en-es test pairs (short everyday
    sentences; cut into documents of :data:`TATOEBA_DOCUMENT` consecutive lines), the installation guide's pages
@@ -219,6 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--encoder", default=None, help="transformers encoder folder (default: the converted multilingual-e5-small)"
     )
+    parser.add_argument(
+        "--runtime", default="torch", choices=("torch", "onnx-int8"), help="the encoder runtime whose vectors to calibrate"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
     from bitextflow.models import SentenceEncoder
@@ -226,16 +230,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     try:
         documents = calibration_documents(args.tatoeba)
-        encoder = SentenceEncoder.from_path(args.encoder)
+        encoder = SentenceEncoder.from_path(args.encoder, runtime=args.runtime)
     except BitextflowError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     texts = sorted({text for docs in documents.values() for doc in docs for pair in doc for text in pair})
     print(f"encoding {len(texts)} texts of {sum(map(len, documents.values()))} documents", file=sys.stderr, flush=True)
-    vectors = dict(zip(texts, encoder.encode(texts), strict=True))
+    # float32 for the torch calibration: the vectors the scorer saw when it was fitted (bfloat16 agrees to 0.99998)
+    vectors = dict(zip(texts, encoder.encode(texts, reduced_precision=False), strict=True))
     result = calibrate(examples(documents, vectors))
     result["seconds"] = round(time.monotonic() - started, 1)
-    print(f"MarginCalibration(**{result['calibration']}), threshold {result['threshold']}")
+    print(f"MarginCalibration(**{ {**result['calibration'], 'threshold': result['threshold']} })")
     for name, figures in [("all", result["out_of_fold"]), *result["out_of_fold_by_source"].items()]:
         print(f"{name:>20}: " + ", ".join(f"{key} {value:.4f}" for key, value in figures.items()))
     if args.json:

@@ -129,12 +129,12 @@ class Score(Stage):
             ";".join(hard_rule_violations(a, b, ctx.config.score)) for a, b in zip(frame["text_a"], frame["text_b"], strict=True)
         ]
         if self.margin_scorer is not None:
-            frame["margin_score"] = self.margin_scorer.scores(
+            frame["margin_score"], calibration = self.margin_scorer.scores(
                 list(frame["text_a"]), list(frame["text_b"]), pair_vectors(frame), metadata.get(RUNTIME_METADATA)
             )
-            frame.loc[(frame["rule_tags"] == "") & (frame["margin_score"] < ctx.config.score.margin_threshold), "rule_tags"] = (
-                "margin_below_threshold"
-            )
+            threshold = ctx.config.score.margin_threshold
+            threshold = calibration.threshold if threshold is None else threshold
+            frame.loc[(frame["rule_tags"] == "") & (frame["margin_score"] < threshold), "rule_tags"] = "margin_below_threshold"
         job: dict[str, Any] = {
             "shard": shard,
             "rules_key": write_table(ctx.store, ctx.key("score", f"{shard}.rules.parquet"), frame, records.SENTENCE_PAIRS),
