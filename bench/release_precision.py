@@ -11,9 +11,9 @@ and the site served on 127.0.0.1, from ``include/pairs/en-es.yaml`` with the cra
 in English and Spanish (``crawl.include_paths``, as tests/test_incremental.py does): one crawl, extraction and document
 alignment, then for each aligner (``align.sentence_aligner``) the sentence alignment, and for each pair scorer
 (``score.pair_scorer``) score, classify, gate and release, each under a run id of its own forked from the shared
-stages' outputs. One encoder serves every setting (vecalign and the margin scorer), its embeddings memoised by text, so
-settings that share sentences do not encode them twice. The top-level figures are the pair config's setting
-(``hunalign`` with the margin scorer: the demo's).
+stages' outputs (the ``embed`` stage among them: every setting reads the same vectors). One encoder serves every
+setting (Vecalign's overlaps), its embeddings memoised by text, so settings that share texts do not encode them twice.
+The top-level figures are the pair config's setting (the demo's).
 
 Usage, from the project root::
 
@@ -50,7 +50,7 @@ from bitextflow_local.localsite.block_truth import Judge, run_sentences
 ROOT = Path(__file__).resolve().parents[1]
 PAIR_CONFIG = ROOT / "include" / "pairs" / "en-es.yaml"
 BUCKET = "bitextflow"
-ALIGNERS = ("gale-church", "hunalign", "hybrid", "vecalign")
+ALIGNERS = ("gale-church", "hunalign", "hybrid", "hybrid-e5", "vecalign")
 SCORERS = ("none", "margin")
 #: The Debian Reference in English and Spanish, and the site's front page that links to it.
 REFERENCE_PAGES = r"^/reference/.*\.(en|es)\.html$"
@@ -67,7 +67,7 @@ class MemoEncoder:
 
     def __init__(self, encoder: Any) -> None:
         self.encoder = encoder
-        self.path = encoder.path
+        self.path, self.device, self.runtime = encoder.path, encoder.device, encoder.runtime
         self.memo: dict[tuple[str, str], np.ndarray] = {}
         self.encoded = 0
 
@@ -87,17 +87,21 @@ class MemoEncoder:
 
 @contextmanager
 def one_encoder() -> Iterator[MemoEncoder]:
-    """Every ``SentenceEncoder.from_path`` of the default encoder in this process gives the same memoised encoder."""
+    """Every ``SentenceEncoder.from_path`` of the default encoder on the default runtime in this process gives the same
+    memoised encoder."""
     from bitextflow.models import SentenceEncoder
+    from bitextflow.models.encoder import shared_encoder
 
     shared = MemoEncoder(SentenceEncoder.from_path(None))
     original = SentenceEncoder.from_path
 
-    def from_path(path: Any = None, device: Any = None) -> Any:
-        return shared if path is None else original(path, device)
+    def from_path(path: Any = None, device: Any = None, runtime: str = "auto") -> Any:
+        return shared if path is None and runtime in ("auto", shared.runtime) else original(path, device, runtime)
 
+    shared_encoder.cache_clear()
     with mock.patch.object(SentenceEncoder, "from_path", staticmethod(from_path)):
         yield shared
+    shared_encoder.cache_clear()
 
 
 def fork(store: ObjectStore, ctx: RunContext, run_id: str, overrides: dict[str, Any]) -> RunContext:
