@@ -26,8 +26,8 @@ from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectReader, ObjectStore
 from bitextflow.storage.tables import read_table
 from bitextflow_local.services.seaweed import SeaweedServer
-from tests.integration.test_extract import EN, ES, html_page, make_warc
 from tests.support import ROOT
+from tests.unit.test_extract import EN, ES, html_page, make_warc
 
 PUBLIC_BUCKET = "commoncrawl"  # the name Common Crawl's bucket has; here a local stand-in
 CC_PREFIX = "crawl-data/CC-MAIN-2099-01/segments/1700000000000.00/warc/"

@@ -12,55 +12,26 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 from lxml import etree
 
 from bitextflow.catalog.status import collect_counts
-from bitextflow.config import ExtractConfig, load_pair_config
+from bitextflow.config import load_pair_config
 from bitextflow.crawl.warc import RotatingWarcWriter
-from bitextflow.errors import ConfigError, StageError
-from bitextflow.extract import extract_shard
-from bitextflow.extract.dedup import deduplicate_run, shingle_hashes
+from bitextflow.errors import StageError
 from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.tables import read_table
-from tests.integration.test_extract import html_page, make_warc
 from tests.support import ROOT, cross_shard_duplicates
+from tests.unit.test_extract import make_warc
+from tests.unit.test_ingest_dedup import GUIDE_EN, GUIDE_ES, NETWORK_EN, page
 
-GUIDE_EN = [
-    "Before you upgrade the system, read the release notes for the version you are moving to.",
-    "A full backup of your home directory and of the configuration files is strongly advised.",
-    "The package manager resolves dependencies and downloads the archives from the mirrors.",
-    "Third party repositories may hold packages that conflict with the ones of the distribution.",
-    "Disable them during the upgrade and enable them again once the new release is running.",
-    "Services are restarted automatically, but a reboot is needed to run the new kernel.",
-    "If the upgrade stops half way, run the package manager again: it continues where it stopped.",
-    "Problems and their solutions are collected in the troubleshooting chapter of this guide.",
-]
-GUIDE_ES = [
-    "Antes de actualizar el sistema, lea las notas de publicación de la versión a la que pasa.",
-    "Se recomienda encarecidamente una copia de seguridad del directorio personal y de la configuración.",
-    "El gestor de paquetes resuelve las dependencias y descarga los archivos de las réplicas.",
-    "Los repositorios de terceros pueden contener paquetes que entran en conflicto con la distribución.",
-    "Desactívelos durante la actualización y vuelva a activarlos cuando la nueva versión funcione.",
-]
-NETWORK_EN = [
-    "The network interfaces are described in a single configuration file read at boot time.",
-    "Each interface has a name, an address family and a method such as static or dhcp.",
-    "A static address needs the address itself, the netmask and the gateway of the network.",
-    "Wireless interfaces also need the name of the network and the passphrase that protects it.",
-]
 NETWORK_ES = [
     "Las interfaces de red se describen en un único archivo de configuración leído al arrancar.",
     "Cada interfaz tiene un nombre, una familia de direcciones y un método como estático o dhcp.",
     "Una dirección estática necesita la dirección, la máscara de red y la pasarela de la red.",
     "Las interfaces inalámbricas necesitan además el nombre de la red y la contraseña que la protege.",
 ]
-
-
-def page(paragraphs: list[str], title: str) -> bytes:
-    return html_page(paragraphs, title=title).encode()
 
 
 def own_writer_warc(directory: Path, pages: list[tuple[str, bytes]]) -> Path:
@@ -215,78 +186,6 @@ def test_two_files_with_one_name_are_refused(store):
     )
     with pytest.raises(StageError, match="would both be extract shard 'part'"):
         REGISTRY.run(run_context(config, store, "test_ingest_clash"), "crawl")
-
-
-def test_seeds_or_warcs_but_not_both():
-    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
-    with pytest.raises(ConfigError, match="field crawl.seeds: Value error, give at least one seed URL"):
-        config.with_overrides({"crawl.seeds": []})
-    with pytest.raises(ConfigError, match="crawl.warcs is set too; to ingest WARCs without crawling set crawl.seeds to"):
-        config.with_overrides({"crawl.warcs": ["ingest/"]})
-    with pytest.raises(ConfigError, match="names no key"):
-        config.with_overrides({"crawl.seeds": [], "crawl.warcs": ["s3://bucket-only"]})
-
-
-# -- cross-shard de-duplication without services ----------------------------------------------------
-def extracted(tmp_path: Path, name: str, pages: list[tuple[str, str, bytes]]) -> pd.DataFrame:
-    path = tmp_path / f"{name}.warc.gz"
-    path.write_bytes(make_warc(pages))
-    result = extract_shard(
-        path, tmp_path / name, warc_key=f"run/{name}.warc.gz",
-        languages={"en", "es"}, config=ExtractConfig(min_sentence_tokens=3),
-    )  # fmt: skip
-    return pq.read_table(result.documents).to_pandas()
-
-
-def test_near_duplicates_need_the_same_language_and_enough_similarity(tmp_path):
-    first = extracted(
-        tmp_path,
-        "a",
-        [
-            ("http://s/en/1.html", "text/html", page(GUIDE_EN, "Guide")),
-            ("http://s/es/1.html", "text/html", page(GUIDE_ES, "Guía")),
-        ],
-    )
-    second = extracted(
-        tmp_path, "b",
-        [
-            ("http://s/en/2.html", "text/html", page(GUIDE_EN[1:], "Guide")),  # 7 of 8 sentences: near-duplicate
-            ("http://s/en/3.html", "text/html", page(GUIDE_EN[:4] + NETWORK_EN, "Guide")),  # half the same: not one
-            ("http://s/es/3.html", "text/html", page(GUIDE_EN[:2] + GUIDE_ES, "Guía")),  # other language: not one
-        ],
-    )  # fmt: skip
-    result = deduplicate_run(pd.concat([second, first], ignore_index=True))
-    assert list(result.removed["url"]) == ["http://s/en/2.html"]
-    assert result.removed["duplicate_of"].iloc[0] == first[first["url"] == "http://s/en/1.html"]["doc_id"].iloc[0]
-    assert list(result.kept["url"]) == ["http://s/en/3.html", "http://s/es/3.html", "http://s/en/1.html", "http://s/es/1.html"]
-    assert result.counts.items_in == 5 and result.counts.kept == 4 and dict(result.counts.dropped) == {"near_duplicate_lsh": 1}
-    strict = deduplicate_run(pd.concat([first, second], ignore_index=True), threshold=0.95)
-    assert strict.counts.kept == 5
-
-
-def test_a_url_in_two_shards_is_kept_once(tmp_path):
-    first = extracted(tmp_path, "a", [("http://s/en/1.html", "text/html", page(GUIDE_EN, "Guide"))])
-    second = extracted(tmp_path, "b", [("http://s/en/1.html", "text/html", page(NETWORK_EN, "Network"))])  # changed since
-    result = deduplicate_run(pd.concat([first, second], ignore_index=True))
-    assert list(result.kept["warc_key"]) == ["run/a.warc.gz"]
-    assert list(result.removed["drop_reason"]) == ["duplicate_url_cross_shard"]
-    assert list(result.removed["duplicate_of"]) == list(first["doc_id"])
-
-
-def test_shingles_ignore_everything_but_letters_and_work_without_spaces():
-    assert (shingle_hashes("installthepackage") == shingle_hashes("installthepackage")).all()
-    assert len(shingle_hashes("abc")) == 1, "a text shorter than a shingle is one shingle"
-    chinese = shingle_hashes("安装软件包之前请先阅读发行说明")
-    assert len(chinese) == len("安装软件包之前请先阅读发行说明") - 4
-    assert len(shingle_hashes("")) == 0
-
-
-def test_empty_run_deduplicates_to_nothing():
-    empty = pd.DataFrame(
-        {column: pd.Series(dtype=object) for column in ("doc_id", "warc_key", "warc_offset", "language", "paragraphs")}
-    )
-    result = deduplicate_run(empty)
-    assert result.kept.empty and result.removed.empty and result.counts.items_in == 0
 
 
 def test_a_shard_of_duplicates_and_a_shard_of_nothing_go_through_every_stage(store):

@@ -5,23 +5,13 @@ from __future__ import annotations
 import textwrap
 
 from bitextflow.config import load_pair_config
-from bitextflow.stages.registry import as_inputs, batches, run_context
+from bitextflow.stages.registry import run_context
 from bitextflow_local.localsite.warcs import warc_files
 from tests.support import ROOT
 
 WARC_FILES = 1500
 MAX_MAP_LENGTH = 64
 EXTRACT_TASKS = 12
-
-
-def test_batches_are_contiguous_balanced_and_bounded() -> None:
-    keys = [f"k{i}" for i in range(10)]
-    assert batches(keys, 4) == [["k0", "k1", "k2"], ["k3", "k4", "k5"], ["k6", "k7"], ["k8", "k9"]]
-    assert batches(keys[:2], 5) == [["k0"], ["k1"]]
-    assert batches([], 3) == []
-    assert as_inputs(batches(keys, 3)) == keys, "a batched stage's outputs flatten back into order"
-
-
 DAG_FILE = """
 from pathlib import Path
 
