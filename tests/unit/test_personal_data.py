@@ -40,6 +40,7 @@ POSITIVES = [
     ("Pague con la tarjeta 5555-5555-5555-4444.", "card", "5555-5555-5555-4444"),
     ("Carte American Express 378282246310005 refusée.", "card", "378282246310005"),
     ("Kartennummer 6011 1111 1111 1117 gültig.", "card", "6011 1111 1111 1117"),
+    ("Sie ist jetzt 20 6011-1111-1111-1117 schuldig.", "card", "6011-1111-1111-1117"),
 ]
 
 # texts holding nothing personal, each like one of the types
@@ -60,6 +61,10 @@ HARD_NEGATIVES = [
     "The loopback 127.0.0.1 and ::1 answer locally.",
     "Order number 1234-5678-9012 ships today.",
     "The std::vector type holds 12 items.",
+    "Le festival du 13.10.2011 a réuni 12 345 personnes.",
+    "El piso cuesta 613.249.396 € según el anuncio.",
+    "Von 1994-2020 lebte sie in Berlin.",
+    "Die Karte 4951 7242 9509 6829 ist ungültig.",
 ]
 
 

@@ -10,7 +10,8 @@ checked by a maintained library where one exists:
   ``VALID`` (the number is valid for its region's numbering plan, ITU-T E.164), once per region: numbers written
   in international format (``+34 ...``, ``0049 ...``) are found whatever the region, national formats in the
   regions given (by default the likely region of each of the pair's languages in CLDR, e.g. en: US, es: ES, fr:
-  FR, de: DE; ``personal_data.phone_regions`` adds others).
+  FR, de: DE; ``personal_data.phone_regions`` adds others). Prices (a currency sign beside the number), dates,
+  ranges of years and runs of more than 15 digits, which numbering plans can accept, are left alone.
 - ``ip``: IPv4 dotted quads (RFC 791) and IPv6 text forms (RFC 4291 section 2.2, RFC 5952) that Python's
   ``ipaddress`` parses; loopback, unspecified, link-local, multicast and reserved addresses identify nobody and are
   left alone, and a dotted quad that follows a version word (``version 1.2.3.4``) is taken for a version.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -80,12 +82,31 @@ def find_emails(text: str, regions: Sequence[str] = ()) -> Iterator[Finding]:
 _SEVEN_DIGITS = re.compile(r"\d(?:\D{0,4}\d){6}")
 
 
+# What libphonenumber's VALID leniency lets through that is no phone number: digit groups beside a currency sign (a
+# price: 613.249.396 €), a date (13.10.2011, 2011-10-13), a range of years, more digits than E.164 allows (15, the
+# country code included) without an international prefix (a card number with a wrong check digit).
+_DATE = re.compile(r"\d{1,2}([./-])\d{1,2}\1(?:1[89]|20)\d\d|(?:1[89]|20)\d\d([./-])\d{1,2}\2\d{1,2}")
+_YEARS = re.compile(r"\b(?:1[89]|20)\d\d ?[-–] ?(?:1[89]|20)\d\d\b")
+
+
+def _not_a_phone(text: str, start: int, end: int) -> bool:
+    written = text[start:end]
+    around = text[max(0, start - 2) : start] + text[end : end + 2]
+    return (
+        any(unicodedata.category(ch) == "Sc" for ch in around)
+        or _DATE.fullmatch(written) is not None
+        or _YEARS.search(written) is not None
+        or (sum(ch.isdigit() for ch in written) > 15 and not written.startswith(("+", "00")))
+    )
+
+
 def find_phones(text: str, regions: Sequence[str] = ()) -> Iterator[Finding]:
     if not _SEVEN_DIGITS.search(text):
         return
     for region in regions:
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
-            yield Finding("phone", match.start, match.end, str(match.number.national_number))
+            if not _not_a_phone(text, match.start, match.end):
+                yield Finding("phone", match.start, match.end, str(match.number.national_number))
 
 
 @functools.cache
@@ -192,6 +213,7 @@ CARD_RANGES: tuple[tuple[int, int, frozenset[int]], ...] = (
     (6761, 6763, frozenset(range(13, 20))),  # Maestro
 )
 _CARD = re.compile(r"(?<![\d.,-])\d(?:[ -]?\d){12,18}")
+_GROUP_START = re.compile(r"(?<=[ -])\d")
 
 
 def is_card_number(digits: str) -> bool:
@@ -202,9 +224,13 @@ def is_card_number(digits: str) -> bool:
 
 def find_card_numbers(text: str, regions: Sequence[str] = ()) -> Iterator[Finding]:
     for match in _CARD.finditer(text):
-        found = _longest_valid(text, match, is_card_number, 13)
-        if found:
-            yield Finding("card", match.start(), found[0], found[1])
+        # a number written just before the card joins its candidate ("aged 20 4111 1111 ..."): start at each group too
+        for start in (match.start(), *(group.start() for group in _GROUP_START.finditer(text, match.start(), match.end()))):
+            candidate = _CARD.match(text, start, match.end())
+            found = _longest_valid(text, candidate, is_card_number, 13) if candidate else None
+            if found:
+                yield Finding("card", start, found[0], found[1])
+                break
 
 
 #: One detector per type: a function of a text and the phone regions that yields what it finds.
