@@ -238,7 +238,9 @@ def test_redact_publishes_a_new_version_without_the_listed_items(deployment, tmp
     first = REGISTRY.run(run_context(unscreened, store, RUN), "release", keys)
     assert "help@example.org" in released(store, first["version"])[f"{PAIR}.tsv"]
     store.delete_prefix(sentences_key)  # the run's outputs are gone: the monolingual corpus is all there is
-    add_takedowns(store, takedown_entries())
+    add_takedowns(store, [*takedown_entries()[:2], takedown_entries()[3]])
+    add = ["takedowns", "add", "--pair", PAIR, "--pairs-dir", str(pairs_dir), "--host", "blocked.example"]
+    assert main([*add, "--who", "Blocked Ltd", "--why", "copyright", "--when", "2026-12-01"]) == 0
     registry = tmp_path / "registry"
     monkeypatch.setenv("BITEXTFLOW_REGISTRY", str(registry))
     record = ["--set", "release.record_in_registry=true"]

@@ -76,12 +76,12 @@ class Screen:
                 counts.repair(PERSONAL_DATA_REASON + kind)
         if not replaced and all(keep):
             return frame
-        screened = frame.copy()
+        screened = frame.reset_index(drop=True)
         if replaced:
             rows = list(replaced)
             for index, column in enumerate(text_columns):
-                screened.loc[screened.index[rows], column] = [replaced[row][index] for row in rows]
+                screened.loc[rows, column] = [replaced[row][index] for row in rows]
             if "pair_hash" in screened.columns and len(text_columns) == 2:
                 # the hash of the original texts would stand for the personal data it held
-                screened.loc[screened.index[rows], "pair_hash"] = [pair_hash(*replaced[row]) for row in rows]
+                screened.loc[rows, "pair_hash"] = [pair_hash(*replaced[row]) for row in rows]
         return screened[keep].reset_index(drop=True)

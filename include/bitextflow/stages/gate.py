@@ -3,10 +3,10 @@ across the whole run, validated per partition and as a run.
 
 Each partition's classified shards (and, in an ``incremental`` run, the pairs carried over from the last
 release) are read in turn; a pair whose hash was already seen anywhere in the run is dropped
-(``duplicate_pair``), as is a pair the deployment's takedown list names (``takedown_<kind>``), and personal data
-in the pairs is replaced by placeholders or its pairs dropped (``personal_data_<type>``, docs/publishing.md), so
-that nothing downstream (the release's files, an incremental run's carried pairs) holds either; the rest are written to ``gate/part-NNNNN.sentence_pairs.parquet`` and judged by the
-partition's suite. The run-level suite judges the figures summed over the partitions: volume against the
+(``duplicate_pair``), as is a pair the deployment's takedown list names (``takedown_<kind>``), and personal
+data in the pairs is replaced by placeholders or its pairs dropped (``personal_data_<type>``, docs/publishing.md),
+so that nothing downstream (the release's files, an incremental run's carried pairs) holds either; the rest are
+written to ``gate/part-NNNNN.sentence_pairs.parquet`` and judged by the partition's suite. The run-level suite judges the figures summed over the partitions: volume against the
 pair's latest release (``gate.max_volume_drop`` / ``_growth``), shares of repeats and of sentences in another
 language, document pairs. The task holds one partition's pairs and 8 bytes per pair of the run (the hashes
 seen). A violation fails the run; the gated files are written first so they can be inspected.
