@@ -20,11 +20,14 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bitextflow.catalog.models import record_bicleaner_model
+from bitextflow.catalog.redaction import redact_release
 from bitextflow.catalog.registry import registry_for
 from bitextflow.catalog.releases import list_releases, next_version
 from bitextflow.catalog.status import format_status, pair_status
+from bitextflow.catalog.takedowns import TAKEDOWNS_KEY, add_takedowns, read_takedowns
 from bitextflow.config import PairConfig, discover_pair_configs, load_pair_config
 from bitextflow.errors import BitextflowError, ConfigError
+from bitextflow.redaction import TakedownEntry
 from bitextflow.release.build import build_release
 from bitextflow.settings import load_services_env, pairs_dir
 from bitextflow.stages.base import RunContext
@@ -143,6 +146,41 @@ def cmd_releases_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_releases_redact(args: argparse.Namespace) -> int:
+    """Publish a release again without what the takedown list names (and personal data screened again), as the pair's
+    next version, recorded in the DVC registry as any release."""
+    config = pair_config(args)
+    store = ObjectStore.from_env(config.storage.bucket)
+    info = redact_release(store, config, args.version, read_takedowns(store))
+    result = info.to_dict()
+    if config.release.record_in_registry:
+        result["registry"] = registry_for(config, store.settings).record(store, info).to_dict()
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def cmd_takedowns_add(args: argparse.Namespace) -> int:
+    config = pair_config(args)
+    store = ObjectStore.from_env(config.storage.bucket)
+    target = {kind: getattr(args, kind) for kind in ("url", "prefix", "host", "text") if getattr(args, kind)}
+    when = args.when or datetime.now(UTC).date().isoformat()
+    try:
+        entry = TakedownEntry.model_validate({**target, "who": args.who, "when": when, "why": args.why})
+    except ValueError as exc:
+        raise ConfigError(f"takedowns add: {' '.join(str(exc).split())[:300]}") from None
+    listed = add_takedowns(store, [entry])
+    print(f"{store.uri(TAKEDOWNS_KEY)}: {len(listed)} entries; the next gate of every pair applies them, "
+          "`bitextflow releases redact` removes them from a published release")  # fmt: skip
+    return 0
+
+
+def cmd_takedowns_list(args: argparse.Namespace) -> int:
+    config = pair_config(args)
+    listed = read_takedowns(ObjectStore.from_env(config.storage.bucket))
+    sys.stdout.write(listed.to_jsonl().decode("utf-8"))
+    return 0
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     statuses = []
     for path in discover_pair_configs(pairs_dir(args.pairs_dir)):
@@ -218,6 +256,29 @@ def build_parser(registry: StageRegistry = REGISTRY) -> argparse.ArgumentParser:
     pair_options(p)
     p.add_argument("--version", type=int, help="release version (default: the latest)")
     p.set_defaults(func=cmd_releases_record)
+    p = releases.add_parser(
+        "redact", help="publish a release again as a new version without what the takedown list names (docs/publishing.md)"
+    )
+    pair_options(p)
+    p.add_argument("--version", type=int, required=True, help="the release version to redact")
+    p.set_defaults(func=cmd_releases_redact)
+
+    takedowns = sub.add_parser("takedowns", help=f"the deployment's takedown list ({TAKEDOWNS_KEY} in the bucket)")
+    actions = takedowns.add_subparsers(dest="action", required=True)
+    p = actions.add_parser("add", help="add a request: one page, URL prefix, host or sentence")
+    pair_options(p)
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--url", help="one page")
+    target.add_argument("--prefix", help="every page whose URL starts with this")
+    target.add_argument("--host", help="every page of this host and its subdomains")
+    target.add_argument("--text", help="every sentence equal to this (case, punctuation and spaces aside)")
+    p.add_argument("--who", required=True, help="who asked")
+    p.add_argument("--why", required=True, help="on what grounds, e.g. copyright, privacy")
+    p.add_argument("--when", help="date of the request, YYYY-MM-DD (default: today, UTC)")
+    p.set_defaults(func=cmd_takedowns_add)
+    p = actions.add_parser("list", help="print the list (JSON Lines)")
+    pair_options(p)
+    p.set_defaults(func=cmd_takedowns_list)
 
     p = sub.add_parser("status", help="state of every pair: last release, last run, counts, failing gates")
     p.add_argument("--pairs-dir", help="folder of pair configs (default: include/pairs)")

@@ -723,6 +723,26 @@ class GateConfig(_Section):
     )  # fmt: skip
 
 
+class PersonalDataConfig(_Section):
+    """Personal data in the released text: found in the gate (sentence pairs) and the release (monolingual corpus),
+    then replaced or set aside (docs/publishing.md)."""
+
+    types: list[Literal["email", "phone", "ip", "iban", "card"]] = Field(
+        ["email", "phone", "ip", "iban", "card"],
+        description="What to look for: email addresses, phone numbers, IP addresses, IBANs, payment card numbers "
+        "(each checked against its standard: checksums, numbering plans); empty: none (the release says so).",
+    )
+    action: Literal["replace", "drop"] = Field(
+        "replace", description="`replace`: each value becomes a typed placeholder (`[EMAIL_1]`), the same value the "
+        "same placeholder on both sides of a pair; `drop`: the pair (or monolingual sentence) is set aside, counted.",
+    )  # fmt: skip
+    phone_regions: list[Annotated[str, Field(pattern=r"^[A-Z]{2}$")]] = Field(
+        default_factory=list,
+        description="Regions (ISO 3166-1 alpha-2) whose national phone formats count, besides the likely region of each "
+        "of the pair's languages (CLDR: en US, es ES, fr FR, de DE); numbers in international format count everywhere.",
+    )
+
+
 class StorageConfig(_Section):
     bucket: str = Field("bitextflow", min_length=3, max_length=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$")
 
@@ -829,11 +849,11 @@ class GpuDispatchConfig(_Section):
 #: Options a run's overrides may not change: what the workers' credentials, files and network trust. A
 #: triggerer could otherwise turn the address guard off (crawl.allow_private_addresses), push releases or
 #: models to a remote of their choice (storage, release), read other buckets with the workers' credentials
-#: (crawl.warcs, warc_buckets, the index's table and WARC root) or make a worker load a model folder of their
-#: choice (the model options). The opt-outs a corpus honours (policy) are the deployment's promise to the sites it
-#: publishes from, not a run's choice.
+#: (crawl.warcs, warc_buckets, the index's table and WARC root), make a worker load a model folder of their choice
+#: (the model options) or publish personal data (personal_data). The opt-outs a corpus honours (policy) are the
+#: deployment's promise to the sites it publishes from, not a run's choice.
 DEPLOYMENT_ONLY = frozenset({
-    "source", "target", "schedule", "storage", "release", "gpu",
+    "source", "target", "schedule", "storage", "release", "gpu", "personal_data",
     "crawl.warcs", "crawl.warc_buckets", "crawl.index.table", "crawl.index.warc_root", "crawl.allow_private_addresses",
     "crawl.user_agent", "crawl.url_models", "crawl.url_model_base", "crawl.train_url_models", "policy",
     "align.encoder_model", "align.static_model",
@@ -862,6 +882,7 @@ class PairConfig(_Section):
     score: ScoreConfig = ScoreConfig()
     domain: DomainConfig
     gate: GateConfig = GateConfig()
+    personal_data: PersonalDataConfig = PersonalDataConfig()
     storage: StorageConfig = StorageConfig()
     release: ReleaseConfig = ReleaseConfig()
     gpu: GpuDispatchConfig = GpuDispatchConfig()
@@ -913,8 +934,8 @@ class PairConfig(_Section):
             if any(name == only or name.startswith(f"{only}.") or only.startswith(f"{name}.") for only in DEPLOYMENT_ONLY):
                 raise ConfigError(
                     f"override {name!r}: only the pair's YAML may set this (it names storage, models, images or "
-                    "addresses the workers trust, or the opt-outs the corpus honours); a run may override limits, "
-                    "thresholds, seeds and the strategy"
+                    "addresses the workers trust, the opt-outs the corpus honours or what personal data a release may "
+                    "hold); a run may override limits, thresholds, seeds and the strategy"
                 )
         return self.with_overrides(overrides)
 

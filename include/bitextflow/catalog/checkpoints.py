@@ -69,3 +69,17 @@ def crawl_log(store: ObjectStore, pair: str, run_id: str) -> Iterator[dict[str, 
     for key in stage_outputs(store, pair, run_id, "crawl", CRAWL_LOGS):
         with store.open_read(key) as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
             yield from (json.loads(line) for line in lines if line.strip())
+
+
+class CrawlLog:
+    """A run's crawl log (:func:`crawl_log`), streamed from the store each time it is iterated; false when the run
+    has none (it ingested WARCs, or its outputs are gone)."""
+
+    def __init__(self, store: ObjectStore, pair: str, run_id: str):
+        self.store, self.pair, self.run_id = store, pair, run_id
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return crawl_log(self.store, self.pair, self.run_id)
+
+    def __bool__(self) -> bool:
+        return bool(stage_outputs(self.store, self.pair, self.run_id, "crawl", CRAWL_LOGS))

@@ -8,7 +8,9 @@ leaves no half release, just files that the next attempt overwrites.
 
 Versions are numbered 1 + the highest version that has a manifest. Publishing is idempotent per run:
 if a manifest with the same ``run_id`` exists, that release is returned and nothing is written, so a
-retried Airflow task never creates an extra version.
+retried Airflow task never creates an extra version. A redacted version of a release
+(:mod:`bitextflow.catalog.redaction`) keeps its run's id and adds ``redaction``, the digest of what it was made
+from, which makes it a version of its own, idempotent in turn.
 
 Two runs of the same pair must not publish at the same moment (both would pick the same N); the pair
 DAG serialises its publish task (``max_active_runs``/a pool of one), as S3 offers no portable
@@ -109,12 +111,13 @@ def list_releases(store: ObjectStore, pair: str) -> list[ReleaseInfo]:
     return [_info(store, pair, version, manifest) for version, manifest in _manifests(store, pair)]
 
 
-def next_version(store: ObjectStore, pair: str, run_id: str) -> tuple[int, dict[str, Any] | None]:
-    """The version ``run_id`` published (with its manifest), or the version it would publish (and None)."""
+def next_version(store: ObjectStore, pair: str, run_id: str, redaction: str | None = None) -> tuple[int, dict[str, Any] | None]:
+    """The version ``run_id`` published (with its manifest), or the version it would publish (and None); with
+    ``redaction``, the redacted version of that digest."""
     _check_pair(pair)
     existing = _manifests(store, pair)
     for version, manifest in existing:
-        if manifest.get("run_id") == run_id:
+        if manifest.get("run_id") == run_id and manifest.get("redaction") == redaction:
             return version, manifest
     return 1 + max((v for v, _ in existing), default=0), None
 
@@ -128,6 +131,7 @@ def publish_release(
     gate_report: dict[str, Any] | None,
     extras: ReleaseExtras | None = None,
     verify: Callable[[Path, int], None] | None = None,
+    redaction: str | None = None,
 ) -> ReleaseInfo:
     """Publish ``pairs`` (a frame, or frames in order) as the next version of ``pair`` (or return the version
     ``run_id`` already published).
@@ -135,9 +139,10 @@ def publish_release(
     ``gate_report`` is :meth:`bitextflow.quality.GateReport.to_dict` of the gate that let the data
     through; ``None`` (no gate ran) is recorded as such in ``gate.json`` and the manifest.
     ``verify(directory, version)`` sees the built files before anything is uploaded; when it raises,
-    nothing of this version reaches the store.
+    nothing of this version reaches the store. ``redaction``: the digest that makes a redacted version of the run's
+    release a version of its own (recorded in the manifest).
     """
-    version, published = next_version(store, pair, run_id)
+    version, published = next_version(store, pair, run_id, redaction)
     if published is not None:
         return _info(store, pair, version, published)
     prefix = release_prefix(pair, version)
@@ -167,6 +172,8 @@ def publish_release(
         "gate_success": gate_success,
         "files": files,
     }
+    if redaction is not None:
+        manifest["redaction"] = redaction
     store.put_bytes(prefix + MANIFEST_NAME, json_bytes(manifest), _JSON_TYPE)
     return _info(store, pair, version, manifest)
 

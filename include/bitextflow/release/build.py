@@ -24,13 +24,17 @@ from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.hashing import SeenHashes
+from bitextflow.redaction import Screen
 from bitextflow.release.datasheet import local_site_licences, render_datasheet
 from bitextflow.release.formats import TmxWriter, validate_tmx, write_jsonl, write_lines, write_tsv
+from bitextflow.release.guards import guard_counts
 from bitextflow.release.profile import CorpusProfile, GateVerdict, identity
 from bitextflow.text.comparison import normalise_for_comparison
 
 #: A release's rows: one frame, or frames in order (a list, or an object that reads them again on each iteration).
 Chunks = pd.DataFrame | Iterable[pd.DataFrame]
+#: The columns of the sentences (``records.SENTENCES``) the monolingual corpus is made of.
+MONOLINGUAL_COLUMNS = ["doc_id", "url", "language", "paragraph_index", "sentence_index", "text"]
 
 
 def json_bytes(value: Any) -> bytes:
@@ -50,7 +54,10 @@ class ReleaseExtras:
 
     ``document_pairs``: align_documents' frames; ``sentences``: the extract sentences (``records.SENTENCES`` rows),
     whose sentences in the pair's languages make the monolingual corpus; ``crawl_log``: the crawl log records
-    (iterable twice); ``config``: the pair config (for the datasheet); ``gates``: what the run's gates said.
+    (iterable twice); ``config``: the pair config (for the datasheet); ``gates``: what the run's gates said;
+    ``screen``: the publication guards the monolingual corpus and the document pairs pass (the gate screened the
+    sentence pairs), counted as ``release_monolingual`` and ``release_document_pairs``;
+    ``redaction``: what a redacted version was made from (``stats.json``'s ``redaction``).
     """
 
     document_pairs: Chunks | None = None
@@ -58,15 +65,19 @@ class ReleaseExtras:
     crawl_log: Iterable[Mapping[str, Any]] = ()
     config: PairConfig | None = None
     gates: Sequence[GateVerdict] = ()
+    screen: Screen | None = None
+    redaction: Mapping[str, Any] | None = None
 
 
 class MonolingualCorpus:
     """Sentences per language, each kept once (equal after case folding and dropping non-alphanumerics, as pairs
-    are deduplicated), written to ``mono.<lang>.txt`` as they come; documents in order within each chunk."""
+    are deduplicated), written to ``mono.<lang>.txt`` as they come; documents in order within each chunk; through
+    ``screen`` when given."""
 
-    def __init__(self, directory: Path, languages: Sequence[str]):
+    def __init__(self, directory: Path, languages: Sequence[str], screen: Screen | None = None):
         self.paths = {language: directory / f"mono.{language}.txt" for language in languages}
         self.lines = dict.fromkeys(languages, 0)
+        self.screen = screen
         self.counts = StageCounts("release_monolingual")
         self._seen = SeenHashes()
         self._files: dict[str, IO[bytes]] = {}
@@ -76,6 +87,8 @@ class MonolingualCorpus:
         ordered = sentences.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
         in_corpus = ordered[ordered["language"].isin(list(self.paths))]
         self.counts.drop("other_language", len(ordered) - len(in_corpus))
+        if self.screen is not None:
+            in_corpus = self.screen.sentences(in_corpus, self.counts)
         new = self._seen.add(
             identity(language, normalise_for_comparison(text))
             for language, text in zip(in_corpus["language"], in_corpus["text"], strict=True)
@@ -96,10 +109,17 @@ class MonolingualCorpus:
         return list(self.paths.values())
 
 
-def _write_document_pairs(document_pairs: Iterable[pd.DataFrame], profile: CorpusProfile, out: IO[bytes]) -> int:
-    """Each document pair with its released sentence pairs, without internal columns; returns how many."""
+def _write_document_pairs(
+    document_pairs: Iterable[pd.DataFrame], profile: CorpusProfile, out: IO[bytes], screen: Screen | None, counts: StageCounts
+) -> int:
+    """Each document pair with its released sentence pairs, without internal columns, through ``screen`` when given
+    (counted in ``counts``); returns how many."""
     written = 0
     for frame in document_pairs:
+        counts.seen(len(frame))
+        if screen is not None:
+            frame = screen.document_pairs(frame, counts)
+        counts.keep(len(frame))
         columns = [c for c in frame.columns if c != "partition"]  # where the run stored it, not what it is
         rows = frame[columns].sort_values(["url_a", "url_b"], kind="stable").reset_index(drop=True)
         rows["sentence_pairs"] = [profile.yield_of(a, b) for a, b in zip(rows["url_a"], rows["url_b"], strict=True)]
@@ -153,14 +173,26 @@ def build_release(
     paths.append(jsonl)
     mono = None
     if extras.sentences is not None:
-        mono = MonolingualCorpus(directory, pair.split("-", 1))
+        mono = MonolingualCorpus(directory, pair.split("-", 1), extras.screen)
         for sentences in chunks_of(extras.sentences):
             mono.add(sentences)
-    stats = profile.stats([*stage_counts, *([mono.counts] if mono else [])])
+    release_counts = [mono.counts] if mono else []
     if extras.document_pairs is not None:
-        stats["aligned_document_pairs"] = write(
-            "document_pairs.jsonl", lambda out: _write_document_pairs(chunks_of(extras.document_pairs), profile, out)
+        document_pair_counts = StageCounts("release_document_pairs")
+        document_pairs = write(
+            "document_pairs.jsonl",
+            lambda out: _write_document_pairs(
+                chunks_of(extras.document_pairs), profile, out, extras.screen, document_pair_counts
+            ),
         )
+        if extras.screen is not None:
+            release_counts.append(document_pair_counts)
+    stats = profile.stats([*stage_counts, *release_counts])
+    stats["guards"] = guard_counts(stats["stage_counts"])
+    if extras.redaction is not None:
+        stats["redaction"] = dict(extras.redaction)
+    if extras.document_pairs is not None:
+        stats["aligned_document_pairs"] = document_pairs
     if mono is not None:
         paths += mono.close()
         stats["monolingual_sentences"] = dict(mono.lines)

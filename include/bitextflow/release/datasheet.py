@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bitextflow.config import PairConfig
+from bitextflow.release.guards import guards_section
 from bitextflow.settings import cache_dir as cache_folder
 
 _STAMP = "site.stamp.json"
@@ -144,7 +145,7 @@ def render_datasheet(
     for counts in stats["stage_counts"]:
         reasons = ", ".join(f"{r}={n}" for r, n in counts["dropped"].items()) or "-"
         lines.append(f"| {counts['stage']} | {counts['in']} | {counts['kept']} | {reasons} |")
-    lines.extend(["", "## Licences", ""])
+    lines.extend(["", *guards_section(stats, config), "## Licences", ""])
     if licences:
         lines.append("The local demo site is built from these Debian packages (licences from their copyright files):")
         lines.append("")

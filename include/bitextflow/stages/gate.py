@@ -3,8 +3,10 @@ across the whole run, validated per partition and as a run.
 
 Each partition's classified shards (and, in an ``incremental`` run, the pairs carried over from the last
 release) are read in turn; a pair whose hash was already seen anywhere in the run is dropped
-(``duplicate_pair``); the rest are written to ``gate/part-NNNNN.sentence_pairs.parquet`` and judged by the
-partition's suite. The run-level suite judges the figures summed over the partitions: volume against the
+(``duplicate_pair``), as is a pair the deployment's takedown list names (``takedown_<kind>``), and personal
+data in the pairs is replaced by placeholders or its pairs dropped (``personal_data_<type>``, docs/publishing.md),
+so that nothing downstream (the release's files, an incremental run's carried pairs) holds either; the rest are
+written to ``gate/part-NNNNN.sentence_pairs.parquet`` and judged by the partition's suite. The run-level suite judges the figures summed over the partitions: volume against the
 pair's latest release (``gate.max_volume_drop`` / ``_growth``), shares of repeats and of sentences in another
 language, document pairs. The task holds one partition's pairs and 8 bytes per pair of the run (the hashes
 seen). A violation fails the run; the gated files are written first so they can be inspected.
@@ -19,9 +21,11 @@ import pyarrow.parquet as pq
 
 from bitextflow import records
 from bitextflow.catalog.releases import list_releases
+from bitextflow.catalog.takedowns import read_takedowns
 from bitextflow.counts import StageCounts
 from bitextflow.hashing import SeenHashes
 from bitextflow.quality import Check, PairsSummary, run_sentence_pairs_check, sentence_pairs_check, with_helper_columns
+from bitextflow.redaction import screen_for
 from bitextflow.stages.base import Stage
 from bitextflow.stages.gating import judge
 from bitextflow.storage.layout import (
@@ -56,6 +60,7 @@ class Gate(Stage):
         """Each partition's suite as its pairs are merged and written (into ``gated``), then the run's."""
         ctx = self.ctx
         carried = self._carried_pairs()
+        screen = screen_for(ctx.config, read_takedowns(ctx.store))
         counts = StageCounts("gate")
         seen = SeenHashes()
         summary = PairsSummary()
@@ -64,6 +69,7 @@ class Gate(Stage):
                 ctx.store, [*shards.get(partition, []), *carried.get(partition, [])], records.CLASSIFIED_SENTENCE_PAIRS
             )
             counts.seen(len(frame))
+            frame = screen.sentence_pairs(frame, counts)
             # 64 bits of the SHA-1: a collision in a run of a billion pairs has odds of about 3 in 100 million
             first = seen.add(
                 int(pair_hash[:16], 16) if isinstance(pair_hash, str) and pair_hash else hash(pair_hash) % 2**64

@@ -10,27 +10,27 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bitextflow.catalog.checkpoints import crawl_log
+from bitextflow.catalog.checkpoints import CrawlLog
 from bitextflow.catalog.registry import registry_for
 from bitextflow.catalog.releases import ReleaseInfo, publish_release
 from bitextflow.catalog.status import collect_counts
+from bitextflow.catalog.takedowns import read_takedowns
 from bitextflow.counts import StageCounts
 from bitextflow.errors import GateFailed
 from bitextflow.quality import release_checks
-from bitextflow.release.build import ReleaseExtras
+from bitextflow.redaction import screen_for
+from bitextflow.release.build import MONOLINGUAL_COLUMNS, ReleaseExtras
 from bitextflow.release.profile import GateVerdict
 from bitextflow.stages.base import RunContext, Stage
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import CRAWL_LOGS, GATE_REPORTS, RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS, data_docs_path
+from bitextflow.storage.layout import GATE_REPORTS, RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS, data_docs_path
 from bitextflow.storage.tables import StoredTables
 
 log = logging.getLogger(__name__)
-
-_MONOLINGUAL_COLUMNS = ["doc_id", "language", "paragraph_index", "sentence_index", "text"]
 
 
 class Release(Stage):
@@ -74,10 +74,13 @@ class Release(Stage):
 def release_extras(ctx: RunContext) -> ReleaseExtras:
     """The run's outputs a release is made of besides the gated pairs, each read a partition at a time: document
     pairs, the monolingual corpus (sentences of the documents extraction kept, i.e. in the pair's languages and
-    domain) and the crawl log (absent when the run ingested WARCs)."""
+    domain) and the crawl log (absent when the run ingested WARCs); the monolingual corpus and the document pairs
+    pass the takedown list and the personal-data guard as the gate's pairs did."""
     document_pairs = StoredTables(ctx.store, ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS))
-    sentences = StoredTables(ctx.store, ctx.outputs("partitions", SENTENCE_SHARDS), _MONOLINGUAL_COLUMNS)
-    return ReleaseExtras(document_pairs, sentences, _CrawlLog(ctx), ctx.config, gate_verdicts(ctx))
+    sentences = StoredTables(ctx.store, ctx.outputs("partitions", SENTENCE_SHARDS), MONOLINGUAL_COLUMNS)
+    crawl = CrawlLog(ctx.store, ctx.config.pair, ctx.run_id)
+    screen = screen_for(ctx.config, read_takedowns(ctx.store))
+    return ReleaseExtras(document_pairs, sentences, crawl, ctx.config, gate_verdicts(ctx), screen)
 
 
 def gate_verdicts(ctx: RunContext) -> list[GateVerdict]:
@@ -104,19 +107,6 @@ def gate_verdicts(ctx: RunContext) -> list[GateVerdict]:
             )
         )
     return verdicts
-
-
-class _CrawlLog:
-    """The run's crawl log, streamed from the store each time it is read."""
-
-    def __init__(self, ctx: RunContext):
-        self.ctx = ctx
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return crawl_log(self.ctx.store, self.ctx.config.pair, self.ctx.run_id)
-
-    def __bool__(self) -> bool:
-        return bool(self.ctx.outputs("crawl", CRAWL_LOGS))
 
 
 def release_inputs(
