@@ -1,5 +1,5 @@
 """What a new user looks at after `make demo`, in a real browser: Debian's headless Chromium, driven through its
-chromium-driver by Selenium, against the local stack of tests/test_services.py (a home and ports of its own) after
+chromium-driver by Selenium, against the session's local stack (tests/stack/conftest.py: a home and ports of its own) after
 `bitextflow-local demo` ran the en-es DAG in it.
 
 The user signs into the Airflow UI, opens the pair's DAG, sees the run and each task's counts (XCom
@@ -37,11 +37,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from bitextflow_local.services.demo import airflow_api
 from bitextflow_local.services.stack import admin_password
-from tests.stack.test_services import Stack, stack  # noqa: F401 - the services tests' stack fixture, started again for this module
 from tests.support import env_file
+from tests.support.stack import DAG_ID, Stack
 
 BIN = Path(sys.executable).parent
-DAG_ID = "bitextflow__en_es"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 # what this machine's Chromium needs headless, and nothing that reaches beyond 127.0.0.1
@@ -70,7 +69,7 @@ class Demo:
 
 
 @pytest.fixture(scope="module")
-def demo(stack: Stack) -> Demo:  # noqa: F811 - the imported fixture
+def demo(stack: Stack) -> Demo:
     """`bitextflow-local demo` in the stack's home, as `make demo` runs it: the run, the release and its report."""
     env = {**stack.env, **env_file(stack.state / "services.env")}
     result = subprocess.run(

@@ -1,70 +1,25 @@
 """The demo's local stack: started in its own process groups, loopback only, a real scheduler backfilling a
-pair, stopped cleanly. The tests share one stack (it takes a minute to start) and run in file order."""
+pair, stopped cleanly. The stack is the session's (tests/stack/conftest.py); these tests run in file order, after
+the browser's, and the last one stops it."""
 
 import json
-import os
 import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-import pytest
 
-from tests.support import ROOT, env_file, free_port
+from tests.support import env_file
+from tests.support.stack import Stack
 
 BIN = Path(sys.executable).parent
 BACKFILL_TIMEOUT_S = 15 * 60
 
 
-@dataclass
-class Stack:
-    home: Path
-    env: dict[str, str]
-
-    @property
-    def state(self) -> Path:
-        return self.home / ".local"
-
-    def services(self, action: str, timeout: int = 420) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(BIN / "bitextflow-local"), "services", action], env=self.env, capture_output=True, text=True, timeout=timeout
-        )
-
-    def airflow(self, *args: str) -> str:
-        """The `airflow` CLI with the settings the stack runs Airflow with (its .local/airflow.env)."""
-        env = {**self.env, **env_file(self.state / "airflow.env")}
-        result = subprocess.run([str(BIN / "airflow"), *args], env=env, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, f"airflow {' '.join(args)}: {result.stderr[-3000:]}"
-        return result.stdout
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    home = tmp_path_factory.mktemp("home")
-    for name in ("dags", "plugins", "include"):
-        (home / name).symlink_to(ROOT / name)
-    env = {
-        **os.environ,
-        "BITEXTFLOW_HOME": str(home),
-        "BITEXTFLOW_SITE_PORT": str(free_port()),
-        "BITEXTFLOW_AIRFLOW_PORT": str(free_port()),
-        # a deployment of its own (its own S3 server, same bucket name): its own registry, as a real one has
-        "BITEXTFLOW_REGISTRY": str(home / "registry"),
-    }
-    started = Stack(home, env)
-    up = started.services("up")
-    assert up.returncode == 0, up.stderr + (home / ".local" / "stack.log").read_text(errors="replace")[-3000:]
-    yield started
-    if (started.state / "stack.json").exists():  # a test failed before the last one stopped it
-        started.services("down", timeout=180)
-
-
 def stack_processes(stack: Stack) -> list[psutil.Process]:
-    supervisor = psutil.Process(json.loads((stack.state / "stack.json").read_text())["pid"])
+    supervisor = psutil.Process(stack.stack_json()["pid"])
     return [supervisor, *supervisor.children(recursive=True)]
 
 
@@ -117,23 +72,15 @@ def test_a_new_pair_is_backfilled_by_the_scheduler(stack: Stack) -> None:
     assert [release["run_id"] for release in releases] == [runs[0]["run_id"]] and releases[0]["sentence_pairs"] >= 20
 
 
+def test_the_local_executor_release_of_the_compared_run_is_recorded(local_release: tuple[int, dict[str, str]]) -> None:
+    """The run the Celery profile repeats (tests/stack/test_celery_profile.py), made here while the stack is up."""
+    pairs, files = local_release
+    assert pairs >= 20 and {"en-es.tmx", "en-es.tsv", "en-es.jsonl"} <= set(files)
+
+
 def test_services_stop_cleanly(stack: Stack) -> None:
     processes = stack_processes(stack)
     down = stack.services("down", timeout=180)
     assert down.returncode == 0 and "services stopped" in down.stdout
     assert not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not (stack.state / "stack.json").exists()
-
-
-def test_secret_files_are_owner_only_even_when_they_existed_with_a_looser_mode(tmp_path) -> None:
-    from bitextflow_local.services.private import write_private
-
-    secret = tmp_path / ".local" / "services.env"
-    secret.parent.mkdir()
-    secret.write_text("OLD=1\n")
-    secret.chmod(0o644)
-    write_private(secret, "BITEXTFLOW_S3_SECRET_ACCESS_KEY=s3cr3t\n")
-    assert secret.stat().st_mode & 0o777 == 0o600
-    assert secret.read_text() == "BITEXTFLOW_S3_SECRET_ACCESS_KEY=s3cr3t\n"
-    write_private(tmp_path / "new.env", "X=1\n")
-    assert (tmp_path / "new.env").stat().st_mode & 0o777 == 0o600

@@ -1,0 +1,109 @@
+"""The local stack as the stack tier's tests drive it: one deployment (`bitextflow-local services up`) in a home of
+its own, its CLI, its REST API and its releases (the fixtures are tests/stack/conftest.py's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bitextflow.catalog.releases import list_releases
+from bitextflow.storage import ObjectStore
+from tests.support import ROOT, env_file
+
+BIN = Path(sys.executable).parent
+DAG_ID = "bitextflow__en_es"
+RUN_TIMEOUT_S = 10 * 60
+#: A run both profiles make, released byte for byte alike: one fetch at a time, since concurrent fetches end a 60-page
+#: crawl on other pages from run to run.
+COMPARED_RUN_ID = "manual__celery_profile"
+COMPARED_OVERRIDES = {"crawl.max_pages": 60, "gate.min_sentence_pairs": 20, "crawl.per_host_concurrency": 1}
+
+
+@dataclass
+class Stack:
+    """One deployment of the local stack in a home of its own."""
+
+    home: Path
+    env: dict[str, str]
+    releases: dict[str, tuple[int, dict[str, str]]] = field(default_factory=dict)
+
+    @property
+    def state(self) -> Path:
+        return self.home / ".local"
+
+    def services(self, *args: str, timeout: int = 420) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(BIN / "bitextflow-local"), "services", *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def up(self, *args: str) -> None:
+        result = self.services("up", *args)
+        assert result.returncode == 0, result.stderr + (self.state / "stack.log").read_text(errors="replace")[-3000:]
+
+    def down(self) -> None:
+        if (self.state / "stack.json").exists():  # a test failed before the one that stops it
+            self.services("down", timeout=180)
+
+    def stack_json(self) -> dict:
+        return json.loads((self.state / "stack.json").read_text())
+
+    def client_env(self) -> dict[str, str]:
+        return env_file(self.state / "services.env")
+
+    def airflow(self, *args: str) -> str:
+        """The `airflow` CLI with the settings the stack runs Airflow with (its .local/airflow.env)."""
+        env = {**self.env, **env_file(self.state / "airflow.env")}
+        result = subprocess.run([str(BIN / "airflow"), *args], env=env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, f"airflow {' '.join(args)}: {result.stderr[-3000:]}"
+        return result.stdout
+
+    def api(self) -> httpx.Client:
+        """Airflow's REST API as its generated admin."""
+        base = self.client_env()["BITEXTFLOW_AIRFLOW_URL"]
+        passwords = json.loads((self.state / "airflow" / "simple_auth_manager_passwords.json.generated").read_text())
+        token = httpx.post(f"{base}auth/token", json={"username": "admin", "password": passwords["admin"]}, timeout=30)
+        token.raise_for_status()
+        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+        return httpx.Client(base_url=f"{base}api/v2/dags/", headers=headers, timeout=30)
+
+    def trigger(self, api: httpx.Client, run_id: str) -> None:
+        """The compared run of the en-es DAG (:data:`COMPARED_OVERRIDES`) under ``run_id``."""
+        deadline = time.monotonic() + 180
+        while api.get(DAG_ID).status_code == 404:  # until the DAG processor has parsed the pair DAGs
+            assert time.monotonic() < deadline, f"{DAG_ID} was not parsed in 180 s"
+            time.sleep(2)
+        api.patch(DAG_ID, json={"is_paused": False}).raise_for_status()
+        conf = {"overrides": {**COMPARED_OVERRIDES, "crawl.seeds": [self.client_env()["BITEXTFLOW_SITE_URL"]]}}
+        api.post(f"{DAG_ID}/dagRuns", json={"dag_run_id": run_id, "logical_date": None, "conf": conf}).raise_for_status()
+
+    def wait(self, api: httpx.Client, run_id: str) -> str:
+        started = time.monotonic()
+        while (state := api.get(f"{DAG_ID}/dagRuns/{run_id}").json()["state"]) not in ("success", "failed"):
+            assert time.monotonic() - started < RUN_TIMEOUT_S, f"run {run_id} still {state} after {RUN_TIMEOUT_S} s"
+            time.sleep(3)
+        print(f"{run_id}: {state} after {time.monotonic() - started:.0f} s")
+        return state
+
+    def release(self, run_id: str) -> tuple[int, dict[str, str]]:
+        """The sentence pairs and the SHA-256 of each file of ``run_id``'s release, from its manifest."""
+        store = ObjectStore.from_env("bitextflow", self.client_env())
+        (info,) = [info for info in list_releases(store, "en-es") if info.run_id == run_id]
+        manifest = store.get_json(f"releases/en-es/v{info.version}/release.json")
+        return info.sentence_pairs, {name: entry["sha256"] for name, entry in manifest["files"].items()}
+
+
+def new_stack(tmp_path_factory: pytest.TempPathFactory, ports: dict[str, str]) -> Stack:
+    home = tmp_path_factory.mktemp("home")
+    for name in ("dags", "plugins", "include"):
+        (home / name).symlink_to(ROOT / name)
+    # a deployment of its own (its own S3 server, same bucket name): its own registry, as a real one has
+    env = {**os.environ, **ports, "BITEXTFLOW_HOME": str(home), "BITEXTFLOW_REGISTRY": str(home / "registry")}
+    return Stack(home, env)

@@ -1,0 +1,54 @@
+"""The local stack's tooling without starting it: secret files, and the one-line errors where a server it needs is
+missing (the stack itself is tests/stack's)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def test_secret_files_are_owner_only_even_when_they_existed_with_a_looser_mode(tmp_path) -> None:
+    from bitextflow_local.services.private import write_private
+
+    secret = tmp_path / ".local" / "services.env"
+    secret.parent.mkdir()
+    secret.write_text("OLD=1\n")
+    secret.chmod(0o644)
+    write_private(secret, "BITEXTFLOW_S3_SECRET_ACCESS_KEY=s3cr3t\n")
+    assert secret.stat().st_mode & 0o777 == 0o600
+    assert secret.read_text() == "BITEXTFLOW_S3_SECRET_ACCESS_KEY=s3cr3t\n"
+    write_private(tmp_path / "new.env", "X=1\n")
+    assert (tmp_path / "new.env").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_missing_redis_server_is_one_line_naming_the_package(tmp_path) -> None:
+    env = {**os.environ, "BITEXTFLOW_HOME": str(tmp_path), "PATH": str(BIN)}
+    result = subprocess.run(
+        [str(BIN / "bitextflow-local"), "services", "up", "--executor", "celery"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "bitextflow-local: error: `redis-server` is not installed; install the Debian package redis-server"
+    ]
+    assert not (tmp_path / ".local" / "stack.json").exists()
+
+
+def test_postgres_is_found_on_path_or_in_the_newest_debian_folder(tmp_path, monkeypatch) -> None:
+    from bitextflow_local.services import postgres
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(postgres, "DEBIAN_BIN", tmp_path / "lib")
+    with pytest.raises(RuntimeError, match="install the Debian package postgresql$"):
+        postgres.bin_dir()
+    for version in ("9", "15"):
+        (tmp_path / "lib" / version / "bin").mkdir(parents=True)
+        (tmp_path / "lib" / version / "bin" / "initdb").touch(mode=0o755)
+    assert postgres.bin_dir() == tmp_path / "lib" / "15" / "bin"
+    (tmp_path / "path").mkdir()
+    (tmp_path / "path" / "initdb").symlink_to(tmp_path / "lib" / "9" / "bin" / "initdb")
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    assert postgres.bin_dir() == tmp_path / "lib" / "9" / "bin"
