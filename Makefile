@@ -29,7 +29,7 @@ debian = $(call step,Debian packages $(2),$(1) >/dev/null || { $(SUDO) apt-get u
 PIP_PROGRESS := awk '/^(Collecting|Processing)/ && ++n % 25 == 0 { printf "    %d of $(shell grep -c '==' requirements.lock) packages\n", n; fflush() } \
 	/^Installing collected packages/ { print "    installing them (2 minutes on a busy machine)"; fflush() }'
 
-.PHONY: setup venv debian-extras models demo test stop lock clean
+.PHONY: setup venv debian-extras models demo test test-quick fuzz stop lock clean
 
 # Everything the tests use: the environment, the Debian packages the demo does without, every model.
 setup: venv debian-extras models
@@ -52,7 +52,7 @@ $(STAMP): requirements.lock pyproject.toml tools/pyproject.toml
 
 # Debian packages of what the demo does not run: groff (the crawl benchmark's full local site), Redis and
 # PostgreSQL (the distributed profile, `services up --executor celery`; Debian keeps initdb off PATH), Chromium
-# and its driver (tests/test_browser.py).
+# and its driver (tests/stack/test_browser.py).
 debian-extras:
 	$(call debian,command -v groff,groff-base)
 	$(call debian,command -v redis-server,redis-server)
@@ -69,8 +69,21 @@ demo: venv
 	$(BIN)/bitextflow-local demo $(DEMO_PAIR)
 	@echo "make demo: done in $$(( $$(date +%s) - $(STARTED) )) s"
 
-test: setup
-	BITEXTFLOW_REQUIRE_BICLEANER=1 $(BIN)/python -m pytest
+# The whole suite (docs/testing.md): setup (a no-op once done), then every tier on both cores. pytest-xdist hands tests
+# out as workers free up; the stack tier's tests share one stack, so they all go to one worker (loadgroup).
+PYTEST_WORKERS ?= 2
+test:
+	@SECONDS=0; $(MAKE) --no-print-directory setup && printf 'make test: setup took %d s\n' $$SECONDS
+	@SECONDS=0; BITEXTFLOW_REQUIRE_BICLEANER=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup; \
+		status=$$?; printf 'make test: pytest took %d s\n' $$SECONDS; exit $$status
+
+# The edit-test loop: the unit tier, no service started, in a few minutes.
+test-quick: venv
+	$(BIN)/python -m pytest tests/unit -n $(PYTEST_WORKERS)
+
+# The 10,000 hostile inputs of tests/unit/test_fuzz.py (make test runs 2,500 of them).
+fuzz: venv
+	$(BIN)/python -m pytest tests/unit/test_fuzz.py --hypothesis-profile=fuzz
 
 stop:
 	test ! -x $(BIN)/bitextflow-local || $(BIN)/bitextflow-local services down

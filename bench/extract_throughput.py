@@ -23,7 +23,7 @@ median is what ``--control`` shows: it runs trafilatura against itself the same 
 Peak RSS (``ru_maxrss``) of our stage is measured in a fresh process on the WARC (1x) and on a WARC of ten
 copies of it (10x; every copy's paragraphs get a distinct letter tag so de-duplication does not skip
 them), to show memory does not grow with shard size. Both read the WARC from a local file; the extract
-task streams it from S3 instead (a 1 MiB buffer, ``tests/test_extract_s3.py``). ``load_average``
+task streams it from S3 instead (a 1 MiB buffer, ``tests/integration/test_extract_s3.py``). ``load_average``
 (1 minute, at the end) tells how shared the machine was. Arrow allocates with malloc, as the Airflow
 deployments set it (``ARROW_DEFAULT_MEMORY_POOL=system``; set the variable to another pool to compare).
 

@@ -8,7 +8,7 @@ sides share a block, ``strict_precision`` the same blocks; **yield**, released p
 
 The pipeline runs without Airflow against a SeaweedFS server (:class:`bitextflow_local.services.seaweed.SeaweedServer`)
 and the site served on 127.0.0.1, from ``include/pairs/en-es.yaml`` with the crawl limited to the Debian Reference
-in English and Spanish (``crawl.include_paths``, as tests/test_incremental.py does): one crawl, extraction and document
+in English and Spanish (``crawl.include_paths``, as tests/integration/test_incremental.py does): one crawl, extraction and document
 alignment, then for each aligner (``align.sentence_aligner``) the sentence alignment, and for each pair scorer
 (``score.pair_scorer``) score, classify, gate and release, each under a run id of its own forked from the shared
 stages' outputs (the ``embed`` stage among them: every setting reads the same vectors). One encoder serves every

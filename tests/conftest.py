@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from tests.support import BUCKET, ROOT
 
@@ -46,6 +48,15 @@ for _name in ("BITEXTFLOW_S3_ENDPOINT_URL", "BITEXTFLOW_S3_ACCESS_KEY_ID", "BITE
 # Airflow puts the plugins folder on sys.path when it runs; tests that import the glue need it too.
 sys.path.insert(0, str(ROOT / "plugins"))
 
+# tests/unit/test_fuzz.py's hostile inputs, shared among its targets: `make test` runs the ci profile, `make fuzz` the
+# fuzz profile (pytest --hypothesis-profile=fuzz); both derandomised, so every run sees the same inputs.
+for _name, _inputs in (("ci", 2_500), ("fuzz", 10_000)):
+    hypothesis_settings.register_profile(
+        _name, max_examples=_inputs, deadline=None, derandomize=True, database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    )  # fmt: skip
+hypothesis_settings.load_profile("ci")
+
 #: The fixtures that start or need a service, by the lightest tier that may use them (a fixture of the stack tier's own
 #: conftest is out of reach of the other tiers anyway).
 SERVICE_FIXTURES = {"s3_server": "integration", "site": "integration", "airflow_db": "integration"}
@@ -53,7 +64,12 @@ TIERS = ("unit", "integration", "stack")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test with its tier (its folder under tests/) and refuses a test that uses a heavier tier's fixture."""
+    """Marks each test with its tier (its folder under tests/) and refuses a test that uses a heavier tier's fixture.
+
+    For pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) each module is one group, so that a module's fixtures
+    are made once and its tests keep their order, and the stack tier is one group (its modules share one stack); the
+    heaviest tiers come first, so that the unit tier's many small modules fill the workers' ends.
+    """
     tests = Path(__file__).parent
     misplaced = []
     for item in items:
@@ -62,12 +78,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             misplaced.append(f"{item.nodeid}: tests live in one of tests/{{{','.join(TIERS)}}}/")
             continue
         item.add_marker(tier)
+        item.add_marker(pytest.mark.xdist_group(name="stack" if tier == "stack" else item.module.__name__))
         for fixture in getattr(item, "fixturenames", ()):
             needs = SERVICE_FIXTURES.get(fixture)
             if needs is not None and TIERS.index(needs) > TIERS.index(tier):
                 misplaced.append(f"{item.nodeid}: uses the fixture {fixture} (a service): move it to tests/{needs}/")
     if misplaced:
         raise pytest.UsageError("tests in the wrong tier:\n" + "\n".join(misplaced))
+    items.sort(key=lambda item: -TIERS.index(Path(item.path).relative_to(tests).parts[0]))
 
 
 @pytest.fixture(scope="session")

@@ -329,7 +329,7 @@ def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, 
 def test_with_a_classifier_the_dag_classifies_the_runs_shards_in_one_gpu_step(s3_env, store, pair_config, svm_folder):
     """Default ``gpu.mode`` (in-process): the step is a worker task running ``bitextflow classify`` over every score
     shard of the run; ``classify_outputs[shard]`` then hands each output key to the gate. A kubernetes pair gets a GPU pod
-    running the same command instead (tests/test_dispatch.py validates its manifest)."""
+    running the same command instead (tests/integration/test_dispatch.py validates its manifest)."""
     from airflow.sdk.bases.decorator import DecoratedOperator
 
     from bitextflow import records

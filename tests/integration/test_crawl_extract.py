@@ -1,6 +1,6 @@
 """Crawl the real local site into WARC on real S3, then extract documents and sentences from it.
 
-The crawler's own checks (WARC records, politeness, limits, resume) are in tests/test_crawl.py.
+The crawler's own checks (WARC records, politeness, limits, resume) are in tests/integration/test_crawl.py.
 """
 
 import pandas as pd

@@ -22,7 +22,7 @@ def test_in_process_task_runs_the_step_with_the_runs_overrides(s3_env, store):
     """The default path: the task's own callable (what the worker runs) scores this run's shard in S3.
 
     ``dag.test()`` only runs DAGs of the dags folder, so the task body is called here with the context
-    keys it reads (run_id, params); tests/test_dag.py runs the real DAG end to end.
+    keys it reads (run_id, params); tests/integration/test_dag.py runs the real DAG end to end.
     """
     from airflow.sdk import DAG
 

@@ -1,5 +1,5 @@
 """Models in the DVC data registry, for real (git + DVC subprocesses, the DVC remote on SeaweedFS), as releases are
-in tests/test_registry.py: each model version is tagged ``model-<name>-v<N>`` and ``dvc get`` returns exactly its
+in tests/integration/test_registry.py: each model version is tagged ``model-<name>-v<N>`` and ``dvc get`` returns exactly its
 files after the registry's DVC cache is deleted, so they come from S3.
 """
 

@@ -24,7 +24,7 @@ BIN = Path(sys.executable).parent
 WORKERS = {"worker1@bitextflow", "worker2@bitextflow"}
 # release files that name their run: equal only between runs of the same id
 NAME_THE_RUN = {"datasheet.md", "gate.json", "report.html"}
-# the task the SIGKILL test kills the worker of, once it runs: half-way through the DAG (tests/test_dag.py); it maps
+# the task the SIGKILL test kills the worker of, once it runs: half-way through the DAG (tests/integration/test_dag.py); it maps
 # over site partitions, and the local site is one (map index 0)
 KILLED_TASK = "align_documents/0"
 

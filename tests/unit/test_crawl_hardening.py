@@ -227,7 +227,7 @@ def _crawl_bodies(config: CrawlConfig) -> tuple[Crawler, list[bytes]]:
 
 
 def test_a_page_that_is_only_a_script_or_noscript_shows_nothing():
-    """Found by tests/test_fuzz.py: a fragment parses to its one element, which is then dropped."""
+    """Found by tests/unit/test_fuzz.py: a fragment parses to its one element, which is then dropped."""
     for body in (b"<NOSCRIPT>", b"<script>x</script>", b"<noscript><a href=/n>n</a></noscript>"):
         page = parse_html(body, "http://h/")
         assert page is not None and (page.text, page.links) == ("", []), body

@@ -18,7 +18,7 @@ from tests.support import ROOT
 
 COMPOSE = ROOT / "docker" / "compose.yaml"
 POD_TEMPLATE = ROOT / "docker" / "pod_template.yaml"
-KUBERNETES_VERSION = "1.32.0"  # as tests/test_dispatch.py
+KUBERNETES_VERSION = "1.32.0"  # as tests/integration/test_dispatch.py
 AIRFLOW_COMPONENTS = {"api-server", "scheduler", "dag-processor", "triggerer"}
 
 

@@ -66,7 +66,7 @@ class Site:
 
 
 class ConceptEncoder:
-    """Stands for the multilingual encoder (its real model is exercised by tests/test_encoder.py and the
+    """Stands for the multilingual encoder (its real model is exercised by tests/unit/test_encoder.py and the
     Vecalign tests): maps each invented word to its concept, so translations embed alike."""
 
     dim = 64

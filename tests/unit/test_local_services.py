@@ -52,3 +52,18 @@ def test_postgres_is_found_on_path_or_in_the_newest_debian_folder(tmp_path, monk
     (tmp_path / "path" / "initdb").symlink_to(tmp_path / "lib" / "9" / "bin" / "initdb")
     monkeypatch.setenv("PATH", str(tmp_path / "path"))
     assert postgres.bin_dir() == tmp_path / "lib" / "9" / "bin"
+
+
+def test_a_model_build_that_cannot_run_is_one_line_naming_the_step_and_where_its_traceback_is(capsys):
+    from bitextflow_local.prepare import Step, run_plan
+
+    def build() -> str:
+        raise OSError(28, "No space left on device")
+
+    failing = Step("encoder", "encoder", "the encoder", "15 s", build)
+    assert run_plan([failing], []) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("bitextflow-local prepare: error: encoder could not be built (OSError: [Errno 28] No space left on device)")
+    log_file = Path(line.split("its traceback is in ")[1].split(";")[0])
+    assert "Traceback" in log_file.read_text() and line.endswith("fix the cause and run `make models` again")
+    log_file.unlink()

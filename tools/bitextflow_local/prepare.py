@@ -32,7 +32,9 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -279,6 +281,16 @@ def run_plan(steps: Sequence[Step], left_out: Sequence[Step]) -> int:
             summary = step.build()
         except BitextflowError as error:
             print(f"bitextflow-local prepare: error: {step.name}: {error}", file=sys.stderr)
+            return 1
+        except Exception as error:  # a build that cannot run here (disk, memory, a broken package): one line, then the detail
+            log_file = Path(tempfile.gettempdir()) / f"bitextflow-prepare-{os.getpid()}.log"
+            log_file.write_text(traceback.format_exc(), encoding="utf-8")
+            detail = " ".join(str(error).split())[:300] or type(error).__name__
+            print(
+                f"bitextflow-local prepare: error: {step.name} could not be built ({type(error).__name__}: {detail}); "
+                f"its traceback is in {log_file}; fix the cause and run `make models` again",
+                file=sys.stderr,
+            )
             return 1
         print(f"      done in {time.monotonic() - step_started:.1f} s: {summary}", flush=True)
     print(f"prepared {len(steps)} steps in {time.monotonic() - started:.1f} s")

@@ -167,7 +167,7 @@ def drop_textless(tree) -> None:
     trafilatura deletes them too, but in its cleaning, after it has copied the whole tree and run its
     raw-tree XPath prunes over every element: on the benchmark pages they are half the bytes (scripts
     and styles) and a seventh of the elements. Dropping them first saves 4% of the instructions of
-    :func:`page` and about 5% of the stage's CPU time, with the same extraction (tests/test_extract.py). JSON-LD stays: trafilatura reads it
+    :func:`page` and about 5% of the stage's CPU time, with the same extraction (tests/integration/test_extract.py). JSON-LD stays: trafilatura reads it
     (forum threads, its baseline's ``articleBody``). Call it after everything that reads them.
     """
     for script in list(tree.iter("script")):

@@ -192,7 +192,7 @@ def _looks_like_mojibake(text: str) -> bool:
     none is made of ASCII alone. So ASCII-only lines cannot match, and an ASCII run of five or more
     characters can be cut to its first two and last two without creating or losing a match: the check
     then reads the accented letters and symbols of a page instead of all its text (4x faster on the
-    benchmark pages; equal to ``is_bad`` on random strings, tests/test_extract.py).
+    benchmark pages; equal to ``is_bad`` on random strings, tests/integration/test_extract.py).
     """
     suspect = [line for line in text.split("\n") if not line.isascii()]
     # the leading newline keeps line-start patterns
