@@ -170,6 +170,24 @@ def test_with_a_domain_classifier_on_kubernetes_classify_is_one_valid_gpu_pod(tm
     assert manifest["metadata"]["labels"]["bitextflow/stage"] == "classify"
 
 
+def test_on_kubernetes_embed_is_one_valid_gpu_pod_between_document_and_sentence_alignment(tmp_path):
+    """The run's one embedding of each sentence is the GPU's work: one pod embeds every document-pair shard (the model
+    loaded once, large batches), then ``embed_outputs`` checks each shard's vectors and hands its key on."""
+    from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+
+    from bitextflow_airflow.pair_dag import build_pair_dag
+
+    dag = build_pair_dag(kubernetes_config(tmp_path), ROOT / "include" / "pairs" / "en-es.yaml")
+    pod = dag.get_task("embed")
+    assert isinstance(pod, KubernetesPodOperator)
+    assert pod.upstream_task_ids == {"align_documents"} and pod.downstream_task_ids == {"embed_outputs"}
+    assert dag.get_task("embed_outputs").downstream_task_ids == {"align_sentences"}
+    manifest = manifest_of(pod)
+    assert validate_strict(manifest, tmp_path).returncode == 0
+    (container,) = manifest["spec"]["containers"]
+    assert container["args"][:5] == ["embed", "--pair", "en-es", "--run-id", RUN_ID]
+
+
 def test_validator_rejects_a_broken_manifest(tmp_path):
     """The check is not vacuous: a misspelt field fails --strict validation."""
     manifest = build_manifest(kubernetes_config(tmp_path))
