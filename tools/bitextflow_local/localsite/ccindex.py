@@ -174,6 +174,12 @@ class GeneratedIndex:
         """URL -> reason of the captures an en-es run admits and the default policy sets aside."""
         return {row.capture.url: reason for row, reason in self._admitted() if reason}
 
+    def ranged_reads(self) -> list[Located]:
+        """Every record an en-es run reads by byte range: the robots.txt captures of the bilingual sites' hosts (every
+        crawl's), and the pages their robots.txt allows (including those that then set themselves aside)."""
+        robots = [row for row in self.located if row.capture.subset == "robotstxt" and row.capture.domain in self.bilingual_sites]
+        return robots + [row for row, reason in self._admitted() if reason != "optout_robots"]
+
     def overrides(self) -> dict[str, object]:
         """The pair-config settings that read this index (``--set`` of ``bitextflow run``)."""
         return {
