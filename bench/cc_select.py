@@ -9,11 +9,15 @@ cut as a deployment cuts a growing one: index files, index tasks and site partit
 share stays the same while the index grows tenfold; the goal is each stage's largest task at 10x within 1.25x of 1x.
 
 Figures (of the largest size): ``index_rows_per_s``, rows of the index that ``cc_sites``'s scan (the full pass)
-reads per second, and ``records_per_s``, records the ``cc_fetch`` tasks fetch per second, both timed again in this
-process one task after the other (a task process's start, about 5 s of imports, would swamp them); and
-``bytes_read_fraction``, the bytes those ranged GETs read over the bytes of the WARC files that hold the selected
-records (what ingesting those files whole would read). The child processes give the peak RSS and the tasks' wall
-seconds (``runs``).
+reads per second, and ``records_per_s``, records the ``cc_fetch`` tasks write into their shards per second (after
+the opt-outs of the default policy: each host's robots.txt capture read first, pages it refuses never read, pages
+that reserve themselves read and set aside; ``ranged_reads_per_s`` counts every record read), both timed again in
+this process one task after the other (a task process's start, about 5 s of imports, would swamp them); and
+``bytes_read_fraction``, the bytes those ranged GETs read (robots.txt captures and pages) over the bytes of the WARC
+files that hold those records (what ingesting those files whole would read). The child processes give the peak RSS
+and the tasks' wall seconds (``runs``). ``guard_us_per_record``: the CPU the opt-out guard adds per record, timed
+alone on the bilingual pages of ``--sites`` sites in memory: the site's verdict at admission (robots.txt for the
+default agents) and reading a fetched record's own declarations (TDMRep, noai).
 
 Usage, from the project root::
 
@@ -82,21 +86,23 @@ def measure_scale(scale_x: int, args: argparse.Namespace, env: dict[str, str]) -
         }
         print(f"  {stage:11} {len(tasks):3} tasks  in {counts.items_in:7}  kept {counts.kept:7}  {seconds:6.1f} s  "
               f"peak {figures[stage]['peak_rss_mb']:6.1f} MB", file=sys.stderr, flush=True)  # fmt: skip
-    fetched_bytes = sum(len(ctx.store.get_bytes(key)) for key in upstream)
-    selected_files = {row.warc_filename for row in generated.selected()}
+    ranged = generated.ranged_reads()
+    read_files = {row.warc_filename for row in ranged}
     return {
         "sites": generated.sites,
         "bilingual_sites": len(generated.bilingual_sites),
         "index_rows": figures["cc_sites"]["in"],
         "records_fetched": figures["cc_fetch"]["kept"],
-        "bytes_fetched": fetched_bytes,
-        "bytes_of_selected_warc_files": sum(generated.warc_bytes[name] for name in selected_files),
-        **speeds(ctx),
+        "records_read": len(ranged),
+        "bytes_fetched": sum(len(ctx.store.get_bytes(key)) for key in upstream),
+        "bytes_read": sum(row.length for row in ranged),
+        "bytes_of_read_warc_files": sum(generated.warc_bytes[name] for name in read_files),
+        **speeds(ctx, len(ranged)),
         "stages": figures,
     }
 
 
-def speeds(ctx: Any) -> dict[str, float]:
+def speeds(ctx: Any, records_read: int) -> dict[str, float]:
     """The scan and the fetch timed in this process, without a task process's start (imports) in the clock: every
     index file's site counts (the full pass), then every cc_fetch task again from scratch."""
     from bitextflow.catalog.ccindex import CrawlIndex
@@ -115,11 +121,43 @@ def speeds(ctx: Any) -> dict[str, float]:
         run_stage(ctx, fetch, [inputs])
     fetch_seconds = time.monotonic() - clock
     fetched = sum(ctx.store.get_json(ctx.key("cc_fetch", f"{name}.counts.json"))["kept"] for name in _fetch_names(tasks))
-    return {"index_rows_per_s": round(rows / scan_seconds, 1), "records_per_s": round(fetched / fetch_seconds, 1)}
+    return {
+        "index_rows_per_s": round(rows / scan_seconds, 1),
+        "records_per_s": round(fetched / fetch_seconds, 1),
+        "ranged_reads_per_s": round(records_read / fetch_seconds, 1),
+    }
 
 
 def _fetch_names(inputs_keys: list[Any]) -> list[str]:
     return [str(key).rsplit("/", 1)[1].removesuffix(".inputs.json") for key in inputs_keys]
+
+
+def guard_costs(sites: int, repeats: int = 3) -> dict[str, float]:
+    """Microseconds a record, the best of ``repeats``: ``site_verdict`` (the admission's robots.txt verdict) and
+    ``declared_optout`` (a fetched record's own TDMRep and noai), on the generated index's bilingual pages."""
+    from bitextflow.catalog.ccindex import declared_optout
+    from bitextflow.config import PolicyConfig
+    from bitextflow.policy import OptOuts, SiteFiles
+    from bitextflow_local.localsite.ccindex import BILINGUAL_KINDS, KINDS, robots_captures, site_captures
+    from bitextflow_local.localsite.warcs import WarcPage, warc_record
+
+    pages = [c for k in range(sites) if KINDS[k % len(KINDS)] in BILINGUAL_KINDS for c in site_captures(k) if c.status == 200]
+    optouts = OptOuts(PolicyConfig(), "bitextflow")
+    for robots in robots_captures(pages):
+        optouts.learn(SiteFiles(f"http://{robots.host}", robots.body if robots.status == 200 else robots.status))
+    records = [warc_record(WarcPage(c.url, c.lang, c.text), "200 OK", "text/html; charset=utf-8", None, c.headers, c.head)
+               for c in pages]  # fmt: skip
+    best = {"site_verdict": float("inf"), "declared_optout": float("inf")}
+    for _ in range(repeats):
+        clock = time.perf_counter()
+        for capture in pages:
+            optouts.site_verdict(capture.url)
+        best["site_verdict"] = min(best["site_verdict"], time.perf_counter() - clock)
+        clock = time.perf_counter()
+        for record in records:
+            declared_optout(optouts, record, 1 << 20)
+        best["declared_optout"] = min(best["declared_optout"], time.perf_counter() - clock)
+    return {name: round(seconds / len(pages) * 1e6, 1) for name, seconds in best.items()}
 
 
 def summary(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -138,7 +176,8 @@ def summary(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {
         "index_rows_per_s": last["index_rows_per_s"],
         "records_per_s": last["records_per_s"],
-        "bytes_read_fraction": round(last["bytes_fetched"] / last["bytes_of_selected_warc_files"], 4),
+        "ranged_reads_per_s": last["ranged_reads_per_s"],
+        "bytes_read_fraction": round(last["bytes_read"] / last["bytes_of_read_warc_files"], 4),
         "stages": stages,
         "worst_peak_rss_ratio": worst,
         "goal_peak_rss_ratio": scale.RSS_GOAL,
@@ -169,7 +208,7 @@ def main() -> int:
         os.environ.update(s3.env())
         for scale_x in (int(value) for value in args.scales.split(",")):
             runs[f"{scale_x}x"] = measure_scale(scale_x, args, env)
-    figures = summary(runs)
+    figures = summary(runs) | {"guard_us_per_record": guard_costs(args.sites)}
     if not args.json:
         for stage, row in figures["stages"].items():
             print(f"{stage:11} tasks {row['tasks']}  peak RSS MB {row['peak_rss_mb']}  ratio {row['peak_rss_ratio']}")

@@ -86,7 +86,8 @@ class CommonCrawlIndex(_Section):
     crawls: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]] = Field(
         min_length=1,
         description="Crawls to select from, e.g. [CC-MAIN-2024-33]; a URL captured in several is fetched once, from the "
-        "first crawl listed.",
+        "first crawl listed, and a host's robots.txt is its capture in the first crawl listed that has one (list the "
+        "newest first: the site owner's latest word).",
     )
     warc_root: str = Field(
         "s3://commoncrawl/",
@@ -389,10 +390,11 @@ class PolicyConfig(_Section):
     )
     unknown_robots_on_ingest: Literal["fetch", "allow", "disallow"] = Field(
         "fetch",
-        description="An ingested page whose site's robots.txt is not captured in its WARC file nor in policy.robots_warcs: "
-        "`fetch` it once per site through the crawler's guarded fetcher (crawl.user_agent, its timeouts and address "
-        "guard; cached in the run, with /.well-known/tdmrep.json), or, offline, take no robots.txt as `allow` (RFC 9309's "
-        "answer for a site without one) or `disallow` (keep only pages known to be allowed).",
+        description="An ingested page whose site's robots.txt is not captured in its WARC file nor in policy.robots_warcs "
+        "(in a run from crawl.index: in the index's robotstxt captures): `fetch` it once per site through the crawler's "
+        "guarded fetcher (crawl.user_agent, its timeouts and address guard; cached in the run, with "
+        "/.well-known/tdmrep.json), or, offline, take no robots.txt as `allow` (RFC 9309's answer for a site without "
+        "one) or `disallow` (keep only pages known to be allowed).",
     )
     robots_warcs: WarcLocations = Field(
         default_factory=list,

@@ -101,8 +101,8 @@ def test_dag_of_an_index_pair_starts_with_the_index_stages():
 
 
 def test_a_fetch_task_killed_and_retried_loses_and_duplicates_nothing(s3_env):
-    # 400 sites (1,040 records of about 530 bytes), one partition, shards of 100 kB, one GET at a time: the task
-    # writes six shards, and is killed after the first
+    # 400 sites (1,200 records of about 540 bytes, 694 of them admitted by their hosts' robots.txt), one partition,
+    # shards of 100 kB, one GET at a time: the task writes four shards, and is killed after the first
     store = ObjectStore.from_env("commoncrawl-kill")
     store.ensure_bucket()
     generated = build_index(store, sites=400)

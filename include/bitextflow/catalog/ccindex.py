@@ -14,17 +14,25 @@ rule (:func:`selected_sites`); per index file again, the captures of the selecte
 
 A capture counts for a language when that language is its primary one (the first of ``content_languages``), as
 in the language statistics Common Crawl publishes per crawl.
+
+The opt-outs of the policy (:mod:`bitextflow.policy`) are applied as the crawl applies them: a site's verdict (its
+robots.txt, from the crawl's ``robotstxt`` subset: :meth:`CrawlIndex.robots_captures`, :func:`captured_site_files`)
+at the admission point before a record is fetched (:class:`Admission`), the page's own declarations (TDMRep,
+``noai``) once its record is fetched (:func:`declared_optout`); a record set aside never reaches a WARC shard.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import logging
 import random
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,13 +42,22 @@ from bitextflow.catalog.warcs import warc_object
 from bitextflow.config import CommonCrawlIndex, PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import MissingObjectError, StageError, StorageError
+from bitextflow.extract.documents import PAGE_TYPES
+from bitextflow.extract.warc import iter_responses
 from bitextflow.hashing import SeenHashes
+from bitextflow.policy import OptOuts
+from bitextflow.policy.captures import SiteFileCaptures
+from bitextflow.policy.robots import ROBOTS_MAX_BYTES
 from bitextflow.storage import ObjectStore
 from bitextflow.text.languages import three_letter_code
 from bitextflow.text.urls import site_bucket, site_partition
 
+log = logging.getLogger(__name__)
+
 #: The one subset whose captures are pages (Common Crawl's others: ``robotstxt``, ``crawldiagnostics``).
 PAGES_SUBSET = "warc"
+#: The subset of every host's robots.txt captures (any status: a 404 or a redirect is an answer too).
+ROBOTS_SUBSET = "robotstxt"
 _CRAWL_OF_KEY = re.compile(r"(?:^|/)crawl=([^/]+)/")
 _BATCH_ROWS = 65_536
 # Partial site counts are merged whenever this many are held, so a task holds about one file's sites.
@@ -73,6 +90,12 @@ RECORDS = pa.schema(
         ("warc_record_length", pa.int64()),
     ]
 )
+#: The robots.txt captures of the selected sites' hosts, sorted by the site partition of their URL (as the records).
+ROBOTS = pa.schema([RECORDS.field(name) for name in ("partition", "url", "crawl", "warc_filename", "warc_record_offset",
+                                                      "warc_record_length")])  # fmt: skip
+#: The counts of the robots.txt captures found (all kept: a lookup, not a filter of pages), beside cc_records'.
+ROBOTS_COUNTS = "cc_records_robots"
+_LOCATION = ["warc_filename", "warc_record_offset", "warc_record_length"]
 
 
 def crawl_of(uri: str) -> str:
@@ -152,17 +175,22 @@ class CrawlIndex:
         self._filesystem = None
 
     # -- the index's files ------------------------------------------------------------------------
-    def files(self) -> list[str]:
-        """Every Parquet file of the pages subset of each crawl, crawl by crawl as listed, each crawl's in key order."""
+    def files(self, subset: str = PAGES_SUBSET) -> list[str]:
+        """Every Parquet file of ``subset`` in each crawl, crawl by crawl as listed, each crawl's in key order. Every
+        crawl must have pages; one without a robotstxt subset leaves its hosts' robots.txt to
+        ``policy.unknown_robots_on_ingest``."""
         files = []
         for crawl in self.settings.crawls:
-            folder = f"{self._table_prefix}crawl={crawl}/subset={PAGES_SUBSET}/"
+            folder = f"{self._table_prefix}crawl={crawl}/subset={subset}/"
             keys = sorted(key for key in self._table_store.iter_keys(folder) if key.endswith(".parquet"))
-            if not keys:
+            if not keys and subset == PAGES_SUBSET:
                 raise StageError(
                     f"crawl.index: no Parquet file under {self._table_store.uri(folder)}; check crawl.index.crawls "
                     f"({crawl}) and crawl.index.table"
                 )
+            if not keys:
+                log.warning("crawl.index: no %s subset under %s: robots.txt of its hosts as policy.unknown_robots_on_ingest "
+                            "says", subset, self._table_store.uri(folder))  # fmt: skip
             files.extend(self._table_store.uri(key) for key in keys)
         return files
 
@@ -180,8 +208,9 @@ class CrawlIndex:
         wanted = ds.field("fetch_status").isin(self.settings.statuses) & ds.field("content_mime_detected").isin(
             self.settings.mime_types
         )
-        if only is not None:
-            wanted = wanted & only
+        yield from self._scan(uri, columns, wanted if only is None else wanted & only)
+
+    def _scan(self, uri: str, columns: list[str], wanted: ds.Expression) -> Iterator[pa.RecordBatch]:
         scanner = self._dataset(uri).scanner(columns=columns, filter=wanted, batch_size=_BATCH_ROWS)
         try:
             yield from scanner.to_batches()
@@ -233,36 +262,32 @@ class CrawlIndex:
         pair's (:data:`RECORDS`), in batches, each sorted by site partition (index order within one), with its counts."""
         crawl = crawl_of(uri)
         only = ds.field("url_host_registered_domain").isin(sites)
-        columns = [
-            "url",
-            "url_host_registered_domain",
-            "content_languages",
-            "warc_filename",
-            "warc_record_offset",
-            "warc_record_length",
-        ]
-        for batch in self._captures(uri, columns, only):
+        for batch in self._captures(uri, ["url", "url_host_registered_domain", "content_languages", *_LOCATION], only):
             counts = StageCounts("cc_records")
             counts.seen(batch.num_rows)
             language = primary_languages(batch.column("content_languages"), self.languages)
             kept = pa.Table.from_batches([batch]).append_column("language", language).filter(pc.is_valid(language))
             counts.drop("other_language", batch.num_rows - kept.num_rows)
             counts.keep(kept.num_rows)
-            urls = kept["url"].to_pylist()
-            table = pa.table(
-                {
-                    "partition": pa.array([site_partition(url, self.partitions) for url in urls], pa.int32()),
-                    "url": kept["url"],
-                    "domain": kept["url_host_registered_domain"],
-                    "language": kept["language"],
-                    "crawl": pa.repeat(pa.scalar(crawl), kept.num_rows),
-                    "warc_filename": kept["warc_filename"],
-                    "warc_record_offset": kept["warc_record_offset"],
-                    "warc_record_length": kept["warc_record_length"],
-                }
-            ).cast(RECORDS)
-            order = pc.sort_indices(table, [("partition", "ascending")])  # stable: index order within a partition
-            yield table.take(order), counts
+            yield self._by_partition(kept.rename_columns({"url_host_registered_domain": "domain"}), crawl, RECORDS), counts
+
+    def robots_captures(self, uri: str, sites: pa.Array) -> Iterator[tuple[pa.Table, StageCounts]]:
+        """The robots.txt captures of the hosts of ``sites`` (registered domains) in one file of a crawl's robotstxt
+        subset, whatever their status (:data:`ROBOTS`), in batches sorted by site partition, each with its counts."""
+        crawl = crawl_of(uri)
+        for batch in self._scan(uri, ["url", *_LOCATION], ds.field("url_host_registered_domain").isin(sites)):
+            counts = StageCounts(ROBOTS_COUNTS)
+            counts.seen(batch.num_rows)
+            counts.keep(batch.num_rows)
+            yield self._by_partition(pa.Table.from_batches([batch]), crawl, ROBOTS), counts
+
+    def _by_partition(self, captures: pa.Table, crawl: str, schema: pa.Schema) -> pa.Table:
+        """``captures`` of one crawl as ``schema``'s rows, with the site partition of each URL, sorted by it (stable:
+        index order within a partition)."""
+        partitions = [site_partition(url, self.partitions) for url in captures["url"].to_pylist()]
+        table = captures.append_column("partition", pa.array(partitions, pa.int32()))
+        table = table.append_column("crawl", pa.repeat(pa.scalar(crawl), table.num_rows)).select(schema.names).cast(schema)
+        return table.take(pc.sort_indices(table, [("partition", "ascending")]))
 
     # -- the fetch ----------------------------------------------------------------------------------
     def fetch(self, warc_filename: str, offset: int, length: int, attempts: int, backoff_s: float) -> bytes | None:
@@ -291,15 +316,18 @@ class Admission:
     """The one point every selected record passes before it is fetched: a verdict per record, counted by reason
     (the caller counts what it keeps: the records it fetched).
 
-    A URL captured before (an earlier crawl listed, or twice in one) is not fetched again, and each site fetches at
-    most ``cap`` records per language, the first in index order. A guard that needs more than the record (a
-    robots.txt verdict from the index's ``robotstxt`` captures) gives its reason here too. Memory: 8 bytes a URL
-    of the partition (in :class:`SeenHashes`) and a counter per site and language.
+    A URL captured before (an earlier crawl listed, or twice in one) is not fetched again; a page its site opts out
+    of the corpus is not fetched (``optouts``, the policy with the site files of the partition's origins learnt:
+    robots.txt for the agents honoured, ``optout_robots``, then a ``/.well-known/tdmrep.json`` reservation,
+    ``optout_tdmrep``; None judges records by URL and cap alone); and each site fetches at most ``cap`` records per
+    language, the first in index order that its site allows. Memory: 8 bytes a URL of the partition (in
+    :class:`SeenHashes`) and a counter per site and language.
     """
 
-    def __init__(self, cap: int, counts: StageCounts):
+    def __init__(self, cap: int, counts: StageCounts, optouts: OptOuts | None = None):
         self.cap = cap
         self.counts = counts
+        self.optouts = optouts
         self._urls = SeenHashes()
         self._per_site: Counter[tuple[str, str]] = Counter()
 
@@ -317,11 +345,40 @@ class Admission:
     def verdict(self, record: Mapping[str, object], first_capture: bool) -> str | None:
         if not first_capture:
             return "same_url_captured_before"
+        if self.optouts is not None and (reason := self.optouts.site_verdict(str(record["url"])).reason):
+            return reason
         site = (str(record["domain"]), str(record["language"]))
         if self._per_site[site] >= self.cap:
             return "site_language_cap"
         self._per_site[site] += 1
         return None
+
+
+def captured_site_files(
+    captures: Sequence[Mapping[str, Any]], records: Sequence[bytes | None], crawls: Sequence[str]
+) -> SiteFileCaptures:
+    """The site files of the robotstxt subset: :data:`ROBOTS` rows with their fetched records (None: not found). An
+    origin's robots.txt is its capture in the first crawl of ``crawls`` that holds one, the first in index order
+    there (a URL is fetched from the first crawl listed too); a redirect stands for its target's capture
+    (:class:`SiteFileCaptures`). A record that does not parse is no capture."""
+    rank = {crawl: position for position, crawl in enumerate(crawls)}
+    found = SiteFileCaptures()
+    unparsed = StageCounts("robots_captures")  # what the origins' robots.txt cannot come from is no page's count
+    for _, record in sorted(zip(captures, records, strict=True), key=lambda pair: rank[pair[0]["crawl"]]):
+        if record is not None:
+            for response in iter_responses(io.BytesIO(record), unparsed, ROBOTS_MAX_BYTES):
+                found.add(response.url, response.status, response.headers, response.body)
+    return found
+
+
+def declared_optout(optouts: OptOuts, record: bytes, max_page_bytes: int) -> str | None:
+    """The reason a fetched record's page opts itself out (a TDMRep reservation in its header or ``<meta>``, a
+    ``noai`` directive: :meth:`OptOuts.page_verdict`), else None. Read as extract reads a page: a 200 response of
+    an HTML type; any other record, or one that does not parse, is left to extract, which counts it."""
+    response = next(iter_responses(io.BytesIO(record), StageCounts("declared_optout"), max_page_bytes), None)
+    if response is None or response.status != 200 or response.mime not in PAGE_TYPES:
+        return None
+    return optouts.page_verdict(response.url, optouts.read(response.url, response.headers, response.body)).reason or None
 
 
 def _url_hash(url: str) -> int:

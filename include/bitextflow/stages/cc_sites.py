@@ -2,7 +2,7 @@
 with their captures per language (docs/commoncrawl.md).
 
 The plan lists the index files of the configured crawls (``cc_sites/index-files.json``, the run's file list, read
-again by ``cc_records``) and groups them into at most ``crawl.index.max_tasks`` tasks. Each file gives
+again by ``cc_records``: the pages subset's files, and the robotstxt subset's) and groups the pages subset's into at most ``crawl.index.max_tasks`` tasks. Each file gives
 ``cc_sites/index-NNNNN.sites.parquet``: per registered domain with a capture in the source or target language, its
 captures (any language), and those in each of the two, sorted and cut into row groups by site partition so that
 ``cc_select`` reads one partition at a time. A task holds one file's sites at a time.
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bitextflow.catalog.ccindex import SITE_COUNTS, CrawlIndex
+from bitextflow.catalog.ccindex import ROBOTS_SUBSET, SITE_COUNTS, CrawlIndex
 from bitextflow.config import PairConfig
 from bitextflow.stages.base import RunContext, Stage
-from bitextflow.storage.layout import CC_INDEX_FILES, CC_SITE_COUNTS, index_file_name
+from bitextflow.storage.layout import CC_INDEX_FILES, CC_SITE_COUNTS, index_file_name, robots_file_name
 from bitextflow.storage.tables import TableWriter
 
 
@@ -36,7 +36,7 @@ class IndexFilesStage(IndexStage):
 
     def setup(self) -> None:
         self.index = CrawlIndex(self.ctx.store, self.ctx.config)
-        self.positions = run_index_positions(self.ctx)
+        self.names = run_index_names(self.ctx)
 
 
 class CcSites(IndexFilesStage):
@@ -51,15 +51,17 @@ class CcSites(IndexFilesStage):
         return list(config.crawl.index.crawls) if config.crawl.index else []
 
     def plan(self, crawls: Sequence[str]) -> list[str]:
-        """The index files of the crawls, written as the run's file list."""
-        files = CrawlIndex(self.ctx.store, self.ctx.config).files()
-        self.ctx.store.put_json(self.ctx.key(self.name, CC_INDEX_FILES), {"crawls": list(crawls), "files": files})
+        """The index files of the crawls, written as the run's file list (with the robotstxt subset's files)."""
+        index = CrawlIndex(self.ctx.store, self.ctx.config)
+        files = index.files()
+        listed = {"crawls": list(crawls), "files": files, "robots_files": index.files(ROBOTS_SUBSET)}
+        self.ctx.store.put_json(self.ctx.key(self.name, CC_INDEX_FILES), listed)
         return files
 
     def run(self, index_file: str) -> str:
         """Returns the file's site counts key."""
         sites, counts = self.index.site_counts(index_file)
-        name = index_file_name(self.positions[index_file])
+        name = self.names[index_file]
         key = self.ctx.key(self.name, f"{name}.sites.parquet")
         with TableWriter(self.ctx.store, key, SITE_COUNTS) as writer:
             writer.write_by_partition(sites)
@@ -67,7 +69,9 @@ class CcSites(IndexFilesStage):
         return key
 
 
-def run_index_positions(ctx: RunContext) -> dict[str, int]:
-    """Each index file of the run (``cc_sites/index-files.json``) -> its place in the run's list."""
-    files = ctx.store.get_json(ctx.key("cc_sites", CC_INDEX_FILES))["files"]
-    return {uri: position for position, uri in enumerate(files)}
+def run_index_names(ctx: RunContext) -> dict[str, str]:
+    """Each index file of the run (``cc_sites/index-files.json``) -> its name in keys, by its place in the run's list:
+    ``index-NNNNN`` (pages), ``robots-NNNNN`` (robotstxt subset); in list order, pages first."""
+    listed = ctx.store.get_json(ctx.key("cc_sites", CC_INDEX_FILES))
+    names = {uri: index_file_name(position) for position, uri in enumerate(listed["files"])}
+    return names | {uri: robots_file_name(position) for position, uri in enumerate(listed["robots_files"])}

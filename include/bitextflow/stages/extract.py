@@ -49,7 +49,8 @@ class Extract(Stage):
         shard = shard_name(warc_key)
         # an ingested WARC may be in another bucket, or on another endpoint (crawl.warc_buckets)
         store, key = warc_object(ctx.store, warc_key, ctx.config.crawl.warc_buckets)
-        # ingested pages were judged by no crawler: their sites' robots.txt and TDMRep files are learnt first
+        # ingested pages were judged by no crawler: their sites' robots.txt and TDMRep files are learnt first (a crawl,
+        # and cc_fetch from an index, keep the pages opted out out of their shards)
         optouts = shard_optouts(ctx.store, ctx.config, self._crawl_key, store, key) if ctx.config.crawl.warcs else None
         with tempfile.TemporaryDirectory(prefix="bitextflow-extract-") as tmp, store.open_read(key, WARC_READ_BUFFER) as warc:
             result = extract_shard(

@@ -22,13 +22,15 @@ CRAWL_LOGS = re.compile(r"^crawl-log(\.hosts-\d+)?\.jsonl\.gz$")
 WARC_SHARDS = re.compile(r"\.warc\.gz$")
 #: A run from a Common Crawl index (``crawl.index``): the index files it reads, in order (``cc_sites/index-files.json``),
 #: each file's site counts (``cc_sites/index-NNNNN.sites.parquet``), the sites selected (``cc_select/sites.parquet``),
-#: each file's records of those sites (``cc_records/index-NNNNN.records.parquet``), and each site partition's
-#: fetched records (``cc_fetch/cc-<partition>-<shard>.warc.gz``), with the partition's inputs and checkpoint beside.
+#: each file's records of those sites (``cc_records/index-NNNNN.records.parquet``) and each file of the robotstxt subset's
+#: robots.txt captures of their hosts (``cc_records/robots-NNNNN.records.parquet``), and each site partition's fetched
+#: records (``cc_fetch/cc-<partition>-<shard>.warc.gz``), with the partition's inputs and checkpoint beside.
 CC_INDEX_FILES = "index-files.json"
 CC_SITE_COUNTS = re.compile(r"^index-\d{5}\.sites\.parquet$")
 CC_SELECTED_SITES = "sites.parquet"
 CC_SELECTED = re.compile(r"^sites\.parquet$")
-CC_RECORDS = re.compile(r"^index-\d{5}\.records\.parquet$")
+CC_RECORDS = re.compile(r"^(index|robots)-\d{5}\.records\.parquet$")
+CC_ROBOTS_RECORDS = re.compile(r"^robots-\d{5}\.records\.parquet$")
 CC_WARC_SHARDS = re.compile(r"^cc-\d{5}-\d{5}\.warc\.gz$")
 DOCUMENT_SHARDS = re.compile(r"\.documents\.parquet$")
 SENTENCE_SHARDS = re.compile(r"\.sentences\.parquet$")
@@ -56,6 +58,11 @@ def partition_name(partition: int) -> str:
 def index_file_name(position: int) -> str:
     """``index-00042``: how the 43rd file of a run's index is named in keys (five digits sort in index order)."""
     return f"index-{position:05d}"
+
+
+def robots_file_name(position: int) -> str:
+    """``robots-00002``: how the third file of a run's robotstxt subset is named in keys."""
+    return f"robots-{position:05d}"
 
 
 def fetch_name(partition: int) -> str:

@@ -5,7 +5,9 @@ Into one bucket (``commoncrawl`` by default, a stand-in for Common Crawl's), per
 
 - ``crawl-data/<crawl>/segments/<segment>/warc/<crawl>-<n>.warc.gz``: the page captures, each record its own gzip
   member as in Common Crawl's files, shuffled across files so that a file holds records of many sites;
-- ``crawl-data/<crawl>/segments/<segment>/robotstxt/...warc.gz``: a robots.txt capture per host;
+- ``crawl-data/<crawl>/segments/<segment>/robotstxt/...warc.gz``: a robots.txt capture per host, its rules in turn
+  a ``Disallow`` of a path no page has, GPTBot's opt-out of the whole host, ``Disallow: /es/`` for every agent, and a
+  404 (every seventh host);
 - ``cc-index/table/cc-main/warc/crawl=<crawl>/subset={warc,robotstxt}/part-NNNNN.c000.gz.parquet``: one row per
   capture with the columns of Common Crawl's cc-index-table that bitextflow reads (``url_surtkey``, ``url``,
   ``url_host_name``, ``url_host_registered_domain``, ``content_languages``, ``content_mime_detected``,
@@ -17,8 +19,14 @@ partition; nothing is ever fetched from these names) is of kind ``KINDS[k % 10]`
 their Spanish translations, on ``www.``, an English page on ``blog.``; one bilingual kind marks its Spanish pages
 ``spa,eng``), English only, Spanish only, English and French, and English sites whose Spanish captures do not count:
 too few, secondary (``eng,spa``), or refused by the status and MIME filters (404s, PDFs). Page texts are the
-parallel sentences of :mod:`bitextflow_local.localsite.warcs`, so a run aligns real translations. A second crawl
-captures a third of the pages again (a URL is fetched once). The same arguments give the same bytes.
+parallel sentences of :mod:`bitextflow_local.localsite.warcs`, so a run aligns real translations. A bilingual site
+also has a translated pair of pages that opt themselves out: the English one by ``<meta name="tdm-reservation"
+content="1">``, the Spanish one by an ``X-Robots-Tag: noai`` header. A second crawl captures a third of the pages
+again (a URL is fetched once). The same arguments give the same bytes.
+
+:meth:`GeneratedIndex.selected` is what an en-es run fetches under the default policy, and
+:meth:`GeneratedIndex.set_aside` what it sets aside, by reason: the truth, by construction, that the tests compare a run
+with.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import io
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -58,11 +67,14 @@ PAGES = 6  # pages per language of a site (translated pairs on a bilingual one)
 MIN_CAPTURES = 3
 _SEGMENT = "1700000000000.00"
 _FRENCH = "Le paquet {n} installe la configuration du réseau du système, version {n}."
+#: The robots.txt rules hosts take in turn, each with the path prefix it refuses to the agents a corpus honours by
+#: default (``*`` and GPTBot among them); a 404 refuses nothing.
 _ROBOTS = (
-    b"User-agent: *\nDisallow: /private/\n",
-    b"User-agent: GPTBot\nDisallow: /\n\nUser-agent: *\nAllow: /\n",
-    b"User-agent: *\nDisallow: /es/\n",
+    (b"User-agent: *\nDisallow: /private/\n", "/private/"),
+    (b"User-agent: GPTBot\nDisallow: /\n\nUser-agent: *\nAllow: /\n", "/"),
+    (b"User-agent: *\nDisallow: /es/\n", "/es/"),
 )
+_RESERVED_META = '<meta name="tdm-reservation" content="1">'
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,13 @@ class Capture:
     body: bytes | None = field(default=None, repr=False)
     lang: str = "en"
     text: str = ""
+    #: more HTTP headers of the response, and markup in the page's <head>
+    headers: tuple[tuple[str, str], ...] = ()
+    head: str = ""
+    #: the reason the page opts itself out by its headers or markup, "" when it does not
+    declares: str = ""
+    #: of a robots.txt: the path prefix it refuses to the agents honoured by default, "" when none
+    refuses: str = ""
 
     @property
     def surt(self) -> str:
@@ -123,11 +142,16 @@ class GeneratedIndex:
     def index_rows(self) -> int:
         return sum(1 for row in self.located if row.capture.subset == "warc")
 
-    def selected(self) -> list[Located]:
-        """The captures an en-es run with :data:`MIN_CAPTURES` fetches: the bilingual sites' pages in English or Spanish
-        (status 200, HTML), each URL once, from the first crawl that has it."""
+    def refused(self, host: str) -> str:
+        """The path prefix the host's robots.txt refuses to the agents honoured by default, "" when none."""
+        return next(row.capture.refuses for row in self.located if row.capture.subset == "robotstxt" and row.capture.host == host)
+
+    def _admitted(self) -> Iterator[tuple[Located, str]]:
+        """The captures an en-es run with :data:`MIN_CAPTURES` admits: the bilingual sites' pages in English or Spanish
+        (status 200, HTML), each URL once, from the first crawl that has it; each with the reason the default policy
+        sets it aside ("" when it does not): robots.txt first, then what the page says itself."""
         seen: set[str] = set()
-        chosen = []
+        refused = {row.capture.host: row.capture.refuses for row in self.located if row.capture.subset == "robotstxt"}
         for row in self.located:
             capture = row.capture
             if (
@@ -139,8 +163,22 @@ class GeneratedIndex:
                 and capture.url not in seen
             ):
                 seen.add(capture.url)
-                chosen.append(row)
-        return chosen
+                prefix = refused[capture.host]
+                yield row, "optout_robots" if prefix and urlsplit(capture.url).path.startswith(prefix) else capture.declares
+
+    def selected(self) -> list[Located]:
+        """The captures an en-es run fetches into its WARC shards: those it admits and the default policy keeps."""
+        return [row for row, reason in self._admitted() if not reason]
+
+    def set_aside(self) -> dict[str, str]:
+        """URL -> reason of the captures an en-es run admits and the default policy sets aside."""
+        return {row.capture.url: reason for row, reason in self._admitted() if reason}
+
+    def ranged_reads(self) -> list[Located]:
+        """Every record an en-es run reads by byte range: the robots.txt captures of the bilingual sites' hosts (every
+        crawl's), and the pages their robots.txt allows (including those that then set themselves aside)."""
+        robots = [row for row in self.located if row.capture.subset == "robotstxt" and row.capture.domain in self.bilingual_sites]
+        return robots + [row for row, reason in self._admitted() if reason != "optout_robots"]
 
     def overrides(self) -> dict[str, object]:
         """The pair-config settings that read this index (``--set`` of ``bitextflow run``)."""
@@ -165,11 +203,11 @@ def site_captures(k: int) -> Iterator[Capture]:
     domain = site_domain(k)
     www = f"www.{domain}"
 
-    def page(lang: str, n: int, languages: str, status: int = 200, mime: str = "text/html", host: str = www) -> Capture:
+    def page(lang: str, n: int, languages: str, status: int = 200, mime: str = "text/html", host: str = www, **optout) -> Capture:
         pair = k * 100 + n
         text = {"en": parallel_text(pair, 0), "es": parallel_text(pair, 1), "fr": _FRENCH.format(n=pair)}[lang]
         url = f"http://{host}/{lang}/page-{n}.html"
-        return Capture(url, host, domain, languages, mime, status, lang=lang, text=text)
+        return Capture(url, host, domain, languages, mime, status, lang=lang, text=text, **optout)
 
     english = 0 if kind == "spanish" else PAGES
     for n in range(english):
@@ -179,6 +217,8 @@ def site_captures(k: int) -> Iterator[Capture]:
         for n in range(PAGES):
             yield page("es", n, "spa,eng" if kind == "bilingual-mixed" else "spa")
         yield page("es", PAGES, "spa", status=404)
+        yield page("en", PAGES + 1, "eng", head=_RESERVED_META, declares="optout_tdmrep")
+        yield page("es", PAGES + 1, "spa", headers=(("X-Robots-Tag", "noai"),), declares="optout_noai")
     elif kind == "spanish":
         for n in range(PAGES):
             yield page("es", n, "spa")
@@ -201,9 +241,9 @@ def robots_captures(captures: Sequence[Capture]) -> Iterator[Capture]:
     """A robots.txt capture per host: three kinds of rules in turn, and a 404 for every seventh host."""
     hosts = sorted({capture.host: capture.domain for capture in captures}.items())
     for number, (host, domain) in enumerate(hosts):
+        body, refuses = (b"Not found\n", "") if number % 7 == 6 else _ROBOTS[number % len(_ROBOTS)]
         status = 404 if number % 7 == 6 else 200
-        body = b"Not found\n" if status == 404 else _ROBOTS[number % len(_ROBOTS)]
-        yield Capture(f"http://{host}/robots.txt", host, domain, "", "text/plain", status, "robotstxt", body)
+        yield Capture(f"http://{host}/robots.txt", host, domain, "", "text/plain", status, "robotstxt", body, refuses=refuses)
 
 
 def build_index(
@@ -223,12 +263,27 @@ def build_index(
     for number, crawl in enumerate(crawls):
         captured = pages if number == 0 else [c for c in pages if _digest(f"{crawl}:{c.url}") % 3 == 0]
         for subset, captures in (("warc", captured), ("robotstxt", robots)):
-            rows = _write_warcs(store, crawl, subset, captures, records_per_warc, random.Random(f"{seed}:{crawl}:{subset}"))
+            rows = write_subset(store, crawl, subset, captures, records_per_warc, index_files, rows_per_group, seed)
             for row in rows:
                 warc_bytes[row.warc_filename] = max(warc_bytes.get(row.warc_filename, 0), row.offset + row.length)
-            _write_index(store, crawl, subset, rows, index_files, rows_per_group)
             located.extend(rows)
     return GeneratedIndex(store.bucket, tuple(crawls), tuple(located), warc_bytes, sites)
+
+
+def write_subset(
+    store: ObjectStore,
+    crawl: str,
+    subset: str,
+    captures: Sequence[Capture],
+    records_per_warc: int = 40,
+    index_files: int = 1,
+    rows_per_group: int = 64,
+    seed: int = 0,
+) -> list[Located]:
+    """The WARC files and index files of one subset (``warc``, ``robotstxt``) of a crawl, holding ``captures``."""
+    rows = _write_warcs(store, crawl, subset, captures, records_per_warc, random.Random(f"{seed}:{crawl}:{subset}"))
+    _write_index(store, crawl, subset, rows, index_files, rows_per_group)
+    return rows
 
 
 def _write_warcs(
@@ -244,7 +299,7 @@ def _write_warcs(
             status = "200 OK" if capture.status == 200 else f"{capture.status} Not Found"
             content_type = "text/plain" if capture.subset == "robotstxt" else f"{capture.mime}; charset=utf-8"
             page = WarcPage(capture.url, capture.lang, capture.text)
-            record = warc_record(page, status, content_type, capture.body)
+            record = warc_record(page, status, content_type, capture.body, capture.headers, capture.head)
             rows.append(Located(capture, crawl, name, buffer.tell(), len(record)))
             buffer.write(record)
         store.put_bytes(name, buffer.getvalue(), "application/warc")

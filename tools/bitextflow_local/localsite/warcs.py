@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -104,21 +104,27 @@ def warc_files(count: int, sites: int = DEFAULT_SITES) -> Iterator[tuple[str, by
 
 
 def warc_record(
-    warc_page: WarcPage, status: str = "200 OK", content_type: str = "text/html; charset=utf-8", body: bytes | None = None
+    warc_page: WarcPage,
+    status: str = "200 OK",
+    content_type: str = "text/html; charset=utf-8",
+    body: bytes | None = None,
+    headers: Sequence[tuple[str, str]] = (),
+    head: str = "",
 ) -> bytes:
     """A gzipped WARC/1.1 file of one response record (one gzip member): by default the page as UTF-8 HTML with its
-    text in <main>; ``status``, ``content_type`` and ``body`` give another response (a robots.txt, a 404)."""
+    text in <main> (and ``head``, markup for its ``<head>``); ``status``, ``content_type`` and ``body`` give another
+    response (a robots.txt, a 404); ``headers``: more HTTP headers."""
     if body is None:
         body = (
-            f'<html lang="{warc_page.lang}"><head><title>{warc_page.text[:30]}</title></head>'
+            f'<html lang="{warc_page.lang}"><head><title>{warc_page.text[:30]}</title>{head}</head>'
             f"<body><main><p>{warc_page.text}</p></main></body></html>"
         ).encode()
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True, warc_version="1.1")
-    headers = StatusAndHeaders(status, [("Content-Type", content_type)], protocol="HTTP/1.1")
+    http_headers = StatusAndHeaders(status, [("Content-Type", content_type), *headers], protocol="HTTP/1.1")
     fixed = {"WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, warc_page.url)}>", "WARC-Date": _RECORD_DATE}
     record = writer.create_warc_record(
-        warc_page.url, "response", payload=io.BytesIO(body), length=len(body), http_headers=headers, warc_headers_dict=fixed
+        warc_page.url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http_headers, warc_headers_dict=fixed
     )
     writer.write_record(record)
     return buffer.getvalue()
