@@ -70,11 +70,11 @@ demo: venv
 	@echo "make demo: done in $$(( $$(date +%s) - $(STARTED) )) s"
 
 # The whole suite (docs/testing.md): setup (a no-op once done), then every tier on both cores. pytest-xdist hands tests
-# out as workers free up; the stack tier's tests share one stack, so they all go to one worker (loadgroup).
+# out a module at a time as workers free up, the stack tier (one stack for its modules) to one worker (tests/conftest.py).
 PYTEST_WORKERS ?= 2
 test:
 	@SECONDS=0; $(MAKE) --no-print-directory setup && printf 'make test: setup took %d s\n' $$SECONDS
-	@SECONDS=0; BITEXTFLOW_REQUIRE_BICLEANER=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup; \
+	@SECONDS=0; BITEXTFLOW_REQUIRE_BICLEANER=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS); \
 		status=$$?; printf 'make test: pytest took %d s\n' $$SECONDS; exit $$status
 
 # The edit-test loop: the unit tier, no service started, in a few minutes.

@@ -65,11 +65,8 @@ TIERS = ("unit", "integration", "stack")
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks each test with its tier (its folder under tests/) and refuses a test that uses a heavier tier's fixture.
-
-    For pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) each module is one group, so that a module's fixtures
-    are made once and its tests keep their order, and the stack tier is one group (its modules share one stack); the
-    heaviest tiers come first, so that the unit tier's many small modules fill the workers' ends.
-    """
+    The heaviest tiers come first: pytest-xdist hands out work in this order (:func:`pytest_xdist_make_scheduler`), so
+    that the unit tier's many small modules fill the workers' ends."""
     tests = Path(__file__).parent
     misplaced = []
     for item in items:
@@ -78,7 +75,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             misplaced.append(f"{item.nodeid}: tests live in one of tests/{{{','.join(TIERS)}}}/")
             continue
         item.add_marker(tier)
-        item.add_marker(pytest.mark.xdist_group(name="stack" if tier == "stack" else item.module.__name__))
         for fixture in getattr(item, "fixturenames", ()):
             needs = SERVICE_FIXTURES.get(fixture)
             if needs is not None and TIERS.index(needs) > TIERS.index(tier):
@@ -86,6 +82,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if misplaced:
         raise pytest.UsageError("tests in the wrong tier:\n" + "\n".join(misplaced))
     items.sort(key=lambda item: -TIERS.index(Path(item.path).relative_to(tests).parts[0]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """How ``make test`` shares the tests among its pytest-xdist workers: a whole module at a time, so that its fixtures
+    are made once and its tests keep their order, and the whole stack tier to one worker, since its modules share one
+    stack (tests/stack/conftest.py)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndTheStack(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "tests/stack" if module.startswith("tests/stack/") else module
+
+    return ModulesAndTheStack(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -63,7 +63,9 @@ def test_a_model_build_that_cannot_run_is_one_line_naming_the_step_and_where_its
     failing = Step("encoder", "encoder", "the encoder", "15 s", build)
     assert run_plan([failing], []) == 1
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("bitextflow-local prepare: error: encoder could not be built (OSError: [Errno 28] No space left on device)")
+    assert line.startswith(
+        "bitextflow-local prepare: error: encoder could not be built (OSError: [Errno 28] No space left on device)"
+    )
     log_file = Path(line.split("its traceback is in ")[1].split(";")[0])
     assert "Traceback" in log_file.read_text() and line.endswith("fix the cause and run `make models` again")
     log_file.unlink()
