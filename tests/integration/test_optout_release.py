@@ -1,0 +1,98 @@
+"""A release built from a crawl holds no page whose owner opted out: a tiny bilingual site on 127.0.0.1 whose owner
+refuses GPTBot one page pair (robots.txt) and reserves text and data mining on another (TDMRep ``<meta>``), crawled and
+run through every stage to a release on the real S3 server; the released TSV, TMX and JSONL are read back, and the
+datasheet's publication guards count what was set aside. (Takedowns and personal data in a release:
+tests/integration/test_publishing_guards.py; the policy's decisions: tests/unit/test_optout_policy.py.)"""
+
+from __future__ import annotations
+
+from http.server import BaseHTTPRequestHandler
+
+from bitextflow.catalog.releases import list_releases, release_prefix
+from bitextflow.config import load_pair_config
+from bitextflow.stages.registry import run_context, run_pipeline
+from tests.support import ROOT, serving
+
+ROBOTS = b"User-agent: GPTBot\nDisallow: /en/gpt/\nDisallow: /es/gpt/\n"
+TDM_META = '<meta name="tdm-reservation" content="1">'
+#: Documentation sentences and their translations, six a page.
+TEXTS = [
+    ("The package manager installs the software and its dependencies.", "El gestor de paquetes instala el software y sus dependencias."),
+    ("Open a terminal and type the following command.", "Abra una terminal y escriba la siguiente orden."),
+    ("The system will restart after the installation.", "El sistema se reiniciará después de la instalación."),
+    ("You can change the language of the keyboard later.", "Puede cambiar el idioma del teclado más tarde."),
+    ("Do not remove the disk while the computer is on.", "No quite el disco mientras el ordenador está encendido."),
+    ("Back up your files before you upgrade the system.", "Haga una copia de seguridad de sus archivos antes de actualizar el sistema."),
+    ("The network settings are stored in this file.", "La configuración de la red se guarda en este archivo."),
+    ("Press the power button to turn the computer on.", "Pulse el botón de encendido para encender el ordenador."),
+    ("Each user has a home directory for personal files.", "Cada usuario tiene un directorio personal para sus archivos."),
+    ("The kernel loads the drivers of the hardware at boot.", "El núcleo carga los controladores del hardware al arrancar."),
+    ("Read the manual page of a command before you use it.", "Lea la página del manual de una orden antes de usarla."),
+    ("The log files record what the services did.", "Los archivos de registro guardan lo que hicieron los servicios."),
+    ("A firewall blocks the connections you did not allow.", "Un cortafuegos bloquea las conexiones que no permitió."),
+    ("Mount the partition before you copy files to it.", "Monte la partición antes de copiar archivos en ella."),
+    ("The printer queue lists the documents waiting to print.", "La cola de impresión muestra los documentos que esperan."),
+    ("Update the package lists once a week at least.", "Actualice las listas de paquetes al menos una vez por semana."),
+    ("The desktop shows a panel with the running programs.", "El escritorio muestra un panel con los programas en ejecución."),
+    ("Remove the packages that nothing depends on any more.", "Elimine los paquetes de los que ya no depende nada."),
+]  # fmt: skip
+#: page -> (its sentence pairs, the markup of its English head): what the owner said is in the page's name
+PAGES = {"free": (TEXTS[0:6], ""), "gpt/refused": (TEXTS[6:12], ""), "tdm/reserved": (TEXTS[12:18], TDM_META)}
+TITLES = {"en": "Software manual", "es": "Manual del software"}
+
+
+def page(language: str, name: str) -> bytes:
+    sentences, head = PAGES[name]
+    paragraphs = "".join(f"<p>{pair[0 if language == 'en' else 1]}</p>" for pair in sentences)
+    other = "es" if language == "en" else "en"
+    return (
+        f'<html lang="{language}"><head><title>{TITLES[language]}: {name}</title>{head if language == "en" else ""}</head>'
+        f'<body><a href="/{other}/{name}.html" hreflang="{other}">{other}</a><h1>{TITLES[language]}</h1>{paragraphs}</body></html>'
+    ).encode()
+
+
+class BilingualSite(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        links = "".join(f'<a href="/{lang}/{name}.html">{lang} {name}</a> ' for lang in ("en", "es") for name in PAGES)
+        if self.path == "/robots.txt":
+            body, kind = ROBOTS, "text/plain"
+        elif self.path == "/":
+            body, kind = f"<html><body>{links}</body></html>".encode(), "text/html"
+        elif (parts := self.path.strip("/").removesuffix(".html").split("/", 1)) and len(parts) == 2 and parts[1] in PAGES:
+            body, kind = page(parts[0], parts[1]), "text/html; charset=utf-8"
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
+def test_no_page_whose_owner_opted_out_reaches_the_release(store) -> None:
+    with serving(BilingualSite) as host:
+        overrides = {
+            "crawl.seeds": [f"http://{host}/"], "crawl.allow_private_addresses": ["127.0.0.1"], "crawl.max_pages": 20,
+            "gate.min_sentence_pairs": 1, "gate.max_volume_drop": None, "release.record_in_registry": False,
+        }  # fmt: skip
+        config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(overrides)
+        ctx = run_context(config, store, "manual__optout_release")
+        run_pipeline(ctx)
+    (release,) = [info for info in list_releases(store, "en-es") if info.run_id == ctx.run_id]
+    prefix = release_prefix("en-es", release.version)
+    files = {name: store.get_bytes(prefix + name).decode("utf-8") for name in ("en-es.tsv", "en-es.tmx", "en-es.jsonl")}
+    for name, text in files.items():
+        assert f"http://{host}/en/free.html" in text, f"{name}: the page nobody refused is released"
+        for refused in ("gpt/refused", "tdm/reserved"):
+            assert f"/en/{refused}.html" not in text and f"/es/{refused}.html" not in text, f"{name} holds {refused}"
+        for english, spanish in [*PAGES["gpt/refused"][0], *PAGES["tdm/reserved"][0]]:
+            assert english not in text and spanish not in text, f"{name} holds a sentence of a page whose owner opted out"
+    assert release.sentence_pairs >= 4
+    counts = store.get_json(ctx.key("crawl", "crawl.counts.json"))["dropped"]
+    assert counts["optout_robots"] == 2 and counts["optout_tdmrep"] == 1
+    datasheet = store.get_bytes(prefix + "datasheet.md").decode("utf-8")
+    assert "`optout_robots`" in datasheet and "`optout_tdmrep`" in datasheet
