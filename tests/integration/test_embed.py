@@ -9,6 +9,7 @@ import pytest
 
 from bitextflow import records
 from bitextflow.config import load_pair_config
+from bitextflow.errors import StageError
 from bitextflow.models.vectors import pair_vectors, text_hash, unpack
 from bitextflow.stages.registry import REGISTRY, run_context, run_stage
 from bitextflow.storage.tables import read_table, read_table_and_metadata, write_table
@@ -63,6 +64,10 @@ def test_each_sentence_is_embedded_once_and_every_stage_after_reads_the_vectors(
     ctx = run_context(config, store, "manual__embed_once")
     assert [s.name for s in REGISTRY.run_stages(config)][5:9] == ["align_documents", "embed", "align_sentences", "score"]
 
+    with pytest.raises(
+        StageError, match=r"embeddings.parquet missing: .*run `bitextflow embed --pair en-es --run-id manual__embed_once` first"
+    ):
+        run_stage(ctx, REGISTRY.get("align_sentences"), [document_pairs_key])
     (passed,) = run_stage(ctx, REGISTRY.get("embed"), [document_pairs_key])
     assert passed == document_pairs_key, "embed passes the document pairs on"
     table, metadata = read_table_and_metadata(store, ctx.key("embed", "docpairs-part-00000-00000.embeddings.parquet"))

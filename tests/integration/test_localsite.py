@@ -307,7 +307,7 @@ def test_command_line_offers_services_site_demo_report_and_prepare() -> None:
     site = subprocess.run(
         [str(Path(sys.executable).parent / "bitextflow-local"), "site", "--help"], capture_output=True, text=True, check=True
     )
-    assert "{build,serve,stats,multi}" in site.stdout
+    assert "{build,serve,stats,multi,ccindex}" in site.stdout
 
 
 def test_found_auc_matches_the_benchmarks_trapezoids() -> None:
@@ -341,8 +341,8 @@ def test_partly_translated_pages_keep_the_original_under_translated_navigation(s
     assert fetch(server.base_url + "reference/ch11.en.html").body.decode().count('<h2 class="title">') == 7
 
 
-#: the shipped config without its domain classifier nor its pair scorer: the dictionary alone
-BARE = {"domain.classifier": None, "score.pair_scorer": "none"}
+#: a config that uses no encoder: the dictionary aligner, no pair scorer, no domain classifier
+BARE = {"domain.classifier": None, "score.pair_scorer": "none", "align.sentence_aligner": "hunalign"}
 
 
 @pytest.mark.parametrize(

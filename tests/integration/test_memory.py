@@ -16,8 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bitextflow import records
+from bitextflow.config import load_pair_config
 from bitextflow.extract.shard import SENTENCE_BATCH
 from bitextflow.records import DocumentPair, Sentence
+from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage.layout import stage_key
 from bitextflow.storage.tables import write_table
 from tests.support import ROOT
@@ -26,6 +28,7 @@ PAIRED_DOCUMENTS = 20
 SENTENCES_PER_DOCUMENT = 40
 ENGLISH = "The package {n} installs the configuration files of the network interfaces of system {d}."
 SPANISH = "El paquete {n} instala los archivos de configuración de las interfaces de red del sistema {d}."
+ALIGNER = {"align.sentence_aligner": "gale-church"}
 
 TASK = """
 import json, re, sys
@@ -33,7 +36,7 @@ from bitextflow.config import load_pair_config
 from bitextflow.stages.align_sentences import AlignSentences
 from bitextflow.stages.registry import run_context
 from bitextflow.storage import ObjectStore
-config = load_pair_config(sys.argv[1]).with_overrides({"align.sentence_aligner": "gale-church"})
+config = load_pair_config(sys.argv[1]).with_overrides(json.loads(sys.argv[4]))
 task = AlignSentences(run_context(config, ObjectStore.from_env("bitextflow"), sys.argv[2]))
 task.setup()
 key = task.run(sys.argv[3])
@@ -57,12 +60,16 @@ def _run_of(store, tmp_path, run_id: str, scale: int) -> str:
     store.put_file(stage_key("en-es", run_id, "partitions", "part-00000.sentences.parquet"), local)
     pairs = [DocumentPair(f"en{d}", f"es{d}", f"http://h/en{d}", f"http://h/es{d}", partition=0) for d in range(PAIRED_DOCUMENTS)]
     key = stage_key("en-es", run_id, "align_documents", "docpairs-part-00000-00000.parquet")
-    return write_table(store, key, records.frame_of(pairs, records.DOCUMENT_PAIRS), records.DOCUMENT_PAIRS)
+    write_table(store, key, records.frame_of(pairs, records.DOCUMENT_PAIRS), records.DOCUMENT_PAIRS)
+    # the shipped config embeds the paired documents' sentences once, before the measured task reads their vectors
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(ALIGNER)
+    (embedded,) = REGISTRY.run(run_context(config, store, run_id), "embed", [key])
+    return embedded
 
 
 def _peak_rss_kib(s3_env, run_id: str, docpairs_key: str) -> int:
     result = subprocess.run(
-        [sys.executable, "-c", TASK, str(ROOT / "include" / "pairs" / "en-es.yaml"), run_id, docpairs_key],
+        [sys.executable, "-c", TASK, str(ROOT / "include" / "pairs" / "en-es.yaml"), run_id, docpairs_key, json.dumps(ALIGNER)],
         capture_output=True, text=True, env={**os.environ, **s3_env}, check=True, timeout=600,
     )  # fmt: skip
     return json.loads(result.stdout.strip().splitlines()[-1])["max_rss_kib"]

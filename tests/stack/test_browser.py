@@ -20,7 +20,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -38,7 +37,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from bitextflow_local.services.demo import airflow_api
 from bitextflow_local.services.stack import admin_password
 from tests.support import env_file
-from tests.support.stack import DAG_ID, Stack
+from tests.support.stack import DAG_ID, Demo
 
 BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
@@ -49,45 +48,10 @@ CHROMIUM_FLAGS = (
     "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--window-size=1280,800",
 )  # fmt: skip
 WAIT_S = 60
-DEMO_TIMEOUT_S = 25 * 60
 REPORT_SECTIONS = (
     "Summary", "Quality gates", "Sentence length", "Score: alignment_score", "Yield per site", "Counts per stage", "Crawl efficiency",
 )  # fmt: skip
 README_IMAGES = os.environ.get("BITEXTFLOW_README_IMAGES")
-
-
-@dataclass(frozen=True)
-class Demo:
-    stack: Stack
-    run_id: str
-    report_uri: str
-    sentence_pairs: int
-
-    @property
-    def ui(self) -> str:
-        return env_file(self.stack.state / "services.env")["BITEXTFLOW_AIRFLOW_URL"]
-
-
-@pytest.fixture(scope="module")
-def demo(stack: Stack) -> Demo:
-    """`bitextflow-local demo` in the stack's home, as `make demo` runs it: the run, the release and its report."""
-    env = {**stack.env, **env_file(stack.state / "services.env")}
-    result = subprocess.run(
-        [str(BIN / "bitextflow-local"), "demo"], env=env, cwd=stack.home, capture_output=True, text=True, timeout=DEMO_TIMEOUT_S
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    print(result.stdout)
-    run_id = re.search(rf"triggered {DAG_ID} run (\S+);", result.stdout)
-    release = re.search(r"v\d+, (\d+) sentence pairs", result.stdout)
-    report = re.search(r"its report, for a browser: (file://\S+)", result.stdout)
-    precision = re.search(r"release precision: ([\d.]+) of (\d+) sentence pairs", result.stdout)
-    assert run_id and release and report and precision, result.stdout
-    # the sentence-level figure on the local site's po4a pages, judged over most of the release
-    assert float(precision.group(1)) >= 0.95 and int(precision.group(2)) > 0, precision.group(0)
-    # the shipped config scores and classifies every pair
-    pairs = int(release.group(1))
-    assert f"margin score: {pairs} of {pairs}; with both sides' domain distributions: {pairs} of {pairs}" in result.stdout
-    return Demo(stack, run_id.group(1), report.group(1), int(release.group(1)))
 
 
 class Browser:

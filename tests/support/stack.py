@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -21,9 +22,10 @@ from tests.support import ROOT, env_file
 BIN = Path(sys.executable).parent
 DAG_ID = "bitextflow__en_es"
 RUN_TIMEOUT_S = 10 * 60
-#: A run both profiles make, released byte for byte alike: one fetch at a time, since concurrent fetches end a 60-page
-#: crawl on other pages from run to run.
-COMPARED_RUN_ID = "manual__celery_profile"
+#: The run both profiles make, released byte for byte alike (the LocalExecutor stack's demo run, the Celery profile's
+#: run with a worker killed): 60 pages, one fetch at a time, since concurrent fetches end a 60-page crawl on other pages
+#: from run to run.
+COMPARED_RUN_ID = "manual__compared"
 COMPARED_OVERRIDES = {"crawl.max_pages": 60, "gate.min_sentence_pairs": 20, "crawl.per_host_concurrency": 1}
 
 
@@ -81,7 +83,8 @@ class Stack:
             assert time.monotonic() < deadline, f"{DAG_ID} was not parsed in 180 s"
             time.sleep(2)
         api.patch(DAG_ID, json={"is_paused": False}).raise_for_status()
-        conf = {"overrides": {**COMPARED_OVERRIDES, "crawl.seeds": [self.client_env()["BITEXTFLOW_SITE_URL"]]}}
+        # as `bitextflow-local demo --set ...` makes it (the overrides are in the release's datasheet, key order too)
+        conf = {"overrides": {"crawl.seeds": [self.client_env()["BITEXTFLOW_SITE_URL"]], **COMPARED_OVERRIDES}}
         api.post(f"{DAG_ID}/dagRuns", json={"dag_run_id": run_id, "logical_date": None, "conf": conf}).raise_for_status()
 
     def wait(self, api: httpx.Client, run_id: str) -> str:
@@ -107,3 +110,34 @@ def new_stack(tmp_path_factory: pytest.TempPathFactory, ports: dict[str, str]) -
     # a deployment of its own (its own S3 server, same bucket name): its own registry, as a real one has
     env = {**os.environ, **ports, "BITEXTFLOW_HOME": str(home), "BITEXTFLOW_REGISTRY": str(home / "registry")}
     return Stack(home, env)
+
+
+@dataclass(frozen=True)
+class Demo:
+    """The demo run on a stack: `bitextflow-local demo`'s run, its release and its report."""
+
+    stack: Stack
+    run_id: str
+    report_uri: str
+    sentence_pairs: int
+    output: str
+
+    @property
+    def ui(self) -> str:
+        return env_file(self.stack.state / "services.env")["BITEXTFLOW_AIRFLOW_URL"]
+
+
+def run_demo(stack: Stack, run_id: str, overrides: dict[str, object], timeout_s: int = 25 * 60) -> Demo:
+    """`bitextflow-local demo` in ``stack``'s home, as `make demo` runs it, as run ``run_id`` with ``overrides``."""
+    env = {**stack.env, **env_file(stack.state / "services.env")}
+    settings = [item for name, value in overrides.items() for item in ("--set", f"{name}={json.dumps(value)}")]
+    result = subprocess.run(
+        [str(BIN / "bitextflow-local"), "demo", "--run-id", run_id, *settings],
+        env=env, cwd=stack.home, capture_output=True, text=True, timeout=timeout_s,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    print(result.stdout)
+    release = re.search(r"v\d+, (\d+) sentence pairs", result.stdout)
+    report = re.search(r"its report, for a browser: (file://\S+)", result.stdout)
+    assert f"triggered {DAG_ID} run {run_id};" in result.stdout and release and report, result.stdout
+    return Demo(stack, run_id, report.group(1), int(release.group(1)), result.stdout)

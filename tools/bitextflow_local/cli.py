@@ -9,7 +9,8 @@
   its own loopback address (:mod:`bitextflow_local.localsite.multisite_command`);
 - ``bitextflow-local site ccindex [--sites N]``: a generated Common Crawl (WARC files and a columnar index with its
   schema) in the local S3, for a run from an index (:mod:`bitextflow_local.localsite.ccindex_command`);
-- ``bitextflow-local demo [PAIR_CONFIG]``: run the en-es DAG (or the config's) on the running stack and report
+- ``bitextflow-local demo [PAIR_CONFIG] [--run-id ID] [--set SECTION.FIELD=VALUE ...]``: run the en-es DAG (or the
+  config's) on the running stack and report
   the release (:mod:`bitextflow_local.services.demo`);
 - ``bitextflow-local prepare [PAIR_CONFIG ...] [--all] [--list]``: build the dictionaries, models and
   environments that pair configs use (:mod:`bitextflow_local.prepare`; `make demo`, `make models`);
@@ -20,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,9 +51,10 @@ def cmd_site(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from bitextflow.cli import set_overrides
     from bitextflow_local.services import demo
 
-    return demo.main(args.config)
+    return demo.main(args.config, args.run_id, set_overrides(args))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -97,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "config", nargs="?", type=Path, help="pair config, relative to the project home (default include/pairs/en-es.yaml)"
     )
+    demo.add_argument("--run-id", help="the run's id (default: Airflow's manual__<time>)")
+    demo.add_argument(
+        "--set", action="append", metavar="SECTION.FIELD=VALUE", help="override an option for this run (as a DAG run's overrides)"
+    )
     demo.set_defaults(func=cmd_demo)
     report = sub.add_parser(
         "report",
@@ -121,8 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from bitextflow.errors import ConfigError
+
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ConfigError as error:  # bad input named in one line (a --set that is no section.field=value, a bad config)
+        print(f"bitextflow-local: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from bitextflow.align.aligners import NEEDS_DICTIONARY, NEEDS_ENCODER, NEEDS_STA
 from bitextflow.align.dictionary import load_dictionary
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
+from bitextflow.errors import StageError
 from bitextflow.models.vectors import VectorTable, bead_vector, pack
 from bitextflow.records import SentencePair
 from bitextflow.stages.base import Resources, Stage, shard_name
@@ -65,7 +66,13 @@ class AlignSentences(Stage):
         doc_pairs = read_table(ctx.store, document_pairs_key)
         vectors, metadata = None, {}
         if self.embedded:
-            table, metadata = read_table_and_metadata(ctx.store, Embed.embeddings_key(ctx, document_pairs_key))
+            vectors_key = Embed.embeddings_key(ctx, document_pairs_key)
+            if not ctx.store.exists(vectors_key):
+                raise StageError(
+                    f"{ctx.store.uri(vectors_key)} missing: this pair embeds its sentences once before aligning them "
+                    f"(embed.shared); run `bitextflow embed --pair {ctx.config.pair} --run-id {ctx.run_id}` first"
+                )
+            table, metadata = read_table_and_metadata(ctx.store, vectors_key)
             # Vecalign's overlaps of several sentences are the texts the table lacks: the encoder embeds those
             vectors = VectorTable.from_frame(table, functools.partial(configured_encoder, ctx.config))
         encoder = vectors if vectors is not None and method in NEEDS_ENCODER else self.encoder

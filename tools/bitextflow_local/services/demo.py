@@ -68,8 +68,9 @@ def progress(api: httpx.Client, dag_id: str, run_id: str) -> str:
     return f"{done} of {len(states)} tasks done" + (f", running: {', '.join(running)}" if running else "")
 
 
-def main(pair_config: Path | None = None) -> int:
-    """Run ``pair_config``'s DAG (default :data:`DEMO_PAIR_CONFIG`, relative to the project home) to its release."""
+def main(pair_config: Path | None = None, run_id: str | None = None, overrides: dict[str, object] | None = None) -> int:
+    """Run ``pair_config``'s DAG (default :data:`DEMO_PAIR_CONFIG`, relative to the project home) to its release, as a run
+    named ``run_id`` (default: Airflow's) with ``overrides`` besides the local site's seed (a run's overrides)."""
     home = project_home()
     load_services_env()
     if not (local_state_dir() / "stack.json").is_file():
@@ -81,8 +82,9 @@ def main(pair_config: Path | None = None) -> int:
     with airflow_api(ui, home) as api:
         wait_until_parsed(api, dag_id)
         api.patch(f"dags/{dag_id}", json={"is_paused": False}).raise_for_status()
-        conf = {"overrides": {"crawl.seeds": [os.environ["BITEXTFLOW_SITE_URL"]]}}
-        triggered = api.post(f"dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf}).raise_for_status()
+        conf = {"overrides": {"crawl.seeds": [os.environ["BITEXTFLOW_SITE_URL"]], **(overrides or {})}}
+        request = {"logical_date": None, "conf": conf} | ({"dag_run_id": run_id} if run_id else {})
+        triggered = api.post(f"dags/{dag_id}/dagRuns", json=request).raise_for_status()
         run_id = triggered.json()["dag_run_id"]
         print(f"triggered {dag_id} run {run_id}; watch it at {ui}dags/{dag_id}", flush=True)
         started = time.monotonic()
