@@ -33,7 +33,7 @@ from fastapi import FastAPI, HTTPException, Request, Response
 
 from bitextflow.catalog.releases import list_releases, release_prefix
 from bitextflow.config import discover_pair_configs, load_pair_config
-from bitextflow.errors import BitextflowError
+from bitextflow.errors import BitextflowError, StorageError
 from bitextflow.settings import pairs_dir
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import text_of_key_part
@@ -98,7 +98,10 @@ def data_docs_page(bucket: str, key: str, user: GetUserDep) -> Response:
 def release_report(bucket: str, pair: str, run: str, user: GetUserDep) -> Response:
     """The report of the release that run ``run`` (its storage key part) published."""
     store = _readable(bucket, pair, user)
-    run_id = text_of_key_part(run)
+    try:
+        run_id = text_of_key_part(run)
+    except StorageError:
+        raise HTTPException(status_code=400, detail="not a run id as the report links write it") from None
     try:
         published = [info for info in list_releases(store, pair) if info.run_id == run_id]
         if not published:

@@ -62,3 +62,10 @@ def test_the_release_report_is_sandboxed(client, headers, store, pair_config) ->
     report = client.get(release_report_path(store.bucket, pair_config.pair, RUN_ID).removeprefix(API_SERVER_PREFIX), headers=headers)
     assert report.status_code == 200 and report.headers["content-type"].startswith("text/html"), report.text
     _sandboxed(report)
+
+
+@pytest.mark.parametrize("run", ["~FF", "%C3%A9", "~41bc", "manual__x~"])
+def test_a_malformed_run_id_in_the_report_route_is_a_400(client, headers, store, pair_config, run) -> None:
+    answer = client.get(f"/reports/{store.bucket}/{pair_config.pair}/{run}", headers=headers)
+    assert answer.status_code == 400, answer.text
+    assert answer.json() == {"detail": "not a run id as the report links write it"}

@@ -15,6 +15,7 @@ from bitextflow.catalog.registry import registry_namespace, release_tag
 from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, release_prefix
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
+from bitextflow.errors import StorageError
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import run_prefix, text_of_key_part
 
@@ -25,7 +26,10 @@ def _last_run(store: ObjectStore, pair: str) -> tuple[str, str] | None:
     """(run id, time of its last write) of the run of ``pair`` written most recently."""
     latest: dict[str, Any] = {}
     for key, modified in store.last_modified(f"{pair}/").items():
-        run_id = text_of_key_part(key.split("/")[1])
+        try:
+            run_id = text_of_key_part(key.split("/")[1])
+        except StorageError:
+            continue  # not written by a run (someone's own object under the pair's prefix)
         if run_id not in latest or modified > latest[run_id]:
             latest[run_id] = modified
     if not latest:

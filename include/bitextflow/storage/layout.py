@@ -83,15 +83,24 @@ def safe_key_part(text: str) -> str:
 
 
 def text_of_key_part(part: str) -> str:
-    """The run id or name that :func:`safe_key_part` turned into ``part``."""
+    """The run id or name that :func:`safe_key_part` turned into ``part``; a text that no run id becomes (a byte
+    that is not UTF-8, ``~FF``; a character that would have been escaped, ``é``; an escape of a kept one, ``~41``)
+    is a :class:`StorageError`, so that a key or a URL path names one run or none."""
     raw = bytearray()
     position = 0
-    for match in _ESCAPED.finditer(part):
-        raw += part[position : match.start()].encode("ascii")
-        raw.append(int(match.group(1), 16))
-        position = match.end()
-    raw += part[position:].encode("ascii")
-    return raw.decode("utf-8")
+    try:
+        for match in _ESCAPED.finditer(part):
+            raw += part[position : match.start()].encode("ascii")
+            raw.append(int(match.group(1), 16))
+            position = match.end()
+        raw += part[position:].encode("ascii")
+        text = raw.decode("utf-8")
+        canonical = safe_key_part(text)
+    except ValueError:  # UnicodeError, an empty part
+        canonical, text = None, ""
+    if canonical != part:
+        raise StorageError(f"{part!r} is not a run id as a storage key component (see safe_key_part)")
+    return text
 
 
 def stage_key(pair: str, run_id: str, stage: str, name: str) -> str:
