@@ -46,6 +46,7 @@ from bitextflow.errors import StageError
 from bitextflow.hashing import file_sha256, tree_sha256
 from bitextflow.settings import local_state_dir
 from bitextflow.storage import ObjectStore, StorageSettings
+from bitextflow.storage.layout import local_path
 from bitextflow.text.urls import without_credentials
 
 REGISTRY_ENV = "BITEXTFLOW_REGISTRY"
@@ -284,12 +285,15 @@ class DataRegistry:
 
 
 def _download_release(store: ObjectStore, release: ReleaseInfo, target: Path) -> None:
-    """The release's files into ``target`` (exactly the manifest's files), each checked against its SHA-256."""
+    """The release's files into ``target`` (exactly the manifest's files), each checked against its SHA-256. A name
+    that would land outside ``target`` (``..``, an absolute path: the registry's ``.git/hooks``) is refused before
+    anything is written."""
     prefix = release_prefix(release.pair, release.version)
     manifest = store.get_json(prefix + MANIFEST_NAME)
+    paths = {name: local_path(target, name) for name in manifest["files"]}
     target.mkdir(parents=True)
     for name, entry in manifest["files"].items():
-        local = store.download_file(prefix + name, target / name)
+        local = store.download_file(prefix + name, paths[name])
         if file_sha256(local) != entry["sha256"]:
             raise StageError(f"{store.uri(prefix + name)} does not match its manifest's SHA-256; the release is damaged")
     store.download_file(prefix + MANIFEST_NAME, target / MANIFEST_NAME)

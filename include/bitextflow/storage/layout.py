@@ -117,10 +117,10 @@ def run_prefix(pair: str, run_id: str) -> str:
 
 def local_path(root: Path, relative_key: str) -> Path:
     """Where an object of ``relative_key`` (a key below a downloaded prefix) goes under the local folder ``root``;
-    a key that would land outside ``root`` (``..``, an absolute path) is refused, not followed."""
+    a key that would land outside ``root`` (``..``, an absolute path) or on ``root`` itself is refused, not followed."""
     base = root.resolve()
     target = (base / relative_key).resolve()
-    if relative_key.startswith("/") or not target.is_relative_to(base):
+    if relative_key.startswith("/") or not target.is_relative_to(base) or target == base:
         raise StorageError(f"object key {relative_key!r} would be written outside {root}; refusing to download it")
     return target
 
