@@ -19,7 +19,7 @@ from bitextflow.catalog.registry import registry_for
 from bitextflow.catalog.releases import ReleaseInfo, publish_release
 from bitextflow.catalog.status import collect_counts
 from bitextflow.counts import StageCounts
-from bitextflow.errors import GateFailed
+from bitextflow.errors import GateFailed, StageError
 from bitextflow.quality import release_checks
 from bitextflow.release.build import ReleaseExtras
 from bitextflow.release.profile import GateVerdict
@@ -65,10 +65,25 @@ class Release(Stage):
         log.info("released %s: %d sentence pairs", info.uri, info.sentence_pairs)
         result = info.to_dict()
         if ctx.config.release.record_in_registry:
-            entry = registry_for(ctx.config, ctx.store.settings).record(ctx.store, info)
+            try:
+                entry = registry_for(ctx.config, ctx.store.settings).record(ctx.store, info)
+            except StageError as exc:
+                raise StageError(
+                    f"release v{info.version} of {info.pair} is published at {info.uri} but not recorded in the DVC "
+                    f"registry: {exc}; once fixed, record it with `{record_command(ctx, info)}`"
+                ) from None
             log.info("recorded in the DVC registry: %s", entry.get_command)
             result["registry"] = entry.to_dict()
         return result
+
+
+def record_command(ctx: RunContext, info: ReleaseInfo) -> str:
+    """The command that records a published release in the registry, with the bucket, remote and namespace of this run
+    (an operator's ``--set`` may have changed them from the YAML's; a registry URL may hold a token: not repeated)."""
+    release = ctx.config.release
+    settings = {"storage.bucket": ctx.config.storage.bucket, "release.dvc_remote": release.dvc_remote, "release.namespace": release.namespace}
+    options = "".join(f" --set {name}={value}" for name, value in settings.items() if value)
+    return f"bitextflow releases record --pair {info.pair} --version {info.version}{options}"
 
 
 def release_extras(ctx: RunContext) -> ReleaseExtras:
