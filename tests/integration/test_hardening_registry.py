@@ -39,7 +39,9 @@ def fresh_bucket(store: ObjectStore, name: str) -> ObjectStore:
 
 def deployment(config: PairConfig, bucket: str, registry: Path, **release: str) -> PairConfig:
     """The pair config as an operator runs it with `--set storage.bucket=<bucket>` (and release options)."""
-    return config.with_overrides({"storage.bucket": bucket, "release.registry": str(registry), **{f"release.{k}": v for k, v in release.items()}})
+    return config.with_overrides(
+        {"storage.bucket": bucket, "release.registry": str(registry), **{f"release.{k}": v for k, v in release.items()}}
+    )
 
 
 def test_a_release_manifest_cannot_write_outside_the_release_folder(store, pair_config, tmp_path) -> None:
@@ -86,18 +88,25 @@ def test_two_buckets_share_a_registry_each_with_its_own_dvc_remote(store, pair_c
 
 def test_a_release_that_cannot_be_recorded_says_it_is_published_and_how_to_record_it(store, pair_config, tmp_path) -> None:
     """The outcome names DVC's error line (not its support footer), that the release is published, and the command."""
+    from bitextflow import records
     from bitextflow.stages.registry import REGISTRY, run_context
     from bitextflow.storage.tables import write_table
-    from bitextflow import records
 
     bucket = fresh_bucket(store, "handbook")
     config = deployment(pair_config, bucket.bucket, tmp_path / "registry", dvc_remote="s3://no-such-bucket-anywhere/dvc")
     ctx = run_context(config, bucket, "manual__unrecorded")
-    frame = sentence_pairs(120, "r").assign(url_a="http://s.example/en/", url_b="http://s.example/es/", domain_probs_a="", domain_probs_b="")
+    frame = sentence_pairs(120, "r").assign(
+        url_a="http://s.example/en/", url_b="http://s.example/es/", domain_probs_a="", domain_probs_b=""
+    )
     gated = write_table(bucket, ctx.key("gate", "part-00000.sentence_pairs.parquet"), frame, records.CLASSIFIED_SENTENCE_PAIRS)
     bucket.put_json(ctx.key("gate", "sentence_pairs.report.json"), {"suite": "sentence_pairs", "success": True})
     document_pair = records.DocumentPair("a", "b", "http://s.example/en/", "http://s.example/es/", "url", 1.0)
-    write_table(bucket, ctx.key("align_documents", "docpairs-part-00000-00000.parquet"), records.frame_of([document_pair], records.DOCUMENT_PAIRS), records.DOCUMENT_PAIRS)
+    write_table(
+        bucket,
+        ctx.key("align_documents", "docpairs-part-00000-00000.parquet"),
+        records.frame_of([document_pair], records.DOCUMENT_PAIRS),
+        records.DOCUMENT_PAIRS,
+    )
 
     with pytest.raises(StageError) as failure:
         REGISTRY.run(ctx, "release", [gated])

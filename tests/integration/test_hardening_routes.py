@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from bitextflow.storage.layout import API_SERVER_PREFIX, data_docs_key, data_docs_path, release_report_path
 
 RUN_ID = "manual__2026-11-28T10:00:00+00:00"
-INJECTED = '<td><img src=x onerror="fetch(\'/api/v2/variables\')"></td>'
+INJECTED = "<td><img src=x onerror=\"fetch('/api/v2/variables')\"></td>"
 
 
 @pytest.fixture
@@ -59,7 +59,9 @@ def test_the_release_report_is_sandboxed(client, headers, store, pair_config) ->
     )  # fmt: skip
     extras = ReleaseExtras(crawl_log=[{"url": "http://s/en/a", "outcome": "fetched"}])  # a report needs one
     publish_release(store, pair_config.pair, pairs, [], RUN_ID, None, extras)
-    report = client.get(release_report_path(store.bucket, pair_config.pair, RUN_ID).removeprefix(API_SERVER_PREFIX), headers=headers)
+    report = client.get(
+        release_report_path(store.bucket, pair_config.pair, RUN_ID).removeprefix(API_SERVER_PREFIX), headers=headers
+    )
     assert report.status_code == 200 and report.headers["content-type"].startswith("text/html"), report.text
     _sandboxed(report)
 

@@ -81,7 +81,11 @@ def record_command(ctx: RunContext, info: ReleaseInfo) -> str:
     """The command that records a published release in the registry, with the bucket, remote and namespace of this run
     (an operator's ``--set`` may have changed them from the YAML's; a registry URL may hold a token: not repeated)."""
     release = ctx.config.release
-    settings = {"storage.bucket": ctx.config.storage.bucket, "release.dvc_remote": release.dvc_remote, "release.namespace": release.namespace}
+    settings = {
+        "storage.bucket": ctx.config.storage.bucket,
+        "release.dvc_remote": release.dvc_remote,
+        "release.namespace": release.namespace,
+    }
     options = "".join(f" --set {name}={value}" for name, value in settings.items() if value)
     return f"bitextflow releases record --pair {info.pair} --version {info.version}{options}"
 
