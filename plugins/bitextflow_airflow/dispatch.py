@@ -24,6 +24,7 @@ from bitextflow.config import GpuDispatchConfig, PairConfig
 from bitextflow.errors import ConfigError
 from bitextflow.stages.registry import REGISTRY, as_inputs, run_context, run_stage, stored_inputs, task_inputs
 from bitextflow.storage import ObjectStore
+from bitextflow_airflow.failures import failing_at_once
 
 EXECUTABLE = "bitextflow"
 RUN_ID_TEMPLATE = "{{ run_id }}"
@@ -63,6 +64,7 @@ def _in_process_task(stage: str, config: PairConfig, task_id: str, operator_kwar
     from airflow.sdk import task
 
     @task(task_id=task_id, **operator_kwargs)
+    @failing_at_once
     def run_step(**context: Any) -> object:
         overrides = (context.get("params") or {}).get("overrides") or {}
         return run_in_process(stage, config, context["run_id"], overrides)

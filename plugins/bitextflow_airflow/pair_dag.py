@@ -20,6 +20,7 @@ from bitextflow.stages.base import RunContext, Stage, shard_name
 from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, run_context, run_stage, task_inputs
 from bitextflow_airflow.dispatch import gpu_step
 from bitextflow_airflow.external import external_step_tasks
+from bitextflow_airflow.failures import failing_at_once
 from bitextflow_airflow.gate import GateOperator, ReleaseOperator
 from bitextflow_airflow.storage import object_store
 
@@ -78,7 +79,7 @@ def _stage_callable(stage: type[Stage], config: PairConfig, registry: StageRegis
         return written
 
     run_task.__name__ = stage.name
-    return run_task
+    return failing_at_once(run_task)
 
 
 def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, registry: StageRegistry, assets: dict) -> Any:
@@ -87,6 +88,7 @@ def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, r
         step = gpu_step(stage.name, config)
 
         @task(task_id=f"{stage.name}_outputs", max_active_tis_per_dagrun=stage.resources.concurrency)
+        @failing_at_once
         def outputs(inputs: Any, **context: Any) -> Any:
             task_context_ = task_context(config, context, registry)
             keys = [stage(task_context_).output_key(key) for key in as_inputs(inputs)]
@@ -128,6 +130,7 @@ def _planned(stage: type[Stage], config: PairConfig, upstream: Any, registry: St
     ``max_map_length``), one per site partition."""
 
     @task(task_id=f"{stage.name}_plan")
+    @failing_at_once
     def plan(keys: Any = (), **context: Any) -> list[str | list[str]]:
         return task_inputs(task_context(config, context, registry), stage, as_inputs(keys))
 
