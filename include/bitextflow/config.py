@@ -712,6 +712,9 @@ DEPLOYMENT_ONLY = frozenset({
     "align.encoder_model", "align.static_model",
     "score.bicleaner_model", "score.bicleaner_image",
     "domain.classifier", "domain.training.data", "domain.training.zero_shot_data", "domain.training.base_model",
+    # what the domain classifier learns from and predicts: a run that may set them publishes a model trained on its own
+    # labelled site, which every later run with `domain.classifier: latest` loads
+    "domain.training.crawl_runs", "domain.training.site_labels", "domain.training.other_sites", "domain.training.labels",
 })  # fmt: skip
 
 
@@ -775,8 +778,8 @@ class PairConfig(_Section):
         for name in overrides or {}:
             if any(name == only or name.startswith(f"{only}.") or only.startswith(f"{name}.") for only in DEPLOYMENT_ONLY):
                 raise ConfigError(
-                    f"override {name!r}: only the pair's YAML may set this (it names storage, models, images or "
-                    "addresses the workers trust); a run may override limits, thresholds, seeds and the strategy"
+                    f"override {name!r}: only the pair's YAML may set this (it names storage, models, training data, "
+                    "images or addresses the workers trust); a run may override limits, thresholds, seeds and the strategy"
                 )
         return self.with_overrides(overrides)
 

@@ -18,7 +18,7 @@ from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.stages.base import RunContext, Stage, shard_name
 from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, run_context, run_stage, task_inputs
-from bitextflow_airflow.dispatch import gpu_step
+from bitextflow_airflow.dispatch import gpu_step, run_provenance
 from bitextflow_airflow.external import external_step_tasks
 from bitextflow_airflow.failures import failing_at_once
 from bitextflow_airflow.gate import GateOperator, ReleaseOperator
@@ -49,7 +49,8 @@ def task_context(config: PairConfig, context: dict[str, Any], registry: StageReg
         # XCom is the task instance's own record: the UI's XCom tab lists in/kept/dropped per shard.
         ti.xcom_push(key=f"counts.{shard}", value=counts.to_dict())
 
-    return run_context(effective, object_store(effective.storage.bucket), context["run_id"], show_counts, registry)
+    store = object_store(effective.storage.bucket)
+    return run_context(effective, store, context["run_id"], show_counts, registry, run_provenance(context))
 
 
 def stage_assets(config: PairConfig, registry: StageRegistry = REGISTRY) -> dict[str, Asset]:

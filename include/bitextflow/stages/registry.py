@@ -102,9 +102,11 @@ def run_context(
     run_id: str,
     on_counts: Callable[[str, StageCounts], None] | None = None,
     registry: StageRegistry = REGISTRY,
+    provenance: Mapping[str, Any] | None = None,
 ) -> RunContext:
-    """The context of one run, with the registry's stage order (which orders the run's counts)."""
-    return RunContext(config, store, run_id, on_counts, registry.names())
+    """The context of one run, with the registry's stage order (which orders the run's counts) and who started it
+    (:attr:`RunContext.provenance`)."""
+    return RunContext(config, store, run_id, on_counts, registry.names(), dict(provenance or {}))
 
 
 def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry = REGISTRY) -> list[str]:
