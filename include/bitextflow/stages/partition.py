@@ -29,7 +29,7 @@ from bitextflow import records
 from bitextflow.errors import StageError
 from bitextflow.extract.dedup import SKETCHES, sketch_documents
 from bitextflow.stages.base import Stage
-from bitextflow.storage.layout import PARTITION_DOCUMENTS, partition_name
+from bitextflow.storage.layout import PARTITION_DOCUMENTS, PARTITION_PLAN, partition_name
 from bitextflow.storage.tables import TableWriter, read_partition, row_groups_by_partition
 
 # Footers read at once while planning: each is two small ranged GETs, so the wait is the store's latency.
@@ -67,7 +67,7 @@ class Partition(Stage):
                 "nothing extraction kept (see the extract counts: languages, relevance, duplicates)"
             )
         partitions = ctx.config.extract.site_partitions
-        ctx.store.put_json(ctx.key("partitions", "plan.json"), {"site_partitions": partitions, "holding": sorted(holders)})
+        ctx.store.put_json(ctx.key("partitions", PARTITION_PLAN), {"site_partitions": partitions, "holding": sorted(holders)})
         return [
             ctx.store.put_json(
                 ctx.key("partitions", f"{partition_name(partition)}.inputs.json"),

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import ConfigError, StageError
@@ -115,7 +116,9 @@ def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry =
     if stage.after is None:
         return []
     upstream = registry.get(stage.after)
-    keys = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
+    listed = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
+    # an earlier attempt of the run (other partitions, other shards per task) may have left outputs beside these
+    keys = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id).current(listed)
     if not keys:
         raise StageError(
             f"no {upstream.folder()} output for run {ctx.run_id!r} of {ctx.config.pair}; "

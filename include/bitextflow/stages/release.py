@@ -17,6 +17,7 @@ from typing import Any
 from bitextflow.catalog.checkpoints import crawl_log
 from bitextflow.catalog.registry import registry_for
 from bitextflow.catalog.releases import ReleaseInfo, publish_release
+from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.catalog.status import collect_counts
 from bitextflow.counts import StageCounts
 from bitextflow.errors import GateFailed, StageError
@@ -93,18 +94,21 @@ def record_command(ctx: RunContext, info: ReleaseInfo) -> str:
 def release_extras(ctx: RunContext) -> ReleaseExtras:
     """The run's outputs a release is made of besides the gated pairs, each read a partition at a time: document
     pairs, the monolingual corpus (sentences of the documents extraction kept, i.e. in the pair's languages and
-    domain) and the crawl log (absent when the run ingested WARCs)."""
-    document_pairs = StoredTables(ctx.store, ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS))
-    sentences = StoredTables(ctx.store, ctx.outputs("partitions", SENTENCE_SHARDS), _MONOLINGUAL_COLUMNS)
-    return ReleaseExtras(document_pairs, sentences, _CrawlLog(ctx), ctx.config, gate_verdicts(ctx))
+    domain) and the crawl log (absent when the run ingested WARCs). Only what the run's latest attempt wrote
+    (:class:`~bitextflow.catalog.run_outputs.RunOutputs`): a run cleared and run again with other partitions leaves
+    the earlier attempt's files beside them."""
+    outputs = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id)
+    document_pairs = StoredTables(ctx.store, outputs.document_pairs(ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS)))
+    sentences = StoredTables(ctx.store, outputs.current(ctx.outputs("partitions", SENTENCE_SHARDS)), _MONOLINGUAL_COLUMNS)
+    return ReleaseExtras(document_pairs, sentences, _CrawlLog(ctx), ctx.config, gate_verdicts(ctx, outputs))
 
 
-def gate_verdicts(ctx: RunContext) -> list[GateVerdict]:
-    """What the run's gates said, from their reports (``gate/<suite>.report.json``): one verdict per gate, the
-    document-pair suites of every partition together (their Data Docs: the first failing partition's, else the
-    first partition's)."""
+def gate_verdicts(ctx: RunContext, outputs: RunOutputs) -> list[GateVerdict]:
+    """What the run's gates said, from their reports (``gate/<suite>.report.json``, the latest attempt's): one
+    verdict per gate, the document-pair suites of every partition together (their Data Docs: the first failing
+    partition's, else the first partition's)."""
     suites: dict[str, list[dict[str, Any]]] = {}
-    for key in ctx.outputs("gate", GATE_REPORTS):
+    for key in outputs.current(ctx.outputs("gate", GATE_REPORTS)):
         report = ctx.store.get_json(key)
         suite = str(report.get("suite", ""))
         gate = "sentence_pairs" if suite.startswith("sentence_pairs") else suite.split(".")[0].replace("sentences", "documents")

@@ -36,6 +36,10 @@ GATED_PAIRS = re.compile(r"^part-\d{5}\.sentence_pairs\.parquet$")
 #: The reports of a run's gate suites (``gate/<suite>.report.json``).
 GATE_REPORTS = re.compile(r"\.report\.json$")
 _PARTITION_OF_NAME = re.compile(r"part-(\d{5})")
+#: The partition stage's plan (``partitions/plan.json``): P and the partitions that hold documents.
+PARTITION_PLAN = "plan.json"
+#: The gate's manifest (``gate/sentence_pairs.outputs.json``): the gated pairs it wrote.
+GATED_OUTPUTS = "sentence_pairs.outputs.json"
 
 
 def partition_name(partition: int) -> str:
@@ -51,6 +55,11 @@ def duplicates_name(partition: int) -> str:
 def carried_sentence_pairs_name(partition: int) -> str:
     """Sentence pairs an incremental run carries over from the previous release for one partition (align_documents)."""
     return f"{partition_name(partition)}.carried-sentence-pairs.parquet"
+
+
+def partition_outputs_name(partition: int) -> str:
+    """One ``align_documents`` task's manifest (``align_documents/part-NNNNN.outputs.json``): what it wrote."""
+    return f"{partition_name(partition)}.outputs.json"
 
 
 def partition_of_key(key: str) -> int:
