@@ -76,6 +76,7 @@ class RunOutputs:
         )
         self._manifests: dict[int, PartitionOutputs | None] = {}
         self._gated: list[str] | None = None
+        self._shards: dict[int, frozenset[int | None]] = {}  # the shard numbers of each manifest
 
     def partition(self, partition: int) -> PartitionOutputs | None:
         """The partition's ``align_documents`` manifest (None: no task of the latest attempt wrote one)."""
@@ -99,7 +100,9 @@ class RunOutputs:
         manifest = self.partition(partition) if shard is not None else None
         if manifest is None:
             return True
-        return any(_numbers(shard_key) == (partition, shard) for shard_key in manifest.document_pair_shards)
+        if partition not in self._shards:
+            self._shards[partition] = frozenset(_numbers(key)[1] for key in manifest.document_pair_shards)
+        return shard in self._shards[partition]
 
     def current(self, keys: list[str]) -> list[str]:
         """``keys`` (a listing) less those of earlier attempts."""
