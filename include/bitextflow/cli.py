@@ -9,6 +9,7 @@ so the commands work right after ``make demo``.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import logging
 import os
@@ -80,7 +81,17 @@ def set_overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def _context(args: argparse.Namespace, run_id: str | None = None) -> RunContext:
     config = pair_config(args)
-    return run_context(config, ObjectStore.from_env(config.storage.bucket), run_id or args.run_id)
+    # the names of the operator's --set options only: a value may be a registry URL with a token
+    provenance = {"via": "cli", "user": _user(), "overrides": run_overrides(args), "set": sorted(set_overrides(args))}
+    return run_context(config, ObjectStore.from_env(config.storage.bucket), run_id or args.run_id, provenance=provenance)
+
+
+def _user() -> str | None:
+    """Who runs the command (None where the user id has no name, as in some containers)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
 
 
 def _new_run_id() -> str:

@@ -71,6 +71,31 @@ class WarcBucket(_Section):
     )
 
 
+#: Largest ``crawl.max_body_bytes``: every fetch in flight buffers up to that much of its response.
+MAX_BODY_BYTES = 100_000_000
+#: Most the crawl's fetches in flight may buffer together: ``crawl.concurrency`` x ``crawl.max_body_bytes``.
+MAX_BUFFERED_BYTES = 4_000_000_000
+
+
+def path_pattern(regex: str) -> Any:
+    """A ``crawl.include_paths`` / ``exclude_paths`` regex, compiled by RE2 (PyPI ``google-re2``), whose matching time
+    is linear in the URL whatever the pattern: Python's ``re`` backtracks, and ``(a+)+$`` took seconds on a path of 24
+    characters, inside the crawl's event loop. RE2 has no backreferences or lookaround; such a pattern is a
+    ``ValueError`` naming the fix."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # the error is raised, not also written to stderr
+    try:
+        return re2.compile(regex, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(
+            f"pattern {regex!r} is not a regex RE2 takes ({reason}); write it without backreferences and lookaround "
+            "(RE2 matches in linear time, see docs/crawl.md)"
+        ) from None
+
+
 class CommonCrawlIndex(_Section):
     """A columnar index with Common Crawl's schema (cc-index-table) as the run's source: the sites whose captures hold
     both languages of the pair, their records fetched by byte range (docs/commoncrawl.md)."""
@@ -178,6 +203,7 @@ class CrawlConfig(_Section):
     smart_rerank_similar: int = Field(
         8,
         ge=0,
+        le=1000,
         description="smart strategy: a fetched page in a pair language re-scores, besides the waiting URLs it links to, "
         "this many waiting URLs sharing the most URL tokens with it (its possible translations; 0: links only).",
     )
@@ -198,6 +224,7 @@ class CrawlConfig(_Section):
     smart_common_token: int = Field(
         64,
         ge=1,
+        le=1_000_000,
         description="smart strategy: URL tokens carried by more waiting URLs than this (html, www) are not used to find "
         "the waiting URLs similar to a fetched page.",
     )
@@ -210,19 +237,20 @@ class CrawlConfig(_Section):
         None, description="Encoder folder the URL models are fine-tuned from (default: the converted multilingual-e5-small)."
     )
     url_model_layers: int = Field(
-        4, ge=0, description="URL models keep this many bottom encoder layers (0: all); fewer is faster."
+        4, ge=0, le=48, description="URL models keep this many bottom encoder layers (0: all); fewer is faster."
     )
     url_model_trained_layers: int = Field(
-        2, ge=0, description="Top kept layers fine-tuned with the head; the embeddings and lower layers stay frozen."
+        2, ge=0, le=48, description="Top kept layers fine-tuned with the head; the embeddings and lower layers stay frozen."
     )
-    url_model_epochs: int = Field(2, ge=1, description="Passes over the URL-model training examples.")
-    url_model_max_length: int = Field(64, ge=8, description="Tokens of a URL (or URL pair) the URL models read.")
+    url_model_epochs: int = Field(2, ge=1, le=100, description="Passes over the URL-model training examples.")
+    url_model_max_length: int = Field(64, ge=8, le=512, description="Tokens of a URL (or URL pair) the URL models read.")
     terms_other_language_bonus: float = Field(
         10.0, ge=0, description="terms strategy: the constant c added to links that point to the other language."
     )
     max_pages: int = Field(
         2000,
         ge=1,
+        le=100_000_000,
         description="Stop after this many fetched URLs (responses written to WARC); shared among the host "
         "groups in proportion to their seeds.",
     )
@@ -234,17 +262,22 @@ class CrawlConfig(_Section):
         "group is crawled by its own task (its own frontier, checkpoints and WARC files); a link to a host of another "
         "group is left to that group (counted as other_host_group). 1: one task crawls every host.",
     )
-    max_pages_per_host: int | None = Field(None, ge=1, description="Fetch at most this many URLs from one host.")
-    max_depth: int = Field(30, ge=0, description="Links further than this from a seed are not followed.")
-    time_limit_seconds: float | None = Field(None, gt=0, description="Stop fetching after this long (resumed runs included).")
+    max_pages_per_host: int | None = Field(None, ge=1, le=100_000_000, description="Fetch at most this many URLs from one host.")
+    max_depth: int = Field(30, ge=0, le=10_000, description="Links further than this from a seed are not followed.")
+    time_limit_seconds: float | None = Field(
+        None, gt=0, le=2_592_000, description="Stop fetching after this long (resumed runs included)."
+    )
     allowed_hosts: list[str] = Field(
         default_factory=list, description="Hosts besides the seeds' whose links are followed ('*': any host)."
     )
     include_paths: dict[str, list[str]] = Field(
-        default_factory=dict, description="Per host ('*': all): only URLs whose path?query matches one regex are followed."
+        default_factory=dict,
+        description="Per host ('*': all): only URLs whose path?query matches one regex are followed. "
+        "RE2 syntax (linear-time matching): no backreferences or lookaround.",
     )
     exclude_paths: dict[str, list[str]] = Field(
-        default_factory=dict, description="Per host ('*': all): URLs whose path?query matches a regex are not followed."
+        default_factory=dict,
+        description="Per host ('*': all): URLs whose path?query matches a regex are not followed. RE2 syntax, as include_paths.",
     )
     skip_extensions: list[str] = Field(
         default_factory=lambda: (
@@ -264,20 +297,28 @@ class CrawlConfig(_Section):
         "may be fetched although private, loopback, link-local or multicast; all others such are refused. Without a "
         "port every port of the address is allowed (other services on it too).",
     )
-    concurrency: int = Field(8, ge=1, description="Requests in flight at once, all hosts together.")
-    per_host_concurrency: int = Field(2, ge=1, description="Requests in flight at once to one host.")
-    delay_seconds: float = Field(1.0, ge=0, description="Minimum pause between two requests to one host.")
-    max_robots_delay_seconds: float = Field(30.0, ge=0, description="A robots.txt Crawl-delay above this is capped to it.")
-    connect_timeout_seconds: float = Field(10.0, gt=0, description="Time to open a connection.")
-    read_timeout_seconds: float = Field(20.0, gt=0, description="Longest wait for the next bytes of a response.")
-    timeout_seconds: float = Field(60.0, gt=0, description="Total time for one request, body included.")
-    max_retries: int = Field(2, ge=0, description="Retries of a URL after a 5xx answer or a timeout.")
-    retry_backoff_seconds: float = Field(1.0, ge=0, description="First retry waits this long; each next one twice as long.")
-    max_redirects: int = Field(5, ge=0, description="Longest redirect chain followed; loops are detected and dropped.")
-    max_body_bytes: int = Field(10_000_000, ge=1024, description="Larger responses are truncated (WARC-Truncated: length).")
+    concurrency: int = Field(8, ge=1, le=256, description="Requests in flight at once, all hosts together.")
+    per_host_concurrency: int = Field(2, ge=1, le=64, description="Requests in flight at once to one host.")
+    delay_seconds: float = Field(1.0, ge=0, le=3600, description="Minimum pause between two requests to one host.")
+    max_robots_delay_seconds: float = Field(
+        30.0, ge=0, le=3600, description="A robots.txt Crawl-delay above this is capped to it."
+    )
+    connect_timeout_seconds: float = Field(10.0, gt=0, le=600, description="Time to open a connection.")
+    read_timeout_seconds: float = Field(20.0, gt=0, le=3600, description="Longest wait for the next bytes of a response.")
+    timeout_seconds: float = Field(60.0, gt=0, le=3600, description="Total time for one request, body included.")
+    max_retries: int = Field(2, ge=0, le=10, description="Retries of a URL after a 5xx answer or a timeout.")
+    retry_backoff_seconds: float = Field(
+        1.0, ge=0, le=600, description="First retry waits this long; each next one twice as long."
+    )
+    max_redirects: int = Field(5, ge=0, le=30, description="Longest redirect chain followed; loops are detected and dropped.")
+    max_body_bytes: int = Field(
+        10_000_000, ge=1024, le=MAX_BODY_BYTES, description="Larger responses are truncated (WARC-Truncated: length). "
+        "Each fetch in flight buffers up to this much: `concurrency` x `max_body_bytes` may not pass 4,000,000,000.",
+    )  # fmt: skip
     scout_pages: int = Field(
         50,
         ge=0,
+        le=1_000_000,
         description="Language scouting: a host with no page in the target language after this many "
         "HTML pages is dropped (0: never).",
     )
@@ -286,9 +327,11 @@ class CrawlConfig(_Section):
         min_length=1,
         description="Sent with every request and matched against robots.txt groups.",
     )
-    warc_max_bytes: int = Field(20_000_000, ge=100_000, description="A WARC shard is closed past this size.")
-    checkpoint_every_pages: int = Field(200, ge=1, description="Frontier and seen-set are saved to S3 after this many pages...")
-    checkpoint_every_seconds: float = Field(120.0, gt=0, description="... or after this long, whichever comes first.")
+    warc_max_bytes: int = Field(20_000_000, ge=100_000, le=5_000_000_000, description="A WARC shard is closed past this size.")
+    checkpoint_every_pages: int = Field(
+        200, ge=1, le=1_000_000, description="Frontier and seen-set are saved to S3 after this many pages..."
+    )
+    checkpoint_every_seconds: float = Field(120.0, gt=0, le=86_400, description="... or after this long, whichever comes first.")
 
     @field_validator("strategy")
     @classmethod
@@ -328,10 +371,19 @@ class CrawlConfig(_Section):
         for host, regexes in patterns.items():
             for regex in regexes:
                 try:
-                    re.compile(regex)
-                except re.error as exc:
-                    raise ValueError(f"pattern {regex!r} of host {host!r} is not a valid regex ({exc})") from None
+                    path_pattern(regex)
+                except ValueError as exc:
+                    raise ValueError(f"host {host!r}: {exc}") from None
         return patterns
+
+    @model_validator(mode="after")
+    def _bounded_buffers(self) -> CrawlConfig:
+        if self.concurrency * self.max_body_bytes > MAX_BUFFERED_BYTES:
+            raise ValueError(
+                f"concurrency {self.concurrency} x max_body_bytes {self.max_body_bytes} may buffer more than "
+                f"{MAX_BUFFERED_BYTES:,} bytes at once; lower one of them"
+            )
+        return self
 
     @field_validator("allow_private_addresses")
     @classmethod
@@ -450,15 +502,15 @@ class ExtractConfig(_Section):
         "align (docs/scaling.md); a run of one site has one partition whatever P is.",
     )  # fmt: skip
     max_tasks: int = Field(
-        256, ge=1, description="Most extract tasks of a run: WARC files are grouped into at most this many batches, "
+        256, ge=1, le=100_000, description="Most extract tasks of a run: WARC files are grouped into at most this many batches, "
         "one task each (a run over 50,000 WARC files stays under Airflow's `max_map_length`, 1,024 by default).",
     )  # fmt: skip
     min_sentence_tokens: int = Field(
-        6, ge=1, description="Sentences with fewer tokens (whitespace tokens; ICU words for zh, ja, th) are dropped "
+        6, ge=1, le=1000, description="Sentences with fewer tokens (whitespace tokens; ICU words for zh, ja, th) are dropped "
         "(counted); 6 as in the MaCoCu DSI paper."
     )  # fmt: skip
     max_sentence_tokens: int = Field(
-        50, ge=1, description="Sentences with more tokens (whitespace tokens; ICU words for zh, ja, th) are dropped "
+        50, ge=1, le=1000, description="Sentences with more tokens (whitespace tokens; ICU words for zh, ja, th) are dropped "
         "(counted); 50 as in the MaCoCu DSI paper."
     )  # fmt: skip
     require_end_punctuation: bool = Field(
@@ -479,7 +531,10 @@ class ExtractConfig(_Section):
         "text inside links (\"Related: ...\", teaser lists) is flagged boilerplate; `null`: off.",
     )  # fmt: skip
     max_page_bytes: int = Field(
-        1_000_000, ge=10_000, description="HTML payloads are cut to this many bytes before parsing (counted repair)."
+        1_000_000,
+        ge=10_000,
+        le=50_000_000,
+        description="HTML payloads are cut to this many bytes before parsing (counted repair).",
     )
     near_duplicate_threshold: float = Field(
         0.8, gt=0, le=1, description="Shared main paragraphs / paragraphs of the shorter document above which two "
@@ -506,7 +561,7 @@ class ExtractConfig(_Section):
 
 class AlignConfig(_Section):
     min_alignment_score: float = Field(0.1, ge=0, le=1, description="Sentence pairs scoring lower are dropped.")
-    document_pairs_per_shard: int = Field(25, ge=1, description="Document pairs per sentence-alignment task.")
+    document_pairs_per_shard: int = Field(25, ge=1, le=100_000, description="Document pairs per sentence-alignment task.")
     sentence_aligner: Literal["gale-church", "hunalign", "vecalign", "hybrid", "hybrid-e5"] = Field(
         "gale-church",
         description="Sentence aligner: `gale-church` (length only), `hunalign` (bilingual dictionary from "
@@ -531,7 +586,9 @@ class AlignConfig(_Section):
         "slow on CPU), `structure` (ILSP-FC fingerprints, classifier trained on the run's URL pairs), `images` "
         "(ILSP-FC critical images). See docs/align.md.",
     )  # fmt: skip
-    document_candidates: int = Field(10, ge=1, description="Candidate counterparts per document and method (top-k per site).")
+    document_candidates: int = Field(
+        10, ge=1, le=1000, description="Candidate counterparts per document and method (top-k per site)."
+    )
     min_tfidf_score: float = Field(0.2, ge=0, le=1, description="Lowest TF-IDF cosine of a `tfidf` document pair.")
     min_embedding_score: float = Field(
         0.3, ge=0, le=1, description="Lowest cosine of an `embeddings` document pair (embeddings centred per language)."
@@ -626,7 +683,10 @@ class DomainTrainingConfig(_Section):
         description="Transformers folder to fine-tune (`probe`: the frozen encoder); empty: the converted multilingual-e5-small.",
     )
     max_per_class: int = Field(
-        2000, ge=10, description="Training sentences per label after down-sampling (Other: half); dev and test in proportion."
+        2000,
+        ge=10,
+        le=1_000_000,
+        description="Training sentences per label after down-sampling (Other: half); dev and test in proportion.",
     )
     dev_share: float = Field(0.1, gt=0, lt=0.5, description="Share of each label's sentences (whole sites) for dev, after train.")
     test_share: float = Field(
@@ -635,18 +695,21 @@ class DomainTrainingConfig(_Section):
     min_count: int = Field(5, ge=1, description="svm: n-grams in fewer training sentences are ignored.")
     svm_c: float = Field(1.0, gt=0, description="svm: regularisation constant C of the linear SVM.")
     max_length: int = Field(64, ge=8, le=512, description="transformer: tokens per sentence (longer ones are truncated).")
-    epochs: float = Field(1.0, gt=0, description="transformer: passes over the training sentences.")
+    epochs: float = Field(1.0, gt=0, le=100, description="transformer: passes over the training sentences.")
     max_steps: int | None = Field(
-        200, ge=1, description="transformer: stop after this many batches (keeps CPU training to minutes); empty: no cap."
+        200,
+        ge=1,
+        le=1_000_000,
+        description="transformer: stop after this many batches (keeps CPU training to minutes); empty: no cap.",
     )
-    batch_size: int = Field(16, ge=1, description="transformer: sentences per batch.")
+    batch_size: int = Field(16, ge=1, le=4096, description="transformer: sentences per batch.")
     learning_rate: float = Field(
         1e-4,
         gt=0,
         description="transformer: AdamW peak learning rate (linear warm-up and decay); high because CPU runs take few steps.",
     )
     trainable_layers: int | None = Field(
-        None, ge=0, description="transformer: fine-tune only the top N encoder layers (and the head); empty: all. "
+        None, ge=0, le=48, description="transformer: fine-tune only the top N encoder layers (and the head); empty: all. "
         "Word embeddings are always frozen (zero-shot languages keep their vectors). 2-4 makes CPU training several times cheaper.",
     )  # fmt: skip
     seed: int = Field(0, description="Seed of down-sampling, batch order and head initialisation.")
@@ -861,6 +924,9 @@ DEPLOYMENT_ONLY = frozenset({
     "align.encoder_model", "align.static_model",
     "score.bicleaner_model", "score.bicleaner_image",
     "domain.classifier", "domain.training.data", "domain.training.zero_shot_data", "domain.training.base_model",
+    # what the domain classifier learns from and predicts: a run that may set them publishes a model trained on its own
+    # labelled site, which every later run with `domain.classifier: latest` loads
+    "domain.training.crawl_runs", "domain.training.site_labels", "domain.training.other_sites", "domain.training.labels",
 })  # fmt: skip
 
 
@@ -935,9 +1001,9 @@ class PairConfig(_Section):
         for name in overrides or {}:
             if any(name == only or name.startswith(f"{only}.") or only.startswith(f"{name}.") for only in DEPLOYMENT_ONLY):
                 raise ConfigError(
-                    f"override {name!r}: only the pair's YAML may set this (it names storage, models, images or "
-                    "addresses the workers trust, the opt-outs the corpus honours or what personal data a release may "
-                    "hold); a run may override limits, thresholds, seeds and the strategy"
+                    f"override {name!r}: only the pair's YAML may set this (it names storage, models, training data, "
+                    "images or addresses the workers trust, the opt-outs the corpus honours or what personal data a "
+                    "release may hold); a run may override limits, thresholds, seeds and the strategy"
                 )
         return self.with_overrides(overrides)
 
@@ -1007,6 +1073,25 @@ def discover_pair_configs(directory: str | Path) -> list[Path]:
     return sorted(p for p in Path(directory).glob("*.y*ml") if p.suffix in (".yaml", ".yml"))
 
 
+def _bounds(info: Any) -> str:
+    """`` Range: 1 to 256.`` for a field with bounds (the docs show every limit a run may set)."""
+    import annotated_types
+
+    low = high = None
+    for bound in info.metadata:
+        if isinstance(bound, annotated_types.Ge | annotated_types.Gt):
+            low = (
+                f"{'above ' if isinstance(bound, annotated_types.Gt) else ''}{getattr(bound, 'ge', getattr(bound, 'gt', None)):,}"
+            )
+        if isinstance(bound, annotated_types.Le | annotated_types.Lt):
+            high = (
+                f"{'below ' if isinstance(bound, annotated_types.Lt) else ''}{getattr(bound, 'le', getattr(bound, 'lt', None)):,}"
+            )
+    if high is None:
+        return ""
+    return f" Range: {low or 'any'} to {high}."
+
+
 def reference_markdown() -> str:
     """docs/configuration.md, generated from the models so the documentation cannot drift."""
     lines = [
@@ -1024,7 +1109,7 @@ def reference_markdown() -> str:
             annotation = getattr(info.annotation, "__name__", None) or str(info.annotation).replace("typing.", "")
             default = "required" if info.is_required() else f"`{info.get_default(call_default_factory=True)!r}`"
             annotation = annotation.replace(f"{__name__}.", "").replace("|", "\\|")  # `str | None` must not split the table cell
-            lines.append(f"| `{prefix}{name}` | {annotation} | {default} | {info.description or ''} |")
+            lines.append(f"| `{prefix}{name}` | {annotation} | {default} | {info.description or ''}{_bounds(info)} |")
         lines.append("")
         for name, info in model.model_fields.items():  # optional sub-sections, e.g. domain.training
             for nested in getattr(info.annotation, "__args__", ()):

@@ -12,7 +12,12 @@ do what Airflow's own API does:
 - only the buckets and pairs of this deployment's pair configs are served, and within them only keys inside
   a run's ``gate/data_docs/`` folder and the releases' reports: the routes are a window on quality reports,
   not on the corpus;
-- a page that is not there is a plain 404, with no storage endpoint, key id or error text in it.
+- a page that is not there is a plain 404, with no storage endpoint, key id or error text in it;
+- every answer is sandboxed (:data:`PAGE_HEADERS`): the pages hold values from crawled web pages, which Great
+  Expectations writes into its HTML unescaped, and they are served on the origin of the Airflow UI, where a script
+  would act with the viewer's session. No script runs on them, theirs or an injected one, and nothing is loaded
+  from another site (Great Expectations links nine scripts and its styles from public CDNs): the pages keep their
+  tables, text, inline and local styles and images, and lose the collapsible sections and charts that need scripts.
 """
 
 from __future__ import annotations
@@ -24,11 +29,11 @@ from typing import Any
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
 from airflow.api_fastapi.core_api.security import GetUserDep
-from fastapi import FastAPI, HTTPException, Response
+from fastapi import FastAPI, HTTPException, Request, Response
 
 from bitextflow.catalog.releases import list_releases, release_prefix
 from bitextflow.config import discover_pair_configs, load_pair_config
-from bitextflow.errors import BitextflowError
+from bitextflow.errors import BitextflowError, StorageError
 from bitextflow.settings import pairs_dir
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import text_of_key_part
@@ -39,11 +44,41 @@ app = FastAPI(title="bitextflow Data Docs", docs_url=None, redoc_url=None, opena
 _NOT_FOUND = "no such Data Docs page"
 _NO_REPORT = "no such report"
 
+#: Headers of every answer of the routes. ``sandbox`` (without ``allow-scripts``) gives the page an origin of its own
+#: and runs no script at all, inline or loaded; ``default-src 'none'`` loads nothing the lines after it do not name,
+#: so the CDN scripts and styles of Great Expectations' pages are never fetched (the viewer's browser tells no third
+#: party what it reads, and a CDN that serves other code changes nothing). Blocking them by policy rather than
+#: rewriting the pages also covers markup that a crawled value injects, which no rewrite of known tags would catch.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "; ".join(
+        (
+            "sandbox",
+            "default-src 'none'",
+            "img-src 'self' data:",
+            "style-src 'self' 'unsafe-inline'",
+            "font-src 'self' data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors 'self'",
+        )
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
 
 def served_dags() -> dict[tuple[str, str], str]:
     """(bucket, pair) -> DAG id of every pair config this deployment runs."""
     configs = (load_pair_config(path) for path in discover_pair_configs(pairs_dir()))
     return {(config.storage.bucket, config.pair): config.dag_id for config in configs}
+
+
+@app.middleware("http")
+async def sandboxed(request: Request, call_next: Any) -> Response:
+    """Every answer (pages, 401/403/404 errors) with :data:`PAGE_HEADERS`."""
+    response = await call_next(request)
+    response.headers.update(PAGE_HEADERS)
+    return response
 
 
 @app.get("/data-docs/{bucket}/{key:path}")
@@ -63,7 +98,10 @@ def data_docs_page(bucket: str, key: str, user: GetUserDep) -> Response:
 def release_report(bucket: str, pair: str, run: str, user: GetUserDep) -> Response:
     """The report of the release that run ``run`` (its storage key part) published."""
     store = _readable(bucket, pair, user)
-    run_id = text_of_key_part(run)
+    try:
+        run_id = text_of_key_part(run)
+    except StorageError:
+        raise HTTPException(status_code=400, detail="not a run id as the report links write it") from None
     try:
         published = [info for info in list_releases(store, pair) if info.run_id == run_id]
         if not published:

@@ -24,6 +24,7 @@ from bitextflow.config import GpuDispatchConfig, PairConfig
 from bitextflow.errors import ConfigError
 from bitextflow.stages.registry import REGISTRY, as_inputs, run_context, run_stage, stored_inputs, task_inputs
 from bitextflow.storage import ObjectStore
+from bitextflow_airflow.failures import failing_at_once
 
 EXECUTABLE = "bitextflow"
 RUN_ID_TEMPLATE = "{{ run_id }}"
@@ -63,23 +64,42 @@ def _in_process_task(stage: str, config: PairConfig, task_id: str, operator_kwar
     from airflow.sdk import task
 
     @task(task_id=task_id, **operator_kwargs)
+    @failing_at_once
     def run_step(**context: Any) -> object:
         overrides = (context.get("params") or {}).get("overrides") or {}
-        return run_in_process(stage, config, context["run_id"], overrides)
+        return run_in_process(stage, config, context["run_id"], overrides, provenance=run_provenance(context))
 
     return run_step().operator
 
 
+def run_provenance(context: dict[str, Any]) -> dict[str, Any]:
+    """Who started a DAG run and what it changed (:attr:`bitextflow.stages.base.RunContext.provenance`): the
+    triggering user as Airflow records it (none for a scheduled run), the DAG and the run's ``overrides`` param."""
+    dag_run = context.get("dag_run")
+    return {
+        "via": "airflow",
+        "user": getattr(dag_run, "triggering_user_name", None),
+        "run_type": getattr(getattr(dag_run, "run_type", None), "value", None),  # manual, scheduled, backfill, ...
+        "dag_id": getattr(dag_run, "dag_id", None),
+        "overrides": (context.get("params") or {}).get("overrides") or {},
+    }
+
+
 def run_in_process(
-    stage: str, config: PairConfig, run_id: str, overrides: dict[str, Any] | None = None, store: ObjectStore | None = None
+    stage: str,
+    config: PairConfig,
+    run_id: str,
+    overrides: dict[str, Any] | None = None,
+    store: ObjectStore | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> object:
     """Run the step in this process as its command would: every input shard of the run (found in the store),
     with the DAG's config (not a file looked up again) and the run's ``overrides``; ``store`` defaults to
-    the Airflow S3 connection (or the environment)."""
+    the Airflow S3 connection (or the environment); ``provenance``: who started the run (:func:`run_provenance`)."""
     from bitextflow_airflow.storage import object_store
 
     effective = config.with_run_overrides(overrides or {})
-    ctx = run_context(effective, store or object_store(effective.storage.bucket), run_id)
+    ctx = run_context(effective, store or object_store(effective.storage.bucket), run_id, provenance=provenance)
     step = REGISTRY.get(stage)
     return run_stage(ctx, step, as_inputs(task_inputs(ctx, step, stored_inputs(ctx, step))))
 

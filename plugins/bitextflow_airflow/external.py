@@ -27,6 +27,7 @@ from bitextflow.errors import ConfigError
 from bitextflow.stages.base import ExternalStep, RunContext, Stage
 from bitextflow.stages.registry import as_inputs
 from bitextflow_airflow.dispatch import pod_placement
+from bitextflow_airflow.failures import failing_at_once
 
 
 def external_step_tasks(
@@ -39,14 +40,17 @@ def external_step_tasks(
     concurrency = stage.resources.concurrency
 
     @task(task_id=step.prepare_task_id, max_active_tis_per_dagrun=concurrency)
+    @failing_at_once
     def prepare(input_key: str, **context: Any) -> dict[str, Any]:
         return stage(make_context(context)).prepare(input_key, model_dir=step.image_model_dir if on_kubernetes else None)
 
     @task(task_id=step.task_id, max_active_tis_per_dagrun=step.concurrency)
+    @failing_at_once
     def run_step(job: dict[str, Any], **context: Any) -> None:
         stage(make_context(context)).run_external(job, context["task"].execution_timeout)
 
     @task(task_id=stage.name, max_active_tis_per_dagrun=concurrency)
+    @failing_at_once
     def finish(job: dict[str, Any], **context: Any) -> str:
         return stage(make_context(context)).finish(job)
 
@@ -76,6 +80,7 @@ def _pod(stage: type[Stage], step: ExternalStep, config: PairConfig, make_contex
             super().__init__(**kwargs)
             self.job = job
 
+        @failing_at_once
         def execute(self, context: Any) -> Any:
             call = stage(make_context(context)).external_call(self.job, self.execution_timeout)
             if call is None:

@@ -7,7 +7,8 @@ when it is wanted most) and the UI shows it on the task instance. It points at t
 ``/bitextflow/data-docs/`` route (:mod:`bitextflow_airflow.data_docs`), which streams the pages from S3,
 so no credential or expiring signature ends up in the link. The release task (:class:`ReleaseOperator`) also
 links to the report of what it published (``/bitextflow/reports/``). A failed gate fails the task at once (no
-retries: the data will not change), while storage errors are retried like in any task.
+retries: the data will not change; its callable raises through :func:`bitextflow_airflow.failures.failing_at_once`),
+while storage errors are retried like in any task.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ from typing import Any
 
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import BaseOperatorLink
-from airflow.sdk.exceptions import AirflowFailException
 
-from bitextflow.errors import GateFailed
 from bitextflow.storage.layout import data_docs_path, release_report_path
 
 
@@ -47,13 +46,6 @@ class GateOperator(PythonOperator):
     def __init__(self, *, bucket: str, pair: str, gate: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.bucket, self.pair, self.gate = bucket, pair, gate
-
-    def execute_callable(self) -> Any:
-        # A failed expectation is not transient: fail without the retries that S3 hiccups deserve.
-        try:
-            return super().execute_callable()
-        except GateFailed as exc:
-            raise AirflowFailException(str(exc)) from None
 
 
 class ReleaseOperator(GateOperator):

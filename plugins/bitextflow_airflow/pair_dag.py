@@ -18,8 +18,9 @@ from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.stages.base import RunContext, Stage, shard_name
 from bitextflow.stages.registry import REGISTRY, StageRegistry, as_inputs, run_context, run_stage, task_inputs
-from bitextflow_airflow.dispatch import gpu_step
+from bitextflow_airflow.dispatch import gpu_step, run_provenance
 from bitextflow_airflow.external import external_step_tasks
+from bitextflow_airflow.failures import failing_at_once
 from bitextflow_airflow.gate import GateOperator, ReleaseOperator
 from bitextflow_airflow.storage import object_store
 
@@ -48,7 +49,8 @@ def task_context(config: PairConfig, context: dict[str, Any], registry: StageReg
         # XCom is the task instance's own record: the UI's XCom tab lists in/kept/dropped per shard.
         ti.xcom_push(key=f"counts.{shard}", value=counts.to_dict())
 
-    return run_context(effective, object_store(effective.storage.bucket), context["run_id"], show_counts, registry)
+    store = object_store(effective.storage.bucket)
+    return run_context(effective, store, context["run_id"], show_counts, registry, run_provenance(context))
 
 
 def stage_assets(config: PairConfig, registry: StageRegistry = REGISTRY) -> dict[str, Asset]:
@@ -78,7 +80,7 @@ def _stage_callable(stage: type[Stage], config: PairConfig, registry: StageRegis
         return written
 
     run_task.__name__ = stage.name
-    return run_task
+    return failing_at_once(run_task)
 
 
 def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, registry: StageRegistry, assets: dict) -> Any:
@@ -87,6 +89,7 @@ def add_stage(dag: DAG, stage: type[Stage], config: PairConfig, upstream: Any, r
         step = gpu_step(stage.name, config)
 
         @task(task_id=f"{stage.name}_outputs", max_active_tis_per_dagrun=stage.resources.concurrency)
+        @failing_at_once
         def outputs(inputs: Any, **context: Any) -> Any:
             task_context_ = task_context(config, context, registry)
             keys = [stage(task_context_).output_key(key) for key in as_inputs(inputs)]
@@ -128,6 +131,7 @@ def _planned(stage: type[Stage], config: PairConfig, upstream: Any, registry: St
     ``max_map_length``), one per site partition."""
 
     @task(task_id=f"{stage.name}_plan")
+    @failing_at_once
     def plan(keys: Any = (), **context: Any) -> list[str | list[str]]:
         return task_inputs(task_context(config, context, registry), stage, as_inputs(keys))
 

@@ -27,8 +27,9 @@ import pyarrow as pa
 
 from bitextflow import records
 from bitextflow.catalog.releases import ReleaseInfo, list_releases
+from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.storage import ObjectStore
-from bitextflow.storage.layout import RELEASED_DOCUMENT_PAIRS, partition_name, partition_of_key, stage_key
+from bitextflow.storage.layout import PARTITION_PLAN, RELEASED_DOCUMENT_PAIRS, partition_name, partition_of_key, stage_key
 from bitextflow.storage.tables import read_table, read_tables, stage_outputs
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def previous_release(store: ObjectStore, pair: str, run_id: str, partition: int,
     if not earlier:
         return None
     release = earlier[-1]
-    plan_key = stage_key(pair, release.run_id, "partitions", "plan.json")
+    plan_key = stage_key(pair, release.run_id, "partitions", PARTITION_PLAN)
     if not store.exists(plan_key):
         log.warning(
             "incremental: the outputs of run %s (release v%d) are gone from the store; processing every page",
@@ -73,13 +74,16 @@ def previous_release(store: ObjectStore, pair: str, run_id: str, partition: int,
         records.DOCUMENTS,
         ["url", "content_hash"],
     )
+    # what that run's latest attempt wrote, not files an earlier attempt of it left (other partitions, other shards)
+    outputs = RunOutputs(store, pair, release.run_id)
+    listed = stage_outputs(store, pair, release.run_id, "align_documents", RELEASED_DOCUMENT_PAIRS)
     document_pairs = read_tables(
-        store,
-        [key for key in stage_outputs(store, pair, release.run_id, "align_documents", RELEASED_DOCUMENT_PAIRS) if partition_of_key(key) == partition],
-        records.DOCUMENT_PAIRS,
-    )  # fmt: skip
+        store, [key for key in outputs.document_pairs(listed) if partition_of_key(key) == partition], records.DOCUMENT_PAIRS
+    )
+    gated_key = stage_key(pair, release.run_id, "gate", f"{name}.sentence_pairs.parquet")
+    gated_keys = outputs.gated()
     gated = _table_if_any(
-        store, stage_key(pair, release.run_id, "gate", f"{name}.sentence_pairs.parquet"), records.CLASSIFIED_SENTENCE_PAIRS
+        store, gated_key if gated_keys is None or gated_key in gated_keys else None, records.CLASSIFIED_SENTENCE_PAIRS
     )
     return PreviousRelease(
         release,
@@ -89,9 +93,9 @@ def previous_release(store: ObjectStore, pair: str, run_id: str, partition: int,
     )
 
 
-def _table_if_any(store: ObjectStore, key: str, schema: pa.Schema, columns: list[str] | None = None) -> pd.DataFrame:
-    """``key``'s table, or an empty one when the run wrote none (a partition it did not have, or without pairs)."""
-    if store.exists(key):
+def _table_if_any(store: ObjectStore, key: str | None, schema: pa.Schema, columns: list[str] | None = None) -> pd.DataFrame:
+    """``key``'s table, or an empty one when the run wrote none (None, or a partition it did not have, or without pairs)."""
+    if key is not None and store.exists(key):
         return read_table(store, key, columns)
     empty = schema.empty_table()
     return (empty.select(columns) if columns else empty).to_pandas()

@@ -46,6 +46,7 @@ from bitextflow.errors import StageError
 from bitextflow.hashing import file_sha256, tree_sha256
 from bitextflow.settings import local_state_dir
 from bitextflow.storage import ObjectStore, StorageSettings
+from bitextflow.storage.layout import local_path
 from bitextflow.text.urls import without_credentials
 
 REGISTRY_ENV = "BITEXTFLOW_REGISTRY"
@@ -98,6 +99,14 @@ def registry_for(config: PairConfig, settings: StorageSettings) -> DataRegistry:
     """The registry a pair records its releases in, per its ``release`` config section."""
     remote = config.release.dvc_remote or f"s3://{config.storage.bucket}/dvc"
     return DataRegistry(config.release.registry or default_registry(), settings, remote, registry_namespace(config))
+
+
+def error_line(output: str) -> str:
+    """What a failed git or DVC command says went wrong, on one line: its first ``ERROR:`` (DVC, which ends with a
+    support footer), ``fatal:`` or ``error:`` (git) line, else its last line."""
+    lines = [" ".join(line.split()) for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("ERROR:", "fatal:", "error:"))]
+    return (errors or lines or ["no output"])[0 if errors else -1]
 
 
 def is_git_url(location: str) -> bool:
@@ -154,7 +163,7 @@ class DataRegistry:
                 f"DVC registry {self.shown_location}: {what} did not finish in {TIMEOUT_S} s; check the registry's host"
             ) from None
         if result.returncode != 0:
-            detail = " ".join((result.stderr or result.stdout).split()).replace(self.location, self.shown_location)[-400:]
+            detail = error_line(result.stderr or result.stdout).replace(self.location, self.shown_location)[:400]
             raise StageError(
                 f"DVC registry {self.shown_location}: {what} failed ({detail}); check the registry and the S3 settings"
             )
@@ -189,10 +198,11 @@ class DataRegistry:
             self._git(work, "init", "--quiet", "--initial-branch=main")
         if not (work / ".dvc").is_dir():
             self._dvc(work, "init", "--quiet")
-        config = (work / ".dvc" / "config").read_text()
-        if f"url = {self.remote_url}\n" not in config:  # each dvc call costs a second: skip what is set
+        config = work / ".dvc" / "config"
+        if f"url = {self.remote_url}\n" not in config.read_text():  # each dvc call costs a second: skip what is set
             self._dvc(work, "remote", "add", "--default", "--force", REMOTE_NAME, self.remote_url)
-        if self.settings.endpoint_url and f"endpointurl = {self.settings.endpoint_url}\n" not in config:
+        # read again: `remote add --force` rewrote the section without its endpoint (another bucket's remote was set)
+        if self.settings.endpoint_url and f"endpointurl = {self.settings.endpoint_url}\n" not in config.read_text():
             self._dvc(work, "remote", "modify", REMOTE_NAME, "endpointurl", self.settings.endpoint_url)
         self._git(work, "add", ".dvc/config", ".dvc/.gitignore", ".dvcignore")
         self._commit(work, "Configure the DVC remote")
@@ -253,8 +263,9 @@ class DataRegistry:
             if target.exists():
                 shutil.rmtree(target)  # left by an attempt that stopped before its commit
             fill(target)
-            self._dvc(work, "add", "--quiet", path)
-            self._dvc(work, "push", "--quiet", f"{path}.dvc")
+            # not --quiet: it silences DVC's own error line too, leaving only its support footer
+            self._dvc(work, "add", path)
+            self._dvc(work, "push", f"{path}.dvc")
             self._git(work, "add", f"{path}.dvc", str(Path(path).parent / ".gitignore"))
             self._commit(work, message)
             self._git(work, "tag", "--annotate", tag, "--message", f"{message}\n\n{DIGEST_TRAILER}: {digest}")
@@ -284,12 +295,15 @@ class DataRegistry:
 
 
 def _download_release(store: ObjectStore, release: ReleaseInfo, target: Path) -> None:
-    """The release's files into ``target`` (exactly the manifest's files), each checked against its SHA-256."""
+    """The release's files into ``target`` (exactly the manifest's files), each checked against its SHA-256. A name
+    that would land outside ``target`` (``..``, an absolute path: the registry's ``.git/hooks``) is refused before
+    anything is written."""
     prefix = release_prefix(release.pair, release.version)
     manifest = store.get_json(prefix + MANIFEST_NAME)
+    paths = {name: local_path(target, name) for name in manifest["files"]}
     target.mkdir(parents=True)
     for name, entry in manifest["files"].items():
-        local = store.download_file(prefix + name, target / name)
+        local = store.download_file(prefix + name, paths[name])
         if file_sha256(local) != entry["sha256"]:
             raise StageError(f"{store.uri(prefix + name)} does not match its manifest's SHA-256; the release is damaged")
     store.download_file(prefix + MANIFEST_NAME, target / MANIFEST_NAME)

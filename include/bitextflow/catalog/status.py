@@ -13,8 +13,10 @@ from typing import Any
 
 from bitextflow.catalog.registry import registry_namespace, release_tag
 from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, release_prefix
+from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
+from bitextflow.errors import StorageError
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import run_prefix, text_of_key_part
 
@@ -25,7 +27,10 @@ def _last_run(store: ObjectStore, pair: str) -> tuple[str, str] | None:
     """(run id, time of its last write) of the run of ``pair`` written most recently."""
     latest: dict[str, Any] = {}
     for key, modified in store.last_modified(f"{pair}/").items():
-        run_id = text_of_key_part(key.split("/")[1])
+        try:
+            run_id = text_of_key_part(key.split("/")[1])
+        except StorageError:
+            continue  # not written by a run (someone's own object under the pair's prefix)
         if run_id not in latest or modified > latest[run_id]:
             latest[run_id] = modified
     if not latest:
@@ -36,7 +41,7 @@ def _last_run(store: ObjectStore, pair: str) -> tuple[str, str] | None:
 
 def _failed_gates(store: ObjectStore, pair: str, run_id: str) -> list[dict[str, Any]]:
     failed = []
-    for key in store.list_keys(run_prefix(pair, run_id)):
+    for key in RunOutputs(store, pair, run_id).current(store.list_keys(run_prefix(pair, run_id))):
         if key.endswith("report.json"):
             report = store.get_json(key)
             if isinstance(report, dict) and report.get("success") is False:
@@ -54,9 +59,10 @@ def _failed_gates(store: ObjectStore, pair: str, run_id: str) -> list[dict[str, 
 
 def collect_counts(store: ObjectStore, pair: str, run_id: str, stage_order: Sequence[str]) -> list[StageCounts]:
     """Counts of every stage of a run, merged per stage, in ``stage_order`` (stage names; a count whose
-    stage starts with a name sorts with it, e.g. ``extract`` and ``extract_sentences``)."""
+    stage starts with a name sorts with it, e.g. ``extract`` and ``extract_sentences``); the latest attempt's only
+    (:class:`~bitextflow.catalog.run_outputs.RunOutputs`), not those of partitions or shards it no longer has."""
     by_stage: dict[str, list[StageCounts]] = {}
-    for key in store.list_keys(run_prefix(pair, run_id)):
+    for key in RunOutputs(store, pair, run_id).current(store.list_keys(run_prefix(pair, run_id))):
         if key.endswith(".counts.json"):
             part = StageCounts.from_dict(store.get_json(key))
             by_stage.setdefault(part.stage, []).append(part)

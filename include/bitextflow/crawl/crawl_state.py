@@ -16,7 +16,6 @@ committed, so no page is lost and none is in the WARC twice.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 from protego import Protego
 
-from bitextflow.config import CrawlConfig, PolicyConfig
+from bitextflow.config import CrawlConfig, PolicyConfig, path_pattern
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.frontier import Entry, Frontier
 from bitextflow.crawl.scoring import LinkScorer, PairContext
@@ -158,8 +157,8 @@ class CrawlState:
         self._elapsed_before = 0.0
         self._log_flushed = 0
         self._log_parts = 0
-        self._include = {host: [re.compile(p) for p in ps] for host, ps in config.include_paths.items()}
-        self._exclude = {host: [re.compile(p) for p in ps] for host, ps in config.exclude_paths.items()}
+        self._include = {host: [path_pattern(p) for p in ps] for host, ps in config.include_paths.items()}
+        self._exclude = {host: [path_pattern(p) for p in ps] for host, ps in config.exclude_paths.items()}
         self._skip = {ext.lower().lstrip(".") for ext in config.skip_extensions}
         self._any_host = "*" in config.allowed_hosts
         self.scope |= {host.lower().rstrip(".") for host in config.allowed_hosts if host != "*"}

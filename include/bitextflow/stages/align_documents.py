@@ -16,6 +16,7 @@ import pandas as pd
 from bitextflow import records
 from bitextflow.align.combined import align_configured
 from bitextflow.catalog import incremental
+from bitextflow.catalog.run_outputs import PartitionOutputs, write_partition_outputs
 from bitextflow.counts import StageCounts
 from bitextflow.extract.dedup import Duplicate, set_aside
 from bitextflow.quality import document_pairs_check
@@ -65,10 +66,11 @@ class AlignDocuments(Stage):
         document_pairs = records.frame_of(located, records.DOCUMENT_PAIRS)
         if len(document_pairs):
             judge(ctx, f"document_pairs.{name}", [document_pairs_check(document_pairs, suite=f"document_pairs.{name}")])
+        outputs = PartitionOutputs(partition)
         if ctx.config.incremental:
-            document_pairs = self._carry_over_unchanged(frame, document_pairs, partition)
+            document_pairs, outputs = self._carry_over_unchanged(frame, document_pairs, partition)
         size = ctx.config.align.document_pairs_per_shard
-        return [
+        shards = [
             write_table(
                 ctx.store,
                 ctx.key("align_documents", f"docpairs-{name}-{i // size:05d}.parquet"),
@@ -77,6 +79,9 @@ class AlignDocuments(Stage):
             )
             for i in range(0, len(document_pairs), size)
         ]
+        # last: the partition's manifest names what this attempt wrote (an earlier one's shards may still be there)
+        write_partition_outputs(ctx.store, ctx.config.pair, ctx.run_id, replace(outputs, document_pair_shards=shards))
+        return shards
 
     def _without_run_duplicates(self, documents: pd.DataFrame, partition: int) -> pd.DataFrame:
         """The partition's documents less those the ``deduplicate`` stage set aside, which go to
@@ -93,9 +98,12 @@ class AlignDocuments(Stage):
         write_table(ctx.store, ctx.key("align_documents", f"{name}.cross-shard-duplicates.parquet"), removed, records.DOCUMENTS)
         return kept
 
-    def _carry_over_unchanged(self, documents: pd.DataFrame, document_pairs: pd.DataFrame, partition: int) -> pd.DataFrame:
+    def _carry_over_unchanged(
+        self, documents: pd.DataFrame, document_pairs: pd.DataFrame, partition: int
+    ) -> tuple[pd.DataFrame, PartitionOutputs]:
         """``incremental``: set aside the previous release's pairs of unchanged page pairs for the gate, report
-        what changed (``align_documents/part-NNNNN.changes.json``); returns the document pairs still to align."""
+        what changed (``align_documents/part-NNNNN.changes.json``); returns the document pairs still to align and the
+        carried files."""
         ctx = self.ctx
         name = partition_name(partition)
         previous = incremental.previous_release(
@@ -103,23 +111,26 @@ class AlignDocuments(Stage):
         )
         if previous is None:
             log.info("incremental: no usable earlier release of %s; aligning every document pair of %s", ctx.config.pair, name)
-            return document_pairs
+            return document_pairs, PartitionOutputs(partition)
         split = incremental.split_unchanged(
             document_pairs, dict(zip(documents["url"], documents["content_hash"], strict=True)), previous
         )
         # "docpairs-<partition>-carried" is listed with the run's document pairs (the release's document_pairs.jsonl)
         # but is not a shard for sentence alignment; the gate adds the carried sentence pairs to this run's.
-        write_table(
-            ctx.store,
-            ctx.key("align_documents", f"docpairs-{name}-carried.parquet"),
-            split.carried_document_pairs,
-            records.DOCUMENT_PAIRS,
-        )
-        write_table(
-            ctx.store,
-            ctx.key("align_documents", carried_sentence_pairs_name(partition)),
-            split.carried_sentence_pairs,
-            records.CLASSIFIED_SENTENCE_PAIRS,
+        carried = PartitionOutputs(
+            partition,
+            carried_document_pairs=write_table(
+                ctx.store,
+                ctx.key("align_documents", f"docpairs-{name}-carried.parquet"),
+                split.carried_document_pairs,
+                records.DOCUMENT_PAIRS,
+            ),
+            carried_sentence_pairs=write_table(
+                ctx.store,
+                ctx.key("align_documents", carried_sentence_pairs_name(partition)),
+                split.carried_sentence_pairs,
+                records.CLASSIFIED_SENTENCE_PAIRS,
+            ),
         )
         ctx.store.put_json(ctx.key("align_documents", f"{name}.changes.json"), split.changes)
         log.info(
@@ -127,4 +138,4 @@ class AlignDocuments(Stage):
             previous.release.version, name, {kind: c["count"] for kind, c in split.changes["pages"].items()},
             len(split.carried_document_pairs), len(split.carried_sentence_pairs), len(split.to_align),
         )  # fmt: skip
-        return split.to_align
+        return split.to_align, carried

@@ -47,13 +47,16 @@ class Resources:
 class RunContext:
     """What a stage needs to know about its run. ``on_counts`` sees every count a stage writes (the
     Airflow glue shows them on the task instance); ``stage_order``: the names of the registry's stages
-    in order, which orders a run's counts (:func:`bitextflow.stages.registry.run_context` fills it)."""
+    in order, which orders a run's counts (:func:`bitextflow.stages.registry.run_context` fills it);
+    ``provenance``: who started the run and what it changed (``user``, ``via``, the run's ``overrides``, the
+    operator's ``set``), recorded with what the run publishes for later runs (a model's metadata)."""
 
     config: PairConfig
     store: ObjectStore
     run_id: str
     on_counts: Callable[[str, StageCounts], None] | None = None
     stage_order: tuple[str, ...] = ()
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
     def key(self, stage: str, name: str) -> str:
         return stage_key(self.config.pair, self.run_id, stage, name)

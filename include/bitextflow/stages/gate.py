@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from bitextflow import records
 from bitextflow.catalog.releases import list_releases
+from bitextflow.catalog.run_outputs import RunOutputs, write_gated_outputs
 from bitextflow.catalog.takedowns import read_takedowns
 from bitextflow.counts import StageCounts
 from bitextflow.hashing import SeenHashes
@@ -28,13 +29,7 @@ from bitextflow.quality import Check, PairsSummary, run_sentence_pairs_check, se
 from bitextflow.redaction import screen_for
 from bitextflow.stages.base import Stage
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import (
-    GATED_PAIRS,
-    RELEASED_DOCUMENT_PAIRS,
-    carried_sentence_pairs_name,
-    partition_name,
-    partition_of_key,
-)
+from bitextflow.storage.layout import GATED_PAIRS, RELEASED_DOCUMENT_PAIRS, partition_name, partition_of_key
 from bitextflow.storage.tables import read_tables, write_table
 
 
@@ -59,7 +54,8 @@ class Gate(Stage):
     def _checks(self, shards: dict[int, list[str]], gated: list[str]) -> Iterator[Check]:
         """Each partition's suite as its pairs are merged and written (into ``gated``), then the run's."""
         ctx = self.ctx
-        carried = self._carried_pairs()
+        outputs = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id)
+        carried = self._carried_pairs(outputs)
         screen = screen_for(ctx.config, read_takedowns(ctx.store))
         counts = StageCounts("gate")
         seen = SeenHashes()
@@ -90,26 +86,26 @@ class Gate(Stage):
                 checked, ctx.config.gate, ctx.config.source, ctx.config.target, suite=f"sentence_pairs.{name}"
             )
         ctx.write_counts("gate", "gate", counts)
+        write_gated_outputs(ctx.store, ctx.config.pair, ctx.run_id, gated)  # every partition's file is written
         previous = [r for r in list_releases(ctx.store, ctx.config.pair) if r.run_id != ctx.run_id]
         yield run_sentence_pairs_check(
-            summary, ctx.config.gate, document_pairs=self._document_pairs(),
+            summary, ctx.config.gate, document_pairs=self._document_pairs(outputs),
             previous_count=previous[-1].sentence_pairs if previous else None,
         )  # fmt: skip
 
-    def _carried_pairs(self) -> dict[int, list[str]]:
-        """In an ``incremental`` run, each partition's sentence pairs carried over from the last release."""
-        ctx = self.ctx
-        if not ctx.config.incremental:
+    def _carried_pairs(self, outputs: RunOutputs) -> dict[int, list[str]]:
+        """In an ``incremental`` run, each partition's sentence pairs carried over from the last release (as its
+        ``align_documents`` task wrote them in this attempt)."""
+        if not self.ctx.config.incremental:
             return {}
-        plan = ctx.store.get_json(ctx.key("partitions", "plan.json"))
-        keys = {p: ctx.key("align_documents", carried_sentence_pairs_name(p)) for p in plan["holding"]}
-        return {partition: [key] for partition, key in keys.items() if ctx.store.exists(key)}
+        manifests = (outputs.partition(partition) for partition in sorted(outputs.partitions or ()))
+        return {m.partition: [m.carried_sentence_pairs] for m in manifests if m is not None and m.carried_sentence_pairs}
 
-    def _document_pairs(self) -> int:
+    def _document_pairs(self, outputs: RunOutputs) -> int:
         """The run's document pairs (carried ones included), from the shards' footers."""
         ctx = self.ctx
         total = 0
-        for key in ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS):
+        for key in outputs.document_pairs(ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS)):
             with ctx.store.open_read(key, 1 << 16) as stream:
                 total += pq.ParquetFile(stream).metadata.num_rows
         return total

@@ -27,7 +27,7 @@ from bitextflow import records
 from bitextflow.errors import StageError
 from bitextflow.extract.dedup import SKETCHES, sketch_documents
 from bitextflow.stages.base import Stage
-from bitextflow.storage.layout import PARTITION_DOCUMENTS, partition_name
+from bitextflow.storage.layout import PARTITION_DOCUMENTS, PARTITION_PLAN, partition_name
 from bitextflow.storage.tables import TableWriter, partition_holders, read_partition, row_groups_by_partition
 
 # A document's order in the run: its shard's place, then its row in the shard (below 2**32 rows a shard).
@@ -60,7 +60,7 @@ class Partition(Stage):
                 "nothing extraction kept (see the extract counts: languages, relevance, duplicates)"
             )
         partitions = ctx.config.extract.site_partitions
-        ctx.store.put_json(ctx.key("partitions", "plan.json"), {"site_partitions": partitions, "holding": sorted(holders)})
+        ctx.store.put_json(ctx.key("partitions", PARTITION_PLAN), {"site_partitions": partitions, "holding": sorted(holders)})
         return [
             ctx.store.put_json(
                 ctx.key("partitions", f"{partition_name(partition)}.inputs.json"),

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import ConfigError, StageError
@@ -123,9 +124,11 @@ def run_context(
     run_id: str,
     on_counts: Callable[[str, StageCounts], None] | None = None,
     registry: StageRegistry = REGISTRY,
+    provenance: Mapping[str, Any] | None = None,
 ) -> RunContext:
-    """The context of one run, with the registry's stage order (which orders the run's counts)."""
-    return RunContext(config, store, run_id, on_counts, registry.names())
+    """The context of one run, with the registry's stage order (which orders the run's counts) and who started it
+    (:attr:`RunContext.provenance`)."""
+    return RunContext(config, store, run_id, on_counts, registry.names(), dict(provenance or {}))
 
 
 def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry = REGISTRY) -> list[str]:
@@ -134,7 +137,9 @@ def stored_inputs(ctx: RunContext, stage: type[Stage], registry: StageRegistry =
     if (reads := stage.reads(ctx.config)) is None:
         return []
     upstream = registry.get(reads)
-    keys = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
+    listed = ctx.outputs(upstream.folder(), upstream.outputs) if upstream.outputs else []
+    # an earlier attempt of the run (other partitions, other shards per task) may have left outputs beside these
+    keys = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id).current(listed)
     if not keys:
         raise StageError(
             f"no {upstream.folder()} output for run {ctx.run_id!r} of {ctx.config.pair}; "

@@ -17,10 +17,11 @@ from typing import Any
 from bitextflow.catalog.checkpoints import CrawlLog
 from bitextflow.catalog.registry import registry_for
 from bitextflow.catalog.releases import ReleaseInfo, publish_release
+from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.catalog.status import collect_counts
 from bitextflow.catalog.takedowns import read_takedowns
 from bitextflow.counts import StageCounts
-from bitextflow.errors import GateFailed
+from bitextflow.errors import GateFailed, StageError
 from bitextflow.quality import release_checks
 from bitextflow.redaction import screen_for
 from bitextflow.release.build import MONOLINGUAL_COLUMNS, ReleaseExtras
@@ -65,30 +66,52 @@ class Release(Stage):
         log.info("released %s: %d sentence pairs", info.uri, info.sentence_pairs)
         result = info.to_dict()
         if ctx.config.release.record_in_registry:
-            entry = registry_for(ctx.config, ctx.store.settings).record(ctx.store, info)
+            try:
+                entry = registry_for(ctx.config, ctx.store.settings).record(ctx.store, info)
+            except StageError as exc:
+                raise StageError(
+                    f"release v{info.version} of {info.pair} is published at {info.uri} but not recorded in the DVC "
+                    f"registry: {exc}; once fixed, record it with `{record_command(ctx, info)}`"
+                ) from None
             log.info("recorded in the DVC registry: %s", entry.get_command)
             result["registry"] = entry.to_dict()
         return result
+
+
+def record_command(ctx: RunContext, info: ReleaseInfo) -> str:
+    """The command that records a published release in the registry, with the bucket, remote and namespace of this run
+    (an operator's ``--set`` may have changed them from the YAML's; a registry URL may hold a token: not repeated)."""
+    release = ctx.config.release
+    settings = {
+        "storage.bucket": ctx.config.storage.bucket,
+        "release.dvc_remote": release.dvc_remote,
+        "release.namespace": release.namespace,
+    }
+    options = "".join(f" --set {name}={value}" for name, value in settings.items() if value)
+    return f"bitextflow releases record --pair {info.pair} --version {info.version}{options}"
 
 
 def release_extras(ctx: RunContext) -> ReleaseExtras:
     """The run's outputs a release is made of besides the gated pairs, each read a partition at a time: document
     pairs, the monolingual corpus (sentences of the documents extraction kept, i.e. in the pair's languages and
     domain) and the crawl log (absent when the run ingested WARCs); the monolingual corpus and the document pairs
-    pass the takedown list and the personal-data guard as the gate's pairs did."""
-    document_pairs = StoredTables(ctx.store, ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS))
-    sentences = StoredTables(ctx.store, ctx.outputs("partitions", SENTENCE_SHARDS), MONOLINGUAL_COLUMNS)
+    pass the takedown list and the personal-data guard as the gate's pairs did. Only what the run's latest attempt wrote
+    (:class:`~bitextflow.catalog.run_outputs.RunOutputs`): a run cleared and run again with other partitions leaves
+    the earlier attempt's files beside them."""
+    outputs = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id)
+    document_pairs = StoredTables(ctx.store, outputs.document_pairs(ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS)))
+    sentences = StoredTables(ctx.store, outputs.current(ctx.outputs("partitions", SENTENCE_SHARDS)), MONOLINGUAL_COLUMNS)
     crawl = CrawlLog(ctx.store, ctx.config.pair, ctx.run_id)
     screen = screen_for(ctx.config, read_takedowns(ctx.store))
-    return ReleaseExtras(document_pairs, sentences, crawl, ctx.config, gate_verdicts(ctx), screen)
+    return ReleaseExtras(document_pairs, sentences, crawl, ctx.config, gate_verdicts(ctx, outputs), screen)
 
 
-def gate_verdicts(ctx: RunContext) -> list[GateVerdict]:
-    """What the run's gates said, from their reports (``gate/<suite>.report.json``): one verdict per gate, the
-    document-pair suites of every partition together (their Data Docs: the first failing partition's, else the
-    first partition's)."""
+def gate_verdicts(ctx: RunContext, outputs: RunOutputs) -> list[GateVerdict]:
+    """What the run's gates said, from their reports (``gate/<suite>.report.json``, the latest attempt's): one
+    verdict per gate, the document-pair suites of every partition together (their Data Docs: the first failing
+    partition's, else the first partition's)."""
     suites: dict[str, list[dict[str, Any]]] = {}
-    for key in ctx.outputs("gate", GATE_REPORTS):
+    for key in outputs.current(ctx.outputs("gate", GATE_REPORTS)):
         report = ctx.store.get_json(key)
         suite = str(report.get("suite", ""))
         gate = "sentence_pairs" if suite.startswith("sentence_pairs") else suite.split(".")[0].replace("sentences", "documents")

@@ -13,7 +13,7 @@ import argparse
 import logging
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -130,8 +130,11 @@ def train_domain(
     zero_shot: Sequence[LabelledSentence] | None = None,
     publish: bool = True,
     run_id: str | None = None,
+    requested_by: Mapping[str, Any] | None = None,
 ) -> TrainedModel:
-    """Train the pair's classifier as ``domain.training`` says; publish it unless `publish` is false or no store."""
+    """Train the pair's classifier as ``domain.training`` says; publish it unless `publish` is false or no store.
+    ``requested_by`` (who started the run and what it overrode, :attr:`RunContext.provenance`) goes into the metadata,
+    so that a published model says who trained it on what."""
     training = config.domain.training or DomainTrainingConfig()
     if sentences is None:
         sentences, default_zero_shot, data_source = training_sentences(config, store)
@@ -167,6 +170,7 @@ def train_domain(
     metadata = {
         "pair": config.pair,
         "run_id": run_id,
+        "requested_by": dict(requested_by or {}),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "data": data_source,
         "train_languages": languages,
@@ -211,6 +215,7 @@ class TrainDomain(Stage):
         options = self.options
         config = with_training(self.ctx.config, kind=options.get("kind"), data=options.get("data"))
         trained = train_domain(
-            config, self.ctx.store, out_dir=options.get("out"), publish=not options.get("no_publish"), run_id=self.ctx.run_id
-        )
+            config, self.ctx.store, out_dir=options.get("out"), publish=not options.get("no_publish"), run_id=self.ctx.run_id,
+            requested_by=self.ctx.provenance,
+        )  # fmt: skip
         return trained.summary()

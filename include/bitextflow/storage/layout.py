@@ -48,6 +48,10 @@ GATED_PAIRS = re.compile(r"^part-\d{5}\.sentence_pairs\.parquet$")
 #: The reports of a run's gate suites (``gate/<suite>.report.json``).
 GATE_REPORTS = re.compile(r"\.report\.json$")
 _PARTITION_OF_NAME = re.compile(r"part-(\d{5})")
+#: The partition stage's plan (``partitions/plan.json``): P and the partitions that hold documents.
+PARTITION_PLAN = "plan.json"
+#: The gate's manifest (``gate/sentence_pairs.outputs.json``): the gated pairs it wrote.
+GATED_OUTPUTS = "sentence_pairs.outputs.json"
 
 
 def partition_name(partition: int) -> str:
@@ -85,6 +89,11 @@ def carried_sentence_pairs_name(partition: int) -> str:
     return f"{partition_name(partition)}.carried-sentence-pairs.parquet"
 
 
+def partition_outputs_name(partition: int) -> str:
+    """One ``align_documents`` task's manifest (``align_documents/part-NNNNN.outputs.json``): what it wrote."""
+    return f"{partition_name(partition)}.outputs.json"
+
+
 def partition_of_key(key: str) -> int:
     """The site partition a partitioned output belongs to, read from its name (``.../docpairs-part-00003-00001...``)."""
     match = _PARTITION_OF_NAME.search(Path(key).name)
@@ -115,15 +124,24 @@ def safe_key_part(text: str) -> str:
 
 
 def text_of_key_part(part: str) -> str:
-    """The run id or name that :func:`safe_key_part` turned into ``part``."""
+    """The run id or name that :func:`safe_key_part` turned into ``part``; a text that no run id becomes (a byte
+    that is not UTF-8, ``~FF``; a character that would have been escaped, ``é``; an escape of a kept one, ``~41``)
+    is a :class:`StorageError`, so that a key or a URL path names one run or none."""
     raw = bytearray()
     position = 0
-    for match in _ESCAPED.finditer(part):
-        raw += part[position : match.start()].encode("ascii")
-        raw.append(int(match.group(1), 16))
-        position = match.end()
-    raw += part[position:].encode("ascii")
-    return raw.decode("utf-8")
+    try:
+        for match in _ESCAPED.finditer(part):
+            raw += part[position : match.start()].encode("ascii")
+            raw.append(int(match.group(1), 16))
+            position = match.end()
+        raw += part[position:].encode("ascii")
+        text = raw.decode("utf-8")
+        canonical = safe_key_part(text)
+    except ValueError:  # UnicodeError, an empty part
+        canonical, text = None, ""
+    if canonical != part:
+        raise StorageError(f"{part!r} is not a run id as a storage key component (see safe_key_part)")
+    return text
 
 
 def stage_key(pair: str, run_id: str, stage: str, name: str) -> str:
@@ -140,10 +158,10 @@ def run_prefix(pair: str, run_id: str) -> str:
 
 def local_path(root: Path, relative_key: str) -> Path:
     """Where an object of ``relative_key`` (a key below a downloaded prefix) goes under the local folder ``root``;
-    a key that would land outside ``root`` (``..``, an absolute path) is refused, not followed."""
+    a key that would land outside ``root`` (``..``, an absolute path) or on ``root`` itself is refused, not followed."""
     base = root.resolve()
     target = (base / relative_key).resolve()
-    if relative_key.startswith("/") or not target.is_relative_to(base):
+    if relative_key.startswith("/") or not target.is_relative_to(base) or target == base:
         raise StorageError(f"object key {relative_key!r} would be written outside {root}; refusing to download it")
     return target
 

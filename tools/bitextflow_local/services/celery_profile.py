@@ -74,6 +74,8 @@ class CeleryCluster:
             "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
             "AIRFLOW__CORE__PARALLELISM": str(WORKER_CONCURRENCY * len(self.workers)),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.postgres.url(),
+            # derived by Airflow from the one above it would carry require_auth, which asyncpg does not take
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": self.postgres.url("postgresql+asyncpg"),
             "AIRFLOW__CELERY__BROKER_URL": self.redis.url(),
             "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + self.postgres.url(),
             "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(WORKER_CONCURRENCY),

@@ -5,7 +5,9 @@ alike) with a generated password kept in ``.local/postgres/password`` (0600), th
 foreground of its own process group, so the supervisor stops it like every other service. It listens on
 127.0.0.1 only, on a free port unless ``BITEXTFLOW_POSTGRES_PORT`` names one, and has no Unix socket: the
 default folder (/var/run/postgresql) belongs to the system's own cluster, and a socket path under a deep
-project home would pass the 107-byte limit of Unix socket paths.
+project home would pass the 107-byte limit of Unix socket paths. Nothing connects before the server started here
+holds its port (:func:`~bitextflow_local.services.processes.wait_listening`), and libpq clients (this module, Airflow,
+Celery's result backend) refuse every authentication but SCRAM (``require_auth=scram-sha-256``).
 
 PostgreSQL refuses to run as root. As root (a container, CI), initdb and the server run in a user namespace
 in which root is the ``postgres`` user: the files stay root's and private under ``.local/``, and no other
@@ -25,10 +27,13 @@ from pathlib import Path
 import psycopg2
 
 from bitextflow_local.services.private import write_private
-from bitextflow_local.services.processes import loopback_port, stop_process_group
+from bitextflow_local.services.processes import loopback_port, stop_process_group, wait_listening
 
 DATABASE = "airflow"
 USER = "airflow"
+#: libpq's ``require_auth``: SCRAM only, never the cleartext or MD5 exchange a server may ask for. SCRAM proves both
+#: ways: a server that does not hold the password's verifier cannot complete it, and learns nothing it could replay.
+REQUIRE_AUTH = "scram-sha-256"
 DEBIAN_BIN = Path("/usr/lib/postgresql")
 MISSING = "PostgreSQL's `initdb` is not installed (looked on PATH and in /usr/lib/postgresql/*/bin); install the Debian package postgresql"
 
@@ -99,10 +104,13 @@ class PostgresServer:
 
     def _connect(self, database: str):
         return psycopg2.connect(
-            host="127.0.0.1", port=self.port, user=USER, password=self.password, dbname=database, connect_timeout=2
-        )
+            host="127.0.0.1", port=self.port, user=USER, password=self.password, dbname=database, connect_timeout=2,
+            require_auth=REQUIRE_AUTH,
+        )  # fmt: skip
 
     def _create_database(self, deadline: float) -> None:
+        # the password goes to the port only once this postgres is seen holding it
+        wait_listening(self._process, self.port, deadline, "PostgreSQL", self.log_path)
         while True:
             try:
                 connection = self._connect("postgres")
@@ -125,8 +133,10 @@ class PostgresServer:
             connection.close()
 
     def url(self, scheme: str = "postgresql+psycopg2") -> str:
-        """The database URL with the password: for settings files that are private, never for messages."""
-        return f"{scheme}://{USER}:{self.password}@127.0.0.1:{self.port}/{DATABASE}"
+        """The database URL with the password: for settings files that are private, never for messages. libpq
+        (psycopg2) refuses any authentication but SCRAM (``require_auth``); asyncpg has no such option."""
+        query = f"?require_auth={REQUIRE_AUTH}" if "psycopg2" in scheme else ""
+        return f"{scheme}://{USER}:{self.password}@127.0.0.1:{self.port}/{DATABASE}{query}"
 
     def stop(self, grace: float = 30.0) -> None:
         """Fast shutdown (SIGINT: clients are disconnected, not waited for), SIGKILL after ``grace`` seconds."""

@@ -3,7 +3,9 @@
 It listens on 127.0.0.1 only (``bind``, ``protected-mode yes``), on a free port unless
 ``BITEXTFLOW_REDIS_PORT`` names one, with a password generated at each start (``requirepass``). The password
 is in its configuration file, which is private (0600), rather than on its command line, which every local
-user can read. Nothing is persisted: a queued task lost with a restart of the stack is queued again by the
+user can read. The readiness check sends the password only once the ``redis-server`` started here holds the
+port (:func:`~bitextflow_local.services.processes.wait_listening`): a program that took the port first, making
+the server fail to bind, gets nothing. Nothing is persisted: a queued task lost with a restart of the stack is queued again by the
 scheduler, which owns the state of every task.
 """
 
@@ -18,7 +20,7 @@ from pathlib import Path
 import redis
 
 from bitextflow_local.services.private import write_private
-from bitextflow_local.services.processes import loopback_port, stop_process_group
+from bitextflow_local.services.processes import loopback_port, stop_process_group, wait_listening
 
 MISSING = "`redis-server` is not installed; install the Debian package redis-server"
 
@@ -68,6 +70,8 @@ class RedisServer:
             raise
 
     def _wait_ready(self, deadline: float) -> None:
+        # the password goes to the port only once this redis-server is seen holding it
+        wait_listening(self._process, self.port, deadline, "redis-server", self.log_path)
         client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password, socket_connect_timeout=1)
         while True:
             try:
