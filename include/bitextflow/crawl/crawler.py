@@ -221,6 +221,9 @@ class Crawler(CrawlState):
         page = parse_html(result.body, entry.url, result.content_type)
         if page is None:
             return ""
+        for reason, discarded in page.discarded.items():  # links that name no crawlable URL, counted where found
+            self.counts.seen(discarded)
+            self.counts.drop(reason, discarded)
         detected, _reliable = detect_language(f"{page.title}\n{page.text}")
         state.html_pages += 1
         if detected:
