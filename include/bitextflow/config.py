@@ -168,6 +168,18 @@ class CrawlConfig(_Section):
         description="2xx responses of other types are refused after the headers (body not read); [] allows "
         "all; a response without Content-Type passes.",
     )
+    max_sitemaps_per_host: int = Field(
+        100,
+        ge=0,
+        description="Sitemaps read per host (docs/crawl.md): those its robots.txt names, else /sitemap.xml, and the "
+        "children of sitemap indexes; their pages enter the frontier ranked like links, their hreflang alternates become "
+        "declared language versions. 0 reads none.",
+    )
+    script_links: bool = Field(
+        False,
+        description="Also fetch the site's own script files that pages load and follow the URL-looking strings in them "
+        "(menus and tables of contents built by JavaScript), speculatively as Heritrix's ExtractorJS; same host only.",
+    )
     allow_private_addresses: list[str] = Field(
         default_factory=list,
         description="Addresses or networks, each with an optional port (127.0.0.1:8765, [::1]:8765, 10.0.0.0/8), that "

@@ -7,11 +7,12 @@ import gzip
 import json
 
 from bitextflow.config import load_pair_config
+from bitextflow.crawl.scoring import PairContext
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow_local.localsite import serve
 from tests.support import ROOT
-from tests.support.tiny_sites import page, write_site
+from tests.support.tiny_sites import ENGLISH, SPANISH, crawl, fetched_paths, page, write_site
 
 
 def test_a_site_whose_pages_all_carry_a_relative_base_is_crawled_whole_by_the_crawl_stage(tmp_path, s3_server):
@@ -38,3 +39,65 @@ def test_a_site_whose_pages_all_carry_a_relative_base_is_crawled_whole_by_the_cr
     assert fetched == {"", "en/a/one.html", "en/b/two.html", "es/a/uno.html", "es/b/dos.html"}
     assert counts["dropped"]["link_not_http"] == 2  # the script menu and the mail link, counted where found
     assert counts["in"] == counts["kept"] + sum(counts["dropped"].values())
+
+
+def _sitemap(entries: list[tuple[str, dict[str, str]]]) -> str:
+    """A urlset whose entries each list their hreflang alternates (themselves included)."""
+    urls = "".join(
+        f"<url><loc>{loc}</loc>"
+        + "".join(f'<xhtml:link rel="alternate" hreflang="{lang}" href="{href}"/>' for lang, href in alternates.items())
+        + "</url>"
+        for loc, alternates in entries
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        f'xmlns:xhtml="http://www.w3.org/1999/xhtml">{urls}</urlset>'
+    )
+
+
+def test_a_site_reachable_only_through_a_gzipped_sitemap_index_is_crawled_with_its_declared_versions(tmp_path):
+    """robots.txt names a sitemap index; its children are gzipped; no page links any other. The pages enter the
+    frontier ranked like links, and their hreflang alternates are declared language versions."""
+    pages = {f"{lang}/{name}.html": page(f"{name} {lang}", text=ENGLISH if lang == "en" else SPANISH)
+             for lang in ("en", "es") for name in ("guide", "faq", "news")}  # fmt: skip
+    with serve(write_site(tmp_path, {"index.html": page("Home"), **pages})) as server:
+        base = server.base_url
+        en_es = [(f"{base}{lang}/{name}.html", {"en": f"{base}en/{name}.html", "es": f"{base}es/{name}.html"})
+                 for name in ("guide", "faq") for lang in ("en", "es")]  # fmt: skip
+        write_site(tmp_path, {
+            "robots.txt": f"User-agent: *\nDisallow: /private/\nSitemap: {base}maps/index.xml\n",
+            "maps/index.xml": '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(f"<sitemap><loc>{base}{path}</loc></sitemap>" for path in ("maps/pairs.xml.gz", "maps/news.txt.gz",
+                                                                                 "private/hidden.xml"))
+            + "</sitemapindex>",
+            "maps/pairs.xml.gz": gzip.compress(_sitemap(en_es).encode()),
+            "maps/news.txt.gz": gzip.compress(f"{base}en/news.html\n{base}es/news.html\n".encode()),
+        })  # fmt: skip
+        crawler = crawl(base, PairContext("en", "es"), strategy="url-rules", concurrency=1)
+    fetched = fetched_paths(crawler, base)
+    assert fetched[:3] == ["", "maps/index.xml", "maps/pairs.xml.gz"]  # the seed, then the sitemaps
+    assert set(fetched) == {"", "maps/index.xml", "maps/pairs.xml.gz", "maps/news.txt.gz", *pages}
+    assert crawler.declared[f"{base}en/guide.html"] == {"es": f"{base}es/guide.html"}
+    assert crawler.declared[f"{base}es/faq.html"] == {"en": f"{base}en/faq.html"}
+    dropped = crawler.counts.dropped
+    assert dropped["robots_disallowed"] == 1  # the sitemap under /private/ is not read
+    assert dropped["sitemap_unavailable"] == 0 and crawler.counts.kept == len(fetched)
+
+
+def test_a_declared_counterpart_is_fetched_next_and_a_missing_sitemap_is_counted(tmp_path):
+    """A page's <link rel="alternate" hreflang> names its translation, which no page links: url-rules fetches it right
+    after the page, before the links waiting on the same host; /sitemap.xml, guessed when robots.txt names none, is
+    absent (404) and counted, with no WARC record."""
+    head = f'<link rel="alternate" hreflang="es" href="/otro/camino/{"x" * 3}.html">'
+    links = "".join(f'<a href="/en/p{i}.html">p{i}</a> ' for i in range(5))
+    write_site(tmp_path, {
+        "index.html": page("Home", links, head),
+        "otro/camino/xxx.html": page("Inicio", text=SPANISH),
+        **{f"en/p{i}.html": page(f"P{i}") for i in range(5)},
+    })  # fmt: skip
+    with serve(tmp_path) as server:
+        crawler = crawl(server.base_url, PairContext("en", "es"), strategy="url-rules", concurrency=1)
+    fetched = fetched_paths(crawler, server.base_url)
+    assert fetched[:2] == ["", "otro/camino/xxx.html"] and len(fetched) == 7
+    assert crawler.counts.dropped["sitemap_unavailable"] == 1
+    assert crawler.counts.kept == 7

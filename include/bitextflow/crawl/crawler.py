@@ -35,7 +35,8 @@ from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.scoring import PageView
-from bitextflow.crawl.urls import decode_html, host_of, normalise_url, origin_of, parse_html
+from bitextflow.crawl.sitemaps import GUESSED_PATH, parse_sitemap
+from bitextflow.crawl.urls import Link, ParsedPage, decode_html, host_of, normalise_url, origin_of, parse_html
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Crawler(CrawlState):
             ready, _wake = self._ready_hosts(now)
             if not ready:
                 return None
-            host = min(ready, key=lambda h: self.frontier.peek_key(h) or (2, 0.0, 0))
+            host = min(ready, key=lambda h: self.frontier.peek_key(h) or (3, 0.0, 0))
             state = self._host(host)
             if state.robots_state == "unknown":
                 return "robots", host
@@ -135,7 +136,7 @@ class Crawler(CrawlState):
         refused = await self._guard.check_host(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         if refused is not None:
             return FetchResult(entry.url, error="private_address", detail=str(refused))
-        return await self._fetcher.fetch(entry.url, delay)
+        return await self._fetcher.fetch(entry.url, delay, check_type=not entry.sitemap)
 
     async def _robots_task(self, host: str, origin: str) -> tuple[str | None, str]:
         parts = urlsplit(origin)
@@ -144,7 +145,7 @@ class Crawler(CrawlState):
             return None, "private_address"
         return await self._fetcher.fetch_robots(origin)
 
-    def _robots_done(self, host: str, text: str | None, outcome: str) -> None:
+    def _robots_done(self, host: str, origin: str, text: str | None, outcome: str) -> None:
         state = self._host(host)
         state.in_flight -= 1
         state.robots_state = "ready"
@@ -160,6 +161,15 @@ class Crawler(CrawlState):
         if rate is not None and rate.requests:
             robots_delay = max(robots_delay, rate.seconds / rate.requests)
         state.delay = max(self.config.delay_seconds, min(float(robots_delay), self.config.max_robots_delay_seconds))
+        if self.config.max_sitemaps_per_host:
+            robots_url = f"{origin}/robots.txt"
+            for listed in list(state.robots.sitemaps) or [origin + GUESSED_PATH]:
+                sitemap = normalise_url(listed, robots_url)
+                if sitemap is None:
+                    self.counts.seen()
+                    self.counts.drop("link_malformed")
+                    continue
+                self._admit(sitemap, 1, robots_url, 0.0, sitemap=True)
 
     # -- results --------------------------------------------------------------------------------
     def _fetch_done(self, entry: Entry, result: FetchResult) -> None:
@@ -171,6 +181,10 @@ class Crawler(CrawlState):
             self._record(entry, reason, result)
             if reason == "private_address":
                 self._drop_host(entry.host, "private_address")
+            return
+        if entry.sitemap and not 200 <= result.status < 400:  # none there (most sites have no /sitemap.xml): no record
+            self.counts.drop("sitemap_unavailable")
+            self._record(entry, "sitemap_unavailable", result)
             return
         self.warc.write_exchange(
             entry.url,
@@ -185,14 +199,16 @@ class Crawler(CrawlState):
         self._since_checkpoint += 1
         state.pages += 1
         self.counts.keep()
-        detected = ""
+        detected = error = ""
         if 300 <= result.status < 400 and result.location:
             self._redirect(entry, result.location)
+        elif entry.sitemap and 200 <= result.status < 300:
+            error = self._sitemap(entry, result)
         elif 200 <= result.status < 300 and result.mime in HTML_TYPES:
             detected = self._html(entry, result, state)
         elif 200 <= result.status < 300 and result.mime.startswith("text/"):
             detected, _reliable = detect_language(decode_html(result.body, result.content_type))
-        self._record(entry, "fetched", result, detected, "truncated" if result.truncated else "")
+        self._record(entry, "fetched", result, detected, error or ("truncated" if result.truncated else ""))
         if self.config.max_pages_per_host and state.pages >= self.config.max_pages_per_host:
             self._drop_host(entry.host, "host_page_limit")
 
@@ -214,8 +230,8 @@ class Crawler(CrawlState):
         assert target is not None
         if chain[0] in self.seed_urls:  # the seed's site moved (http -> https, a www. host): crawl it there
             self.scope.add(host_of(target))
-        # the target is not a seed: extension and path rules apply to it as to any link
-        self._admit(target, entry.depth, entry.url, entry.priority, redirects=chain)
+        # the target is not a seed: extension and path rules apply to it as to any link (a sitemap's stays a sitemap)
+        self._admit(target, entry.depth, entry.url, entry.priority, redirects=chain, sitemap=entry.sitemap)
 
     def _html(self, entry: Entry, result: FetchResult, state: HostState) -> str:
         page = parse_html(result.body, entry.url, result.content_type)
@@ -231,19 +247,47 @@ class Crawler(CrawlState):
         target = self.pair.target
         if target and detected == target:
             state.target_seen = True
+        self.declare(entry.url, page.alternates)
+        linked = {link.url for link in page.links}
+        declared = [Link(url, "", "", language) for language, url in page.alternates.items() if url not in linked]
         view = PageView(entry.url, entry.depth, detected, page)
         for url, priority in self.scorer.fetched(view).items():
             self.frontier.reprioritise(url, priority)
-        new = [link for link in page.links if link.url not in self.seen]
+        self._follow(entry, view, [*page.links, *declared])
+        counterpart = self.declared.get(entry.url, {}).get(self.pair.other(detected) or "")
+        if counterpart and self.scorer.follows_declared_versions:
+            self.frontier.promote(counterpart)
+        if target and self.config.scout_pages and not state.target_seen and state.html_pages >= self.config.scout_pages:
+            self._drop_host(entry.host, "host_no_target_language")
+        return detected
+
+    def _follow(self, entry: Entry, view: PageView, links: list[Link]) -> None:
+        """Admit the links of a fetched page or sitemap that are new, ranked by the strategy."""
+        first: dict[str, Link] = {}
+        for link in links:
+            first.setdefault(link.url, link)
+        new = [link for url, link in first.items() if url not in self.seen]
         if entry.depth >= self.config.max_depth:  # counted as too_deep, not scored
             for link in new:
                 self._admit(link.url, entry.depth + 1, entry.url, 0.0)
         else:
             for link, priority in zip(new, self.scorer.score(view, new), strict=True):
                 self._admit(link.url, entry.depth + 1, entry.url, priority)
-        if target and self.config.scout_pages and not state.target_seen and state.html_pages >= self.config.scout_pages:
-            self._drop_host(entry.host, "host_no_target_language")
-        return detected
+
+    def _sitemap(self, entry: Entry, result: FetchResult) -> str:
+        """Read a fetched sitemap: its child sitemaps and its pages join the frontier (the pages ranked like the links
+        of a page in no known language, each with the language the sitemap declares for it), its hreflang alternates
+        become declared versions. Returns why it held nothing ("" when it was read)."""
+        sitemap = parse_sitemap(result.body, entry.url, self.config.max_body_bytes)
+        for child in sitemap.sitemaps:
+            self._admit(child, entry.depth + 1, entry.url, 0.0, sitemap=True)
+        links = []
+        for listed in sitemap.pages:
+            self.declare(listed.url, listed.alternates)
+            links.append(Link(listed.url, "", "", listed.language))
+            links += [Link(url, "", "", language) for language, url in listed.alternates.items() if url != listed.url]
+        self._follow(entry, PageView(entry.url, entry.depth, "", ParsedPage("", "", "", "", links)), links)
+        return sitemap.error
 
     # -- the loop -------------------------------------------------------------------------------
     def _add_seeds(self) -> None:
@@ -312,7 +356,7 @@ class Crawler(CrawlState):
                         head = self.frontier.peek(host)
                         assert head is not None
                         origin = origin_of(head.url)
-                        in_flight[asyncio.create_task(self._robots_task(host, origin))] = ("robots", host)
+                        in_flight[asyncio.create_task(self._robots_task(host, origin))] = ("robots", (host, origin))
                     else:
                         assert isinstance(item, Entry)
                         state = self._host(item.host)
@@ -342,7 +386,7 @@ class Crawler(CrawlState):
                 kind, item = in_flight.pop(task)
                 if kind == "robots":
                     text, outcome = task.result()
-                    self._robots_done(item, text, outcome)
+                    self._robots_done(*item, text, outcome)
                 else:
                     self._fetch_done(item, task.result())
         if not self.stop_reason:

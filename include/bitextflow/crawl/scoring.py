@@ -71,6 +71,9 @@ class LinkScorer:
     """Base class: priorities of new links, and optional re-ranking of waiting URLs."""
 
     name = "base"
+    #: Whether the crawler puts the language version a fetched page declares (``hreflang`` alternates, sitemaps)
+    #: ahead of the page's host's other waiting URLs: the strategies that look for pairs do.
+    follows_declared_versions = False
 
     def __init__(self, pair: PairContext):
         self.pair = pair
@@ -178,6 +181,7 @@ class UrlRulesScorer(LinkScorer):
     """P(pair language) x P(completes a pair), from URL language markers and language-neutral keys."""
 
     name = "url-rules"
+    follows_declared_versions = True
     UNKNOWN_LANGUAGE = 0.5  # no marker: many sites leave their main language unmarked
     BASE_PARALLEL = 0.5
     SIBLING_PARALLEL = 0.6  # a URL with the same key waits in the other language

@@ -84,6 +84,7 @@ class SmartScorer(LinkScorer):
     """
 
     name = "smart"
+    follows_declared_versions = True
 
     def __init__(self, pair: PairContext, models: UrlModels, settings: SmartSettings = SmartSettings()):
         super().__init__(pair)
