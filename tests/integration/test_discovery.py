@@ -101,3 +101,30 @@ def test_a_declared_counterpart_is_fetched_next_and_a_missing_sitemap_is_counted
     assert fetched[:2] == ["", "otro/camino/xxx.html"] and len(fetched) == 7
     assert crawler.counts.dropped["sitemap_unavailable"] == 1
     assert crawler.counts.kept == 7
+
+
+def test_a_site_whose_navigation_lives_in_a_script_file_is_crawled_with_script_links_on(tmp_path):
+    """The menu is built by /js/menu.js (an array of paths and a document.write of a link); with crawl.script_links the
+    script is read and its page paths followed, those on other hosts counted; by default nothing past the home page."""
+    menu = (
+        'var pages = ["docs/one.html", "docs/two.html", "http://elsewhere.example/x.html", "not a link", "logo.png"];\n'
+        "document.write('<a href=\"docs/three.html\">three</a>');\n"
+        'for (var p of pages) { menu.innerHTML += "<a href=" + p + ">" + p + "</a>"; }\n'
+    )
+    write_site(tmp_path, {
+        "index.html": page("Home", "", '<base href="/"><script src="js/menu.js"></script><script src="js/lib.js"></script>'),
+        "js/menu.js": menu,
+        "js/lib.js": 'function f(a) { return "lib/" + a + ".html"; }',  # carries no href: read for nothing
+        **{f"docs/{name}.html": page(name.title()) for name in ("one", "two", "three")},
+    })  # fmt: skip
+    with serve(tmp_path) as server:
+        off = crawl(server.base_url, strategy="bfs")
+        on = crawl(server.base_url, strategy="bfs", script_links=True)
+    assert fetched_paths(off, server.base_url) == [""]
+    assert set(fetched_paths(on, server.base_url)) == {
+        "",
+        "js/menu.js",
+        "js/lib.js",
+        *(f"docs/{n}.html" for n in ("one", "two", "three")),
+    }
+    assert on.counts.dropped["script_link_off_site"] == 1  # strings that are no page path (logo.png) are no links

@@ -203,9 +203,11 @@ class CrawlState:
                     self.declared.setdefault(alternate, {}).setdefault(own, url)
 
     def _admit(self, url: str, depth: int, parent: str | None, priority: float, *, seed: bool = False,
-               redirects: list[str] | None = None, sitemap: bool = False) -> bool:  # fmt: skip
-        """Put a new URL in the frontier, or count why not; URLs already seen are ignored. A sitemap is subject to the
-        crawl's hosts and to ``max_sitemaps_per_host``, not to the depth, extension and path rules of links."""
+               redirects: list[str] | None = None, sitemap: bool = False, script: bool = False) -> bool:  # fmt: skip
+        """Put a new URL in the frontier, or count why not; URLs already seen are ignored. A sitemap or script file is
+        subject to the crawl's hosts (and a sitemap to ``max_sitemaps_per_host``), not to the depth, extension and
+        path rules of links."""
+        resource = sitemap or script
         if url in self.seen:
             return False
         self.seen.add(url)
@@ -220,11 +222,11 @@ class CrawlState:
             reason = "other_host_group"  # in scope, but another group's task crawls it
         elif sitemap and state is not None and state.sitemaps >= self.config.max_sitemaps_per_host:
             reason = "sitemap_limit"
-        elif depth > self.config.max_depth and not sitemap:
+        elif depth > self.config.max_depth and not resource:
             reason = "too_deep"
-        elif not (seed or sitemap) and has_skipped_extension(url, self._skip):
+        elif not (seed or resource) and has_skipped_extension(url, self._skip):
             reason = "skipped_extension"
-        elif not (seed or sitemap) and not self._path_allowed(url, host):
+        elif not (seed or resource) and not self._path_allowed(url, host):
             reason = "excluded_path"
         elif state is not None and state.dropped:
             reason = "host_dropped"
@@ -234,9 +236,10 @@ class CrawlState:
             self.counts.drop(reason)
             return False
         language, _trust = predicted_language(url)
-        self.frontier.push(Entry(url, host, depth, parent, priority, seed, language, list(redirects or []), sitemap=sitemap))
+        entry = Entry(url, host, depth, parent, priority, seed, language, list(redirects or []), sitemap=sitemap, script=script)
+        self.frontier.push(entry)
         self._host(host).sitemaps += sitemap
-        if not sitemap:
+        if not resource:
             self.scorer.queued(url, priority)
         return True
 
@@ -301,7 +304,7 @@ class CrawlState:
         self.counts = StageCounts.from_dict(state["counts"])
         self._log_parts = state["log_parts"]
         self.declared = state.get("declared", {})
-        pages = {entry.url: entry.priority for entry in self.frontier.entries() if not entry.sitemap}
+        pages = {entry.url: entry.priority for entry in self.frontier.entries() if not entry.resource}
         self.scorer.restore(state["scorer"], pages)
         if self.complete:
             self.keys = list(state["warc"]["uploaded"])

@@ -35,6 +35,7 @@ from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.scoring import PageView
+from bitextflow.crawl.script_links import carries_links, script_urls
 from bitextflow.crawl.sitemaps import GUESSED_PATH, parse_sitemap
 from bitextflow.crawl.urls import Link, ParsedPage, decode_html, host_of, normalise_url, origin_of, parse_html
 
@@ -136,7 +137,7 @@ class Crawler(CrawlState):
         refused = await self._guard.check_host(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         if refused is not None:
             return FetchResult(entry.url, error="private_address", detail=str(refused))
-        return await self._fetcher.fetch(entry.url, delay, check_type=not entry.sitemap)
+        return await self._fetcher.fetch(entry.url, delay, check_type=not entry.resource)
 
     async def _robots_task(self, host: str, origin: str) -> tuple[str | None, str]:
         parts = urlsplit(origin)
@@ -182,9 +183,10 @@ class Crawler(CrawlState):
             if reason == "private_address":
                 self._drop_host(entry.host, "private_address")
             return
-        if entry.sitemap and not 200 <= result.status < 400:  # none there (most sites have no /sitemap.xml): no record
-            self.counts.drop("sitemap_unavailable")
-            self._record(entry, "sitemap_unavailable", result)
+        if entry.resource and not 200 <= result.status < 400:  # none there (most sites have no /sitemap.xml): no record
+            reason = "sitemap_unavailable" if entry.sitemap else "script_unavailable"
+            self.counts.drop(reason)
+            self._record(entry, reason, result)
             return
         self.warc.write_exchange(
             entry.url,
@@ -204,6 +206,8 @@ class Crawler(CrawlState):
             self._redirect(entry, result.location)
         elif entry.sitemap and 200 <= result.status < 300:
             error = self._sitemap(entry, result)
+        elif entry.script and 200 <= result.status < 300:
+            self._script(entry, result)
         elif 200 <= result.status < 300 and result.mime in HTML_TYPES:
             detected = self._html(entry, result, state)
         elif 200 <= result.status < 300 and result.mime.startswith("text/"):
@@ -254,6 +258,10 @@ class Crawler(CrawlState):
         for url, priority in self.scorer.fetched(view).items():
             self.frontier.reprioritise(url, priority)
         self._follow(entry, view, [*page.links, *declared])
+        if self.config.script_links:  # the site's own scripts only; a script on another host is not read
+            for script in page.scripts:
+                if host_of(script) == entry.host:
+                    self._admit(script, entry.depth + 1, page.base, 0.0, script=True)
         counterpart = self.declared.get(entry.url, {}).get(self.pair.other(detected) or "")
         if counterpart and self.scorer.follows_declared_versions:
             self.frontier.promote(counterpart)
@@ -288,6 +296,22 @@ class Crawler(CrawlState):
             links += [Link(url, "", "", language) for language, url in listed.alternates.items() if url != listed.url]
         self._follow(entry, PageView(entry.url, entry.depth, "", ParsedPage("", "", "", "", links)), links)
         return sitemap.error
+
+    def _script(self, entry: Entry, result: FetchResult) -> None:
+        """Follow the URL-looking strings of a script that builds links (:mod:`bitextflow.crawl.script_links`), resolved
+        against the document base URL of the page that loaded it (the entry's parent); those off its host are counted
+        ``script_link_off_site``, the others join the frontier as links of a page in no known language."""
+        script = decode_html(result.body, result.content_type)
+        if not carries_links(script):
+            return
+        links = []
+        for url in script_urls(script, entry.parent or entry.url):
+            if host_of(url) == entry.host:
+                links.append(Link(url, "", ""))
+            else:
+                self.counts.seen()
+                self.counts.drop("script_link_off_site")
+        self._follow(entry, PageView(entry.url, entry.depth, "", ParsedPage("", "", "", "", links)), links)
 
     # -- the loop -------------------------------------------------------------------------------
     def _add_seeds(self) -> None:

@@ -1,6 +1,6 @@
 """The frontier: URLs waiting to be fetched, one priority queue per host, serialisable for checkpoints.
 
-Order within a host: seeds and sitemaps first, then the declared language versions of fetched pages (promoted by
+Order within a host: seeds, sitemaps and script files first, then the declared language versions of fetched pages (promoted by
 :meth:`Frontier.promote`), then higher priority, then first come (so equal priorities are breadth first). A priority can be raised or lowered while the URL waits (a scorer learns something);
 the heap keeps the old item, which is skipped when it surfaces (lazy deletion).
 """
@@ -25,9 +25,15 @@ class Entry:
     seq: int = 0
     sitemap: bool = False  # a sitemap to read, not a page
     declared: bool = False  # the declared language version of a fetched page
+    script: bool = False  # a script file to read links from (crawl.script_links), not a page
+
+    @property
+    def resource(self) -> bool:
+        """A file the crawl reads URLs from (a sitemap, a script), not a page."""
+        return self.sitemap or self.script
 
     def sort_key(self) -> tuple[int, float, int]:
-        return (0 if self.seed or self.sitemap else 1 if self.declared else 2, -self.priority, self.seq)
+        return (0 if self.seed or self.resource else 1 if self.declared else 2, -self.priority, self.seq)
 
 
 class Frontier:

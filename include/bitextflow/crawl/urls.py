@@ -148,6 +148,8 @@ class ParsedPage:
     language_attribute: str = ""
     discarded: Counter[str] = field(default_factory=Counter)
     alternates: dict[str, str] = field(default_factory=dict)
+    scripts: list[str] = field(default_factory=list)  # canonical URLs of the script files it loads (<script src>)
+    base: str = ""  # its document base URL (:func:`document_base_url`)
 
 
 _SPACE = re.compile(r"\s+")
@@ -261,9 +263,10 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
         tree = lxml.html.fromstring(text, base_url=base_url)
     except (ValueError, lxml.etree.ParserError, lxml.etree.XMLSyntaxError):
         return None
+    base = document_base_url(tree, base_url)
+    scripts = list(dict.fromkeys(url for src in tree.xpath("//script/@src") if (url := normalise_url(str(src), base))))
     for bad in tree.xpath("//script|//style|//noscript"):
         bad.drop_tree()
-    base = document_base_url(tree, base_url)
     title = _clean(tree.xpath("string(//title)"))
     description = _clean(tree.xpath("string(//meta[@name='description']/@content)"))
     keywords = _clean(tree.xpath("string(//meta[@name='keywords']/@content)"))
@@ -295,7 +298,7 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
     language = (tree.get("lang") or tree.get("{http://www.w3.org/XML/1998/namespace}lang") or "").strip()
     return ParsedPage(
         title, description, keywords, texts.of(shown) if shown is not None else "", list(links.values()), language,
-        Counter(discarded.values()), declared_alternates(tree, base),
+        Counter(discarded.values()), declared_alternates(tree, base), scripts, base,
     )  # fmt: skip
 
 
