@@ -370,6 +370,12 @@ class AlignConfig(_Section):
         "slow on CPU), `structure` (ILSP-FC fingerprints, classifier trained on the run's URL pairs), `images` "
         "(ILSP-FC critical images). See docs/align.md.",
     )  # fmt: skip
+    document_margins: dict[Literal["tfidf", "embeddings", "structure", "images"], float] = Field(
+        default_factory=lambda: {"tfidf": 0.02, "embeddings": 0.02, "structure": 0.05, "images": 0.0},
+        description="Margin a content method's document pair needs over the runner-up of each of its two pages (a page "
+        "whose counterpart was not crawled has look-alikes, not a clear best); chosen by leave-one-site-out "
+        "cross-validation over budgeted crawls (docs/align.md, Partial crawls). A method not named has no margin.",
+    )
     document_candidates: int = Field(10, ge=1, description="Candidate counterparts per document and method (top-k per site).")
     min_tfidf_score: float = Field(0.2, ge=0, le=1, description="Lowest TF-IDF cosine of a `tfidf` document pair.")
     min_embedding_score: float = Field(

@@ -418,9 +418,10 @@ class Crawler(CrawlState):
 
     def _finish(self) -> None:
         reason = {"time_limit": "not_fetched_time_limit"}.get(self.stop_reason, "not_fetched_page_limit")
-        for entry in self.frontier.drain():
+        for entry in self.frontier.drain():  # logged: document alignment tells "not crawled" from "not there" by them
             self.scorer.dequeued(entry.url)
             self.counts.drop(reason)
+            self._record(entry, reason)
         self.keys = self.warc.close()
         self.complete = True
         if self.checkpoints is not None:
