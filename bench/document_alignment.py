@@ -38,30 +38,36 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import logging
+import math
 import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from bitextflow.align.combined import MIN_TRANSLATED_SHARE, align_documents, language_share
-from bitextflow.align.dictionary import load_dictionary
+from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
 from bitextflow.config import AlignConfig, CrawlConfig
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.crawler import Crawler
+from bitextflow.crawl.scoring import PairContext
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import BitextflowError
 from bitextflow.extract import iter_documents
 from bitextflow.extract.shard import document_row
 from bitextflow.records import Document
 from bitextflow_local.localsite import Truth, build_site, serve
+from bitextflow_local.localsite.build import Site
+from bitextflow_local.localsite.multisite import Web, build_web
+from bitextflow_local.localsite.server import serve_sites
 from bitextflow_local.localsite.truth import site_path
 
 MAX_PAGES = 5000
@@ -179,6 +185,146 @@ def extract(shards: Sequence[str]) -> tuple[list[Document], StageCounts]:
     return documents, counts
 
 
+# -- budgeted crawls (--budgets) ------------------------------------------------------------------------
+# A web of small templated sites carved out of the local site (:func:`bitextflow_local.localsite.multisite.build_web`:
+# Debian manual pages, one template per manual, so a page whose translation was not crawled has look-alikes). Each
+# site is crawled on its own (bfs, one request at a time: a budgeted bfs crawl separates many pages from their
+# translations) to a fraction of its pages; the documents are extracted from the crawl's WARC and aligned with the
+# default methods, the crawl's unfetched URLs and declared versions, under a grid of margins, as crawled and with half
+# of the second language's URLs made opaque (``hide_urls``: translated paths, where content methods must work). Precision of the pairs returned; recall of the truth pairs whose two pages were both crawled.
+# Margins are chosen by leave-one-site-out cross-validation: for each site, the margins that keep precision >= the
+# target at every budget of the *other* sites with the highest recall there; the site is then scored with them.
+
+MARGIN_GRID = {"tfidf": (0.0, 0.02, 0.05, 0.1, 0.2), "structure": (0.0, 0.05, 0.1, 0.2, 0.4)}
+
+
+@dataclass
+class Cell:
+    """One budgeted crawl of one site: what alignment sees, and the truth pairs both of whose pages were crawled."""
+
+    site: str
+    budget: float
+    documents: list[Document]
+    unfetched: set[str]
+    declared: dict[str, dict[str, str]]
+    truth: set[tuple[str, str]]
+    crawled_truth: set[tuple[str, str]]
+    renamed: dict[str, str]  # opaque URL -> original, in the variant with hidden URLs (hide_urls)
+    variant: str  # "crawled" (URLs as crawled) or "hidden" (half the second language's URLs opaque)
+
+
+def crawl_cells(
+    source: Site, folder: Path, sites: int, budgets: Sequence[float], pair: tuple[str, str]
+) -> tuple[Web, list[Cell]]:
+    """Build a web of ``sites`` sites in ``folder`` and crawl each to every budget."""
+    web = build_web(source, folder / "web", sites, languages=pair)
+    cells = []
+    with serve_sites({site.address: site.docroot for site in web.sites}, port=0) as servers:
+        for site, budget in itertools.product(web.sites, budgets):
+            warcs = folder / f"warc-{site.address}-{budget}"
+            warcs.mkdir()
+            config = CrawlConfig(
+                seeds=[site.url(servers.port)], strategy="bfs", max_pages=max(2, math.ceil(budget * site.pages)),
+                delay_seconds=0, concurrency=1, per_host_concurrency=1, scout_pages=0,
+                allow_private_addresses=web.allowed_addresses(servers.port),
+            )  # fmt: skip
+            crawler = Crawler(config, RotatingWarcWriter(lambda path, name, w=warcs: str(shutil.copyfile(path, w / name)), 10**8),
+                              PairContext(*pair))  # fmt: skip
+            crawler.crawl()
+            documents, _counts = extract(crawler.keys)
+            truth = site.truth.pairs(*pair)
+            have = {(site_path(doc.url), doc.language) for doc in documents}
+            crawled = {(a, b) for a, b in truth if (a, pair[0]) in have and (b, pair[1]) in have}
+            unfetched = {entry.url for entry in crawler.log if entry.outcome.startswith("not_fetched")}
+            cells.append(Cell(site.address, budget, documents, unfetched, crawler.declared, truth, crawled, {}, "crawled"))
+            hidden, renamed = hide_urls(documents, site.truth.documents(pair[1]), HIDE_SHARE)
+            cells.append(Cell(site.address, budget, hidden, unfetched, crawler.declared, truth, crawled, renamed, "hidden"))
+    return web, cells
+
+
+def judge(cell: Cell, pair: tuple[str, str], margins: dict[str, float], dictionary: BilingualDictionary | None,
+          informed: bool = True) -> dict[str, Any]:  # fmt: skip
+    """Pairs of one cell with ``margins`` (``informed``: with the crawl's unfetched URLs and declarations, as the
+    stage aligns; else blind, as before): returned, correct, and correct among the crawled truth pairs."""
+    pairs, report = align_documents(
+        cell.documents, *pair, AlignConfig().document_methods, dictionary=dictionary, margins=margins,
+        unfetched=cell.unfetched if informed else (), declared=cell.declared if informed else None,
+    )  # fmt: skip
+    original = cell.renamed.get
+    paths = [(site_path(original(p.url_a, p.url_a)), site_path(original(p.url_b, p.url_b)), p.method) for p in pairs]
+    found = {(a, b) for a, b, _method in paths}
+    wrong = sorted(path for path in paths if path[:2] not in cell.truth)
+    return {"pairs": len(found), "correct": len(found & cell.truth), "found_crawled": len(found & cell.crawled_truth),
+            "crawled_truth": len(cell.crawled_truth), "wrong": wrong, "refused": dict(report.refused)}  # fmt: skip
+
+
+def _totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    pairs, correct = sum(r["pairs"] for r in rows), sum(r["correct"] for r in rows)
+    crawled, found = sum(r["crawled_truth"] for r in rows), sum(r["found_crawled"] for r in rows)
+    return {"precision": round(correct / pairs, 4) if pairs else 1.0, "recall_of_crawled": round(found / crawled, 4) if crawled else 0.0,
+            "pairs": pairs, "wrong": pairs - correct, "crawled_truth_pairs": crawled}  # fmt: skip
+
+
+def _id(cell: Cell) -> tuple[str, float, str]:
+    return (cell.site, cell.budget, cell.variant)
+
+
+def _group(cell: Cell) -> str:
+    """The row a cell is reported in: its variant and budget (``crawled 0.7``)."""
+    return f"{cell.variant} {cell.budget}"
+
+
+def _groups(cells: Sequence[Cell]) -> list[str]:
+    return sorted({_group(cell) for cell in cells})
+
+
+def cross_validated(cells: Sequence[Cell], pair: tuple[str, str], dictionary: BilingualDictionary | None,
+                    target: float) -> dict[str, Any]:  # fmt: skip
+    """Leave-one-site-out choice of the margins (module docstring) and the figures it gives, per budget."""
+    grid = [dict(zip(MARGIN_GRID, values, strict=True)) for values in itertools.product(*MARGIN_GRID.values())]
+    scored = {_id(cell): [judge(cell, pair, margins, dictionary) for margins in grid] for cell in cells}
+    sites = sorted({cell.site for cell in cells})
+    held_out_rows: list[tuple[Cell, dict[str, Any]]] = []
+    chosen: dict[str, dict[str, float]] = {}
+    for site in sites:
+        train = [cell for cell in cells if cell.site != site]
+
+        def merit(index: int, train: list[Cell] = train) -> tuple[bool, float, float]:
+            groups: dict[str, list[dict[str, Any]]] = {}
+            for cell in train:
+                groups.setdefault(_group(cell), []).append(scored[_id(cell)][index])
+            totals = {name: _totals(rows) for name, rows in groups.items()}
+            return (all(t["precision"] >= target for name, t in totals.items() if name.startswith("crawled")),
+                    sum(t["recall_of_crawled"] for t in totals.values()), -sum(grid[index].values()))  # fmt: skip
+
+        best = max(range(len(grid)), key=merit)
+        chosen[site] = grid[best]
+        held_out_rows += [(cell, scored[_id(cell)][best]) for cell in cells if cell.site == site]
+    return {
+        "target_precision": target,
+        "chosen_margins": chosen,
+        "per_budget": {name: _totals([row for cell, row in held_out_rows if _group(cell) == name]) for name in _groups(cells)},
+        "all": _totals([row for _cell, row in held_out_rows]),
+        "wrong_examples": [[cell.site, cell.budget, *w] for cell, row in held_out_rows for w in row["wrong"]][:10],
+    }
+
+
+def budgeted_report(cells: Sequence[Cell], pair: tuple[str, str], dictionary: BilingualDictionary | None,
+                    target: float) -> dict[str, Any]:  # fmt: skip
+    """Per budget: the shipped defaults, blind (before: no unfetched URLs, no declarations, no margins), and the
+    leave-one-site-out cross-validated margins."""
+    budgets = sorted({cell.budget for cell in cells})
+    defaults = AlignConfig().document_margins
+    groups = _groups(cells)
+    shipped = {name: _totals([judge(c, pair, defaults, dictionary) for c in cells if _group(c) == name]) for name in groups}
+    none = dict.fromkeys(MARGIN_GRID, 0.0)
+    blind = {
+        name: _totals([judge(c, pair, none, dictionary, informed=False) for c in cells if _group(c) == name]) for name in groups
+    }
+    return {"sites": len({c.site for c in cells}), "budgets": budgets, "shipped_margins": defaults, "shipped": shipped,
+            "before": blind, "cross_validated": cross_validated(cells, pair, dictionary, target)}  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -191,10 +337,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--embeddings", action="store_true", help="also run the embeddings method (multilingual-e5-small, slow on CPU)"
     )
+    parser.add_argument(
+        "--budgets", default=None, help="budgeted-crawl mode: crawl fractions of a web's sites, e.g. 0.3,0.5,0.7 (see above)"
+    )
+    parser.add_argument("--sites", type=int, default=8, help="budgeted-crawl mode: sites of the web (default 8)")
+    parser.add_argument("--target", type=float, default=0.99, help="budgeted-crawl mode: precision to keep (default 0.99)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
 
     lang_a, _, lang_b = args.pair.partition("-")
+    if args.budgets:
+        return budgeted_main(args, (lang_a, lang_b))
     if not lang_a or not lang_b or lang_a == lang_b:
         print(f"document_alignment: --pair must be two different languages like en-es, got {args.pair!r}", file=sys.stderr)
         return 2
@@ -300,6 +453,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for a, b, lang_of_a, lang_of_b in result["methods"]["combined"]["missed_examples"]:
         print(f"  combined missed: {a} (identified {lang_of_a}) <> {b} (identified {lang_of_b})")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+def budgeted_main(args: argparse.Namespace, pair: tuple[str, str]) -> int:
+    """``--budgets``: the web's sites crawled to each budget, aligned, judged (section above)."""
+    budgets = [float(b) for b in args.budgets.split(",") if b.strip()]
+    try:
+        source = build_site(args.cache_dir)
+    except BitextflowError as error:
+        print(f"document_alignment: local site unavailable: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    dictionary = load_dictionary(*pair)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-budgeted-") as tmp:
+        web, cells = crawl_cells(source, Path(tmp), args.sites, budgets, pair)
+    crawl_seconds = time.perf_counter() - started
+    report = budgeted_report(cells, pair, dictionary, args.target)
+    print(f"Web of {len(web.sites)} sites ({web.pages} pages) carved from the local site; {pair[0]}-{pair[1]}; "
+          f"crawled to {budgets} of each site's pages in {crawl_seconds:.0f} s")  # fmt: skip
+    header = f"{'URLs, budget':>12} {'setting':<25} {'pairs':>6} {'wrong':>6} {'precision':>9} {'recall of crawled':>17}"
+    print(header)
+    print("-" * len(header))
+    for budget in _groups(cells):
+        for name, rows in (("before (blind, no margin)", report["before"]), ("shipped margins", report["shipped"]),
+                           ("cross-validated", report["cross_validated"]["per_budget"])):  # fmt: skip
+            row = rows[budget]
+            print(
+                f"{budget:>12} {name:<25} {row['pairs']:>6} {row['wrong']:>6} {row['precision']:>9.3f} {row['recall_of_crawled']:>17.3f}"
+            )
+    for example in report["cross_validated"]["wrong_examples"]:
+        print("  wrong (cross-validated):", *example)
+    overall = report["cross_validated"]["all"]
+    result = {
+        "pair": "-".join(pair),
+        "mode": "budgeted",
+        "truth_pairs": sum(len(cell.truth) for cell in cells if cell.budget == budgets[0] and cell.variant == "crawled"),
+        "methods": {"combined": {"precision": overall["precision"], "recall": overall["recall_of_crawled"]}},
+        "budgeted": report,
+        "crawl_seconds": round(crawl_seconds, 1),
+    }
     if args.json:
         print(json.dumps(result))
     return 0

@@ -42,7 +42,7 @@ from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
 from bitextflow.align.documents import METHOD as URL_METHOD
 from bitextflow.align.documents import url_matches
 from bitextflow.align.embedding import Encoder
-from bitextflow.align.site_naming import refusal, uncrawled_counterparts, with_margin
+from bitextflow.align.site_naming import SiteNaming, refusal, with_margin
 from bitextflow.align.structure import IMAGES_METHOD, STRUCTURE_METHOD, image_pairs, structure_pairs
 from bitextflow.config import AlignConfig
 from bitextflow.records import Document, DocumentPair
@@ -215,12 +215,12 @@ class _Linking:
     ) -> None:
         """Content candidates without the site's contradiction and with their margin; the declared pairs that content
         does not contradict (:mod:`bitextflow.align.site_naming`)."""
-        uncrawled = uncrawled_counterparts(documents, url_pairs, self.unfetched)
+        naming = SiteNaming.of(documents, url_pairs, self.unfetched)
         languages = {doc.doc_id: normalise_language(doc.language) for doc in documents}
         for method in [m for m in CONTENT_METHODS if m in proposals]:
             kept = []
             for pair in with_margin(proposals[method], self.margins.get(method, 0.0)):
-                reason = refusal(pair, uncrawled, self.declared, languages)
+                reason = refusal(pair, naming, self.declared, languages)
                 if not reason:
                     kept.append(pair)
                     continue

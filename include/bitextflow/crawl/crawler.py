@@ -29,15 +29,15 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from bitextflow.crawl.crawl_state import CrawlLogEntry, CrawlState, HostState
+from bitextflow.crawl.crawl_state import CrawlLogEntry, HostState
+from bitextflow.crawl.discovery import Discovery
 from bitextflow.crawl.fetcher import Fetcher, FetchResult
 from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.scoring import PageView
-from bitextflow.crawl.script_links import carries_links, script_urls
-from bitextflow.crawl.sitemaps import GUESSED_PATH, parse_sitemap
-from bitextflow.crawl.urls import Link, ParsedPage, decode_html, host_of, normalise_url, origin_of, parse_html
+from bitextflow.crawl.sitemaps import GUESSED_PATH
+from bitextflow.crawl.urls import Link, decode_html, host_of, normalise_url, origin_of, parse_html
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-class Crawler(CrawlState):
+class Crawler(Discovery):
     """Crawls from ``config.seeds``; see the module docstring. ``crawl()`` runs it to the end."""
 
     # -- bookkeeping ----------------------------------------------------------------------------
@@ -268,50 +268,6 @@ class Crawler(CrawlState):
         if target and self.config.scout_pages and not state.target_seen and state.html_pages >= self.config.scout_pages:
             self._drop_host(entry.host, "host_no_target_language")
         return detected
-
-    def _follow(self, entry: Entry, view: PageView, links: list[Link]) -> None:
-        """Admit the links of a fetched page or sitemap that are new, ranked by the strategy."""
-        first: dict[str, Link] = {}
-        for link in links:
-            first.setdefault(link.url, link)
-        new = [link for url, link in first.items() if url not in self.seen]
-        if entry.depth >= self.config.max_depth:  # counted as too_deep, not scored
-            for link in new:
-                self._admit(link.url, entry.depth + 1, entry.url, 0.0)
-        else:
-            for link, priority in zip(new, self.scorer.score(view, new), strict=True):
-                self._admit(link.url, entry.depth + 1, entry.url, priority)
-
-    def _sitemap(self, entry: Entry, result: FetchResult) -> str:
-        """Read a fetched sitemap: its child sitemaps and its pages join the frontier (the pages ranked like the links
-        of a page in no known language, each with the language the sitemap declares for it), its hreflang alternates
-        become declared versions. Returns why it held nothing ("" when it was read)."""
-        sitemap = parse_sitemap(result.body, entry.url, self.config.max_body_bytes)
-        for child in sitemap.sitemaps:
-            self._admit(child, entry.depth + 1, entry.url, 0.0, sitemap=True)
-        links = []
-        for listed in sitemap.pages:
-            self.declare(listed.url, listed.alternates)
-            links.append(Link(listed.url, "", "", listed.language))
-            links += [Link(url, "", "", language) for language, url in listed.alternates.items() if url != listed.url]
-        self._follow(entry, PageView(entry.url, entry.depth, "", ParsedPage("", "", "", "", links)), links)
-        return sitemap.error
-
-    def _script(self, entry: Entry, result: FetchResult) -> None:
-        """Follow the URL-looking strings of a script that builds links (:mod:`bitextflow.crawl.script_links`), resolved
-        against the document base URL of the page that loaded it (the entry's parent); those off its host are counted
-        ``script_link_off_site``, the others join the frontier as links of a page in no known language."""
-        script = decode_html(result.body, result.content_type)
-        if not carries_links(script):
-            return
-        links = []
-        for url in script_urls(script, entry.parent or entry.url):
-            if host_of(url) == entry.host:
-                links.append(Link(url, "", ""))
-            else:
-                self.counts.seen()
-                self.counts.drop("script_link_off_site")
-        self._follow(entry, PageView(entry.url, entry.depth, "", ParsedPage("", "", "", "", links)), links)
 
     # -- the loop -------------------------------------------------------------------------------
     def _add_seeds(self) -> None:

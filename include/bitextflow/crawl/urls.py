@@ -223,9 +223,7 @@ class _TextMap:
         return self.text[low:high]
 
 
-#: Why a link of a page is not followed, as counted by the crawl: a scheme that is not http(s) (``javascript:``,
-#: ``mailto:``, ``data:``, ``tel:``, ``ftp:``), an address that does not parse (a port out of range, no host), or
-#: ``rel="nofollow"``.
+#: Why a link is not followed (counted by the crawl): not http(s) (``javascript:``, ``mailto:``, ``data:``), malformed, nofollow.
 DISCARDED_LINK_REASONS = ("link_not_http", "link_malformed", "link_nofollow")
 _SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):")
 
