@@ -55,6 +55,7 @@ from urllib.parse import urlsplit
 
 from bitextflow.align.combined import MIN_TRANSLATED_SHARE, align_documents, language_share
 from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
+from bitextflow.align.documents import url_matches
 from bitextflow.config import AlignConfig, CrawlConfig
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.crawler import Crawler
@@ -79,19 +80,26 @@ COMBINED_OF = AlignConfig().document_methods
 HIDE_SHARE = 0.5
 
 
+def opaque_url(url: str, paths: set[str], share: float) -> str | None:
+    """The opaque URL of the same depth that ``url`` is moved to when it names one of ``paths`` (site paths of one
+    language's pages) and falls in the hidden ``share`` (chosen by a hash of the site path, so every run and every
+    mention of a page hides the same pages), else None."""
+    path = site_path(url)  # not the URL: the port changes from run to run
+    if path not in paths or hashlib.sha1(path.encode("utf-8")).digest()[0] >= share * 256:
+        return None
+    parts = urlsplit(url)
+    segments = [hashlib.sha1(f"{path}/{k}".encode()).hexdigest()[:8] for k, s in enumerate(parts.path.split("/")) if s]
+    return f"{parts.scheme}://{parts.netloc}/" + "/".join(segments)
+
+
 def hide_urls(documents: Sequence[Document], paths: set[str], share: float) -> tuple[list[Document], dict[str, str]]:
-    """``documents`` with a share of the pages at ``paths`` (site paths of one language's pages) moved to opaque URLs of
-    the same depth (chosen by a hash of the site path, so every run hides the same pages); also returns opaque URL ->
-    original URL."""
+    """``documents`` with a share of the pages at ``paths`` moved to opaque URLs (:func:`opaque_url`); also returns
+    opaque URL -> original URL."""
     renamed: dict[str, str] = {}
     result = []
     for document in documents:
-        path = site_path(document.url)  # not the URL: the port changes from run to run
-        digest = hashlib.sha1(path.encode("utf-8")).digest()
-        if path in paths and digest[0] < share * 256:
-            parts = urlsplit(document.url)
-            segments = [hashlib.sha1(f"{path}/{k}".encode()).hexdigest()[:8] for k, s in enumerate(parts.path.split("/")) if s]
-            url = f"{parts.scheme}://{parts.netloc}/" + "/".join(segments)
+        url = opaque_url(document.url, paths, share)
+        if url is not None:
             renamed[url] = document.url
             document = replace(document, url=url)
         result.append(document)
@@ -190,12 +198,27 @@ def extract(shards: Sequence[str]) -> tuple[list[Document], StageCounts]:
 # Debian manual pages, one template per manual, so a page whose translation was not crawled has look-alikes). Each
 # site is crawled on its own (bfs, one request at a time: a budgeted bfs crawl separates many pages from their
 # translations) to a fraction of its pages; the documents are extracted from the crawl's WARC and aligned with the
-# default methods, the crawl's unfetched URLs and declared versions, under a grid of margins, as crawled and with half
-# of the second language's URLs made opaque (``hide_urls``: translated paths, where content methods must work). Precision of the pairs returned; recall of the truth pairs whose two pages were both crawled.
-# Margins are chosen by leave-one-site-out cross-validation: for each site, the margins that keep precision >= the
-# target at every budget of the *other* sites with the highest recall there; the site is then scored with them.
+# default methods, the crawl's unfetched URLs and declared versions, under a grid of rules (margins over the runner-up,
+# agreement of the text methods on a partial crawl: :mod:`bitextflow.align.site_naming`), as crawled and with half of
+# the second language's URLs made opaque (``hide_urls``: translated paths, where content methods must work; the
+# crawl's unfetched URLs and declarations name the opaque URLs too). Precision of the pairs returned; recall of the
+# truth pairs whose two pages were both crawled (and identified in their language).
+# The rules are chosen by leave-one-site-out cross-validation: for each site, the rules that keep precision >= the
+# target in every row (variant and budget) of the *other* sites, with the highest recall there (ties: the smallest
+# margins); the site is then scored with them. The shipped defaults are the choice every fold made.
 
-MARGIN_GRID = {"tfidf": (0.0, 0.02, 0.05, 0.1, 0.2), "structure": (0.0, 0.05, 0.1, 0.2, 0.4)}
+RULE_GRID: dict[str, tuple[Any, ...]] = {
+    "tfidf": (0.0, 0.02, 0.05, 0.1),
+    "structure": (0.0, 0.05, 0.1, 0.2),
+    "partial_crawl_agreement": (False, True),
+}
+
+
+def _rules(values: Sequence[Any]) -> dict[str, Any]:
+    """A point of :data:`RULE_GRID` as ``{"margins": {method: margin}, "partial_crawl_agreement": bool}``."""
+    named = dict(zip(RULE_GRID, values, strict=True))
+    agreement = named.pop("partial_crawl_agreement")
+    return {"margins": named, "partial_crawl_agreement": agreement}
 
 
 @dataclass
@@ -211,6 +234,8 @@ class Cell:
     crawled_truth: set[tuple[str, str]]
     renamed: dict[str, str]  # opaque URL -> original, in the variant with hidden URLs (hide_urls)
     variant: str  # "crawled" (URLs as crawled) or "hidden" (half the second language's URLs opaque)
+
+    url_token_pairs: int  # pairs URL matching finds in the crawl: 0 means the site showed no URL pattern of its own
 
 
 def crawl_cells(
@@ -236,33 +261,47 @@ def crawl_cells(
             have = {(site_path(doc.url), doc.language) for doc in documents}
             crawled = {(a, b) for a, b in truth if (a, pair[0]) in have and (b, pair[1]) in have}
             unfetched = {entry.url for entry in crawler.log if entry.outcome.startswith("not_fetched")}
-            cells.append(Cell(site.address, budget, documents, unfetched, crawler.declared, truth, crawled, {}, "crawled"))
-            hidden, renamed = hide_urls(documents, site.truth.documents(pair[1]), HIDE_SHARE)
-            cells.append(Cell(site.address, budget, hidden, unfetched, crawler.declared, truth, crawled, renamed, "hidden"))
+            url_pairs = len(url_matches(documents, *pair)[0])
+            cells.append(
+                Cell(site.address, budget, documents, unfetched, crawler.declared, truth, crawled, {}, "crawled", url_pairs)
+            )
+            spanish = site.truth.documents(pair[1])
+            hidden, renamed = hide_urls(documents, spanish, HIDE_SHARE)
+
+            def hide(url: str, paths: set[str] = spanish) -> str:  # the site's links name the opaque URLs too
+                return opaque_url(url, paths, HIDE_SHARE) or url
+
+            declared = {hide(url): {lang: hide(alt) for lang, alt in alts.items()} for url, alts in crawler.declared.items()}
+            cells.append(Cell(site.address, budget, hidden, {hide(url) for url in unfetched}, declared, truth, crawled, renamed,
+                              "hidden", len(url_matches(hidden, *pair)[0])))  # fmt: skip
     return web, cells
 
 
-def judge(cell: Cell, pair: tuple[str, str], margins: dict[str, float], dictionary: BilingualDictionary | None,
+def judge(cell: Cell, pair: tuple[str, str], rules: dict[str, Any], dictionary: BilingualDictionary | None,
           informed: bool = True) -> dict[str, Any]:  # fmt: skip
-    """Pairs of one cell with ``margins`` (``informed``: with the crawl's unfetched URLs and declarations, as the
-    stage aligns; else blind, as before): returned, correct, and correct among the crawled truth pairs."""
+    """Pairs of one cell under ``rules`` (:func:`_rules`; ``informed``: with the crawl's unfetched URLs and declarations,
+    as the stage aligns; else blind, as before this mode): returned, correct, and correct among the crawled truth pairs."""
     pairs, report = align_documents(
-        cell.documents, *pair, AlignConfig().document_methods, dictionary=dictionary, margins=margins,
+        cell.documents, *pair, AlignConfig().document_methods, dictionary=dictionary, margins=rules["margins"],
+        partial_crawl_agreement=rules["partial_crawl_agreement"],
         unfetched=cell.unfetched if informed else (), declared=cell.declared if informed else None,
     )  # fmt: skip
     original = cell.renamed.get
     paths = [(site_path(original(p.url_a, p.url_a)), site_path(original(p.url_b, p.url_b)), p.method) for p in pairs]
     found = {(a, b) for a, b, _method in paths}
     wrong = sorted(path for path in paths if path[:2] not in cell.truth)
+    content = [path for path in paths if path[2] != "url_tokens"]
     return {"pairs": len(found), "correct": len(found & cell.truth), "found_crawled": len(found & cell.crawled_truth),
-            "crawled_truth": len(cell.crawled_truth), "wrong": wrong, "refused": dict(report.refused)}  # fmt: skip
+            "crawled_truth": len(cell.crawled_truth), "wrong": wrong, "refused": dict(report.refused),
+            "content_pairs": len(content), "content_wrong": sum(path[:2] not in cell.truth for path in content)}  # fmt: skip
 
 
 def _totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     pairs, correct = sum(r["pairs"] for r in rows), sum(r["correct"] for r in rows)
     crawled, found = sum(r["crawled_truth"] for r in rows), sum(r["found_crawled"] for r in rows)
     return {"precision": round(correct / pairs, 4) if pairs else 1.0, "recall_of_crawled": round(found / crawled, 4) if crawled else 0.0,
-            "pairs": pairs, "wrong": pairs - correct, "crawled_truth_pairs": crawled}  # fmt: skip
+            "pairs": pairs, "wrong": pairs - correct, "crawled_truth_pairs": crawled,
+            "content_pairs": sum(r["content_pairs"] for r in rows), "content_wrong": sum(r["content_wrong"] for r in rows)}  # fmt: skip
 
 
 def _id(cell: Cell) -> tuple[str, float, str]:
@@ -280,49 +319,59 @@ def _groups(cells: Sequence[Cell]) -> list[str]:
 
 def cross_validated(cells: Sequence[Cell], pair: tuple[str, str], dictionary: BilingualDictionary | None,
                     target: float) -> dict[str, Any]:  # fmt: skip
-    """Leave-one-site-out choice of the margins (module docstring) and the figures it gives, per budget."""
-    grid = [dict(zip(MARGIN_GRID, values, strict=True)) for values in itertools.product(*MARGIN_GRID.values())]
-    scored = {_id(cell): [judge(cell, pair, margins, dictionary) for margins in grid] for cell in cells}
+    """Leave-one-site-out choice of the rules (section comment above) and the figures they give, per row."""
+    grid = [_rules(values) for values in itertools.product(*RULE_GRID.values())]
+    scored = {_id(cell): [judge(cell, pair, rules, dictionary) for rules in grid] for cell in cells}
     sites = sorted({cell.site for cell in cells})
     held_out_rows: list[tuple[Cell, dict[str, Any]]] = []
-    chosen: dict[str, dict[str, float]] = {}
+    chosen: dict[str, dict[str, Any]] = {}
     for site in sites:
         train = [cell for cell in cells if cell.site != site]
 
-        def merit(index: int, train: list[Cell] = train) -> tuple[bool, float, float]:
+        def merit(index: int, train: list[Cell] = train) -> tuple[bool, float, float, bool]:
             groups: dict[str, list[dict[str, Any]]] = {}
             for cell in train:
                 groups.setdefault(_group(cell), []).append(scored[_id(cell)][index])
-            totals = {name: _totals(rows) for name, rows in groups.items()}
-            return (all(t["precision"] >= target for name, t in totals.items() if name.startswith("crawled")),
-                    sum(t["recall_of_crawled"] for t in totals.values()), -sum(grid[index].values()))  # fmt: skip
+            totals = [_totals(rows) for rows in groups.values()]
+            rules = grid[index]
+            return (all(t["precision"] >= target for t in totals), sum(t["recall_of_crawled"] for t in totals),
+                    -sum(rules["margins"].values()), not rules["partial_crawl_agreement"])  # fmt: skip
 
         best = max(range(len(grid)), key=merit)
         chosen[site] = grid[best]
         held_out_rows += [(cell, scored[_id(cell)][best]) for cell in cells if cell.site == site]
+    no_pattern = [(cell, row) for cell, row in held_out_rows if cell.url_token_pairs == 0 and cell.unfetched]
     return {
         "target_precision": target,
-        "chosen_margins": chosen,
+        "chosen_rules": chosen,
         "per_budget": {name: _totals([row for cell, row in held_out_rows if _group(cell) == name]) for name in _groups(cells)},
         "all": _totals([row for _cell, row in held_out_rows]),
-        "wrong_examples": [[cell.site, cell.budget, *w] for cell, row in held_out_rows for w in row["wrong"]][:10],
+        "partial_crawls_without_url_token_pairs": {"cells": len(no_pattern), **_totals([row for _cell, row in no_pattern])},
+        "wrong_examples": [[cell.site, cell.budget, cell.variant, *w] for cell, row in held_out_rows for w in row["wrong"]][:10],
     }
 
 
 def budgeted_report(cells: Sequence[Cell], pair: tuple[str, str], dictionary: BilingualDictionary | None,
                     target: float) -> dict[str, Any]:  # fmt: skip
-    """Per budget: the shipped defaults, blind (before: no unfetched URLs, no declarations, no margins), and the
-    leave-one-site-out cross-validated margins."""
+    """Per row: blind (before: no unfetched URLs, no declarations, no margins, no agreement), what the site names
+    alone (unfetched URLs and declarations, no margins, no agreement), the shipped defaults, and the rules chosen by
+    leave-one-site-out cross-validation; and the same on the partial crawls that found no URL-token pair."""
     budgets = sorted({cell.budget for cell in cells})
-    defaults = AlignConfig().document_margins
+    defaults = {"margins": AlignConfig().document_margins, "partial_crawl_agreement": AlignConfig().partial_crawl_agreement}
+    bare = _rules([values[0] for values in RULE_GRID.values()])
+    settings = {"before": (bare, False), "site_naming_only": (bare, True), "shipped": (defaults, True)}
     groups = _groups(cells)
-    shipped = {name: _totals([judge(c, pair, defaults, dictionary) for c in cells if _group(c) == name]) for name in groups}
-    none = dict.fromkeys(MARGIN_GRID, 0.0)
-    blind = {
-        name: _totals([judge(c, pair, none, dictionary, informed=False) for c in cells if _group(c) == name]) for name in groups
-    }
-    return {"sites": len({c.site for c in cells}), "budgets": budgets, "shipped_margins": defaults, "shipped": shipped,
-            "before": blind, "cross_validated": cross_validated(cells, pair, dictionary, target)}  # fmt: skip
+    report: dict[str, Any] = {"sites": len({c.site for c in cells}), "budgets": budgets, "shipped_rules": defaults}
+    no_pattern = [cell for cell in cells if cell.url_token_pairs == 0 and cell.unfetched]
+    for name, (rules, informed) in settings.items():
+        rows = {_id(cell): judge(cell, pair, rules, dictionary, informed) for cell in cells}
+        report[name] = {group: _totals([rows[_id(c)] for c in cells if _group(c) == group]) for group in groups}
+        report[name]["partial_crawls_without_url_token_pairs"] = {
+            "cells": len(no_pattern),
+            **_totals([rows[_id(cell)] for cell in no_pattern]),
+        }
+    report["cross_validated"] = cross_validated(cells, pair, dictionary, target)
+    return report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -474,16 +523,25 @@ def budgeted_main(args: argparse.Namespace, pair: tuple[str, str]) -> int:
     report = budgeted_report(cells, pair, dictionary, args.target)
     print(f"Web of {len(web.sites)} sites ({web.pages} pages) carved from the local site; {pair[0]}-{pair[1]}; "
           f"crawled to {budgets} of each site's pages in {crawl_seconds:.0f} s")  # fmt: skip
-    header = f"{'URLs, budget':>12} {'setting':<25} {'pairs':>6} {'wrong':>6} {'precision':>9} {'recall of crawled':>17}"
+    header = f"{'URLs, budget':>12} {'setting':<26} {'pairs':>6} {'wrong':>6} {'precision':>9} {'recall of crawled':>17}"
     print(header)
     print("-" * len(header))
+    settings = (("before (blind)", report["before"]), ("site naming only", report["site_naming_only"]),
+                ("shipped defaults", report["shipped"]), ("leave-one-site-out", report["cross_validated"]["per_budget"]))  # fmt: skip
     for budget in _groups(cells):
-        for name, rows in (("before (blind, no margin)", report["before"]), ("shipped margins", report["shipped"]),
-                           ("cross-validated", report["cross_validated"]["per_budget"])):  # fmt: skip
+        for name, rows in settings:
             row = rows[budget]
             print(
-                f"{budget:>12} {name:<25} {row['pairs']:>6} {row['wrong']:>6} {row['precision']:>9.3f} {row['recall_of_crawled']:>17.3f}"
+                f"{budget:>12} {name:<26} {row['pairs']:>6} {row['wrong']:>6} {row['precision']:>9.3f} {row['recall_of_crawled']:>17.3f}"
             )
+    print("Partial crawls that found no URL-token pair: content pairs made (wrong)")
+    for name, rows in (*settings[:3], ("leave-one-site-out", report["cross_validated"])):
+        row = rows["partial_crawls_without_url_token_pairs"]
+        print(f"  {name:<26} {row['cells']} crawls: {row['content_pairs']} content pairs ({row['content_wrong']} wrong), "
+              f"recall of crawled {row['recall_of_crawled']:.3f} of {row['crawled_truth_pairs']}")  # fmt: skip
+    print("Rules chosen per held-out site:")
+    for site, rules in report["cross_validated"]["chosen_rules"].items():
+        print(f"  {site}: margins {rules['margins']}, partial-crawl agreement {rules['partial_crawl_agreement']}")
     for example in report["cross_validated"]["wrong_examples"]:
         print("  wrong (cross-validated):", *example)
     overall = report["cross_validated"]["all"]

@@ -371,10 +371,17 @@ class AlignConfig(_Section):
         "(ILSP-FC critical images). See docs/align.md.",
     )  # fmt: skip
     document_margins: dict[Literal["tfidf", "embeddings", "structure", "images"], float] = Field(
-        default_factory=lambda: {"tfidf": 0.02, "embeddings": 0.02, "structure": 0.05, "images": 0.0},
-        description="Margin a content method's document pair needs over the runner-up of each of its two pages (a page "
-        "whose counterpart was not crawled has look-alikes, not a clear best); chosen by leave-one-site-out "
-        "cross-validation over budgeted crawls (docs/align.md, Partial crawls). A method not named has no margin.",
+        default_factory=dict,
+        description="Margin a content method's document pair needs over the runner-up of each of its two pages, e.g. "
+        "{tfidf: 0.05, structure: 0.1}; a method not named has none. Leave-one-site-out cross-validation over budgeted "
+        "crawls chose none once the text methods must agree on partial crawls (docs/align.md, Partial crawls).",
+    )
+    partial_crawl_agreement: bool = Field(
+        True,
+        description="On a site the crawl left partial (URLs it knew but did not fetch), a content pair must be the mutual "
+        "best match of every text method that ran (tfidf, embeddings, structure): a page whose counterpart was not "
+        "crawled has look-alikes that each method ranks differently. Chosen by leave-one-site-out cross-validation "
+        "over budgeted crawls (docs/align.md, Partial crawls).",
     )
     document_candidates: int = Field(10, ge=1, description="Candidate counterparts per document and method (top-k per site).")
     min_tfidf_score: float = Field(0.2, ge=0, le=1, description="Lowest TF-IDF cosine of a `tfidf` document pair.")

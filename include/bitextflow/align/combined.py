@@ -42,7 +42,7 @@ from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
 from bitextflow.align.documents import METHOD as URL_METHOD
 from bitextflow.align.documents import url_matches
 from bitextflow.align.embedding import Encoder
-from bitextflow.align.site_naming import SiteNaming, refusal, with_margin
+from bitextflow.align.site_naming import DISAGREEMENT_REFUSED, SiteNaming, mutual_best, refusal, with_margin
 from bitextflow.align.structure import IMAGES_METHOD, STRUCTURE_METHOD, image_pairs, structure_pairs
 from bitextflow.config import AlignConfig
 from bitextflow.records import Document, DocumentPair
@@ -54,9 +54,13 @@ DOCUMENT_METHODS = (URL_METHOD, TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHO
 DECLARED_METHOD = "declared"
 #: The methods that compare content, which the site's own naming of a page's counterpart overrules.
 CONTENT_METHODS = (TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHOD, IMAGES_METHOD)
-#: Margin a content candidate needs over the runner-up of each of its pages, by method: ``align.document_margins``'s
-#: default, chosen by leave-one-site-out cross-validation over budgeted crawls (docs/align.md, "Partial crawls").
+#: The content methods that compare text or layout: on a partial crawl a content pair must be the mutual best of each.
+AGREEING_METHODS = (TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHOD)
+#: Margin a content candidate needs over the runner-up of each of its pages, by method, and whether content methods
+#: must agree on a partial crawl: ``align.document_margins`` and ``align.partial_crawl_agreement``'s defaults, chosen
+#: by leave-one-site-out cross-validation over budgeted crawls (docs/align.md, "Partial crawls").
 DEFAULT_MARGINS: dict[str, float] = AlignConfig().document_margins
+DEFAULT_PARTIAL_CRAWL_AGREEMENT: bool = AlignConfig().partial_crawl_agreement
 #: Lowest score a candidate of each method needs, chosen on the local site (docs/align.md).
 DEFAULT_MIN_SCORES = {URL_METHOD: 1.0, IMAGES_METHOD: 0.5, STRUCTURE_METHOD: 0.5, TFIDF_METHOD: 0.2, EMBEDDINGS_METHOD: 0.3}
 DEFAULT_TOP_K = 10
@@ -99,6 +103,7 @@ def align_documents(
     declared: Mapping[str, Mapping[str, str]] | None = None,
     unfetched: Collection[str] = (),
     margins: Mapping[str, float] | None = None,
+    partial_crawl_agreement: bool = DEFAULT_PARTIAL_CRAWL_AGREEMENT,
 ) -> tuple[list[DocumentPair], AlignmentReport]:
     """1-1 document pairs of ``lang_a`` and ``lang_b`` by ``methods`` (in priority order), then the pairs of
     partly translated ``lang_b`` pages identified as ``lang_a`` (the second pass, module docstring).
@@ -106,8 +111,9 @@ def align_documents(
     ``declared`` (URL -> {language: URL}, the crawl's declared language versions) adds the pairs the site declares,
     linked after the URL-token pairs unless content contradicts them; content candidates that the site's URL pattern
     (with ``unfetched``, the URLs the crawl knew but did not fetch) or declarations contradict, or that lack the
-    method's margin over the runner-up (``margins``, default :data:`DEFAULT_MARGINS`), are not linked
-    (:mod:`bitextflow.align.site_naming`).
+    method's margin over the runner-up (``margins``, default :data:`DEFAULT_MARGINS`), or that on a site ``unfetched``
+    shows partial are not the mutual best of every method of :data:`AGREEING_METHODS` that ran
+    (``partial_crawl_agreement``), are not linked (:mod:`bitextflow.align.site_naming`).
 
     ``lang_a`` is the language pages are translated from (the source of a pair config): untranslated text
     is in it. ``tfidf`` uses ``dictionary`` (None: words that match themselves only); ``embeddings`` needs
@@ -125,6 +131,7 @@ def align_documents(
     linking = _Linking(
         normalise_language(lang_a), normalise_language(lang_b), methods, DEFAULT_MIN_SCORES | (min_scores or {}), top_k,
         dictionary, encoder, AlignmentReport(), declared or {}, frozenset(unfetched), DEFAULT_MARGINS | dict(margins or {}),
+        partial_crawl_agreement,
     )  # fmt: skip
     report = linking.report
     documents = list(documents)
@@ -184,6 +191,7 @@ class _Linking:
     declared: Mapping[str, Mapping[str, str]]
     unfetched: Collection[str]
     margins: Mapping[str, float]
+    partial_crawl_agreement: bool
     #: documents whose content candidates the site contradicted, with the reason (first pass)
     refused_documents: dict[str, str] = field(default_factory=dict)
 
@@ -213,14 +221,23 @@ class _Linking:
     def _as_the_site_names_them(
         self, documents: Sequence[Document], proposals: dict[str, list[DocumentPair]], url_pairs: Sequence[DocumentPair]
     ) -> None:
-        """Content candidates without the site's contradiction and with their margin; the declared pairs that content
-        does not contradict (:mod:`bitextflow.align.site_naming`)."""
-        naming = SiteNaming.of(documents, url_pairs, self.unfetched)
+        """Content candidates without the site's contradiction, with their margin and, on a partial crawl, the agreement
+        of the text methods; the declared pairs that content does not contradict (:mod:`bitextflow.align.site_naming`)."""
+        naming = SiteNaming.of(documents, url_pairs, self.unfetched, (self.code_a, self.code_b))
         languages = {doc.doc_id: normalise_language(doc.language) for doc in documents}
+        agreeing = [mutual_best(proposals[m]) for m in AGREEING_METHODS if m in proposals]
+        agreed = set.intersection(*agreeing) if agreeing and self.partial_crawl_agreement else None
         for method in [m for m in CONTENT_METHODS if m in proposals]:
             kept = []
             for pair in with_margin(proposals[method], self.margins.get(method, 0.0)):
                 reason = refusal(pair, naming, self.declared, languages)
+                if (
+                    not reason
+                    and agreed is not None
+                    and naming.partial(pair.url_a)
+                    and (pair.doc_id_a, pair.doc_id_b) not in agreed
+                ):
+                    reason = DISAGREEMENT_REFUSED
                 if not reason:
                     kept.append(pair)
                     continue
@@ -325,4 +342,5 @@ def align_configured(
     return align_documents(
         documents, lang_a, lang_b, methods, min_scores=min_scores, top_k=config.document_candidates,
         dictionary=dictionary, encoder=encoder, declared=declared, unfetched=unfetched, margins=config.document_margins,
+        partial_crawl_agreement=config.partial_crawl_agreement,
     )  # fmt: skip

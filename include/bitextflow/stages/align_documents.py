@@ -19,6 +19,7 @@ from bitextflow import records
 from bitextflow.align.combined import align_configured
 from bitextflow.catalog import incremental
 from bitextflow.counts import StageCounts
+from bitextflow.crawl.urls import host_group, host_of
 from bitextflow.extract.dedup import Duplicate, set_aside
 from bitextflow.quality import document_pairs_check
 from bitextflow.stages.base import Stage
@@ -93,23 +94,27 @@ class AlignDocuments(Stage):
 
     def _what_the_crawl_knew(self, urls: set[str]) -> tuple[dict[str, dict[str, str]], set[str]]:
         """The language versions the crawl saw declared for ``urls`` (``crawl/declared-versions*.jsonl.gz``) and the URLs
-        of their sites it knew but did not fetch (the crawl logs' ``not_fetched_*`` lines); nothing for ingested WARCs."""
+        of their sites it knew but did not fetch (the crawl logs' ``not_fetched_*`` lines); nothing for ingested WARCs.
+        Only the files of the host groups that crawled these sites are read (a site's hosts share one group)."""
         ctx = self.ctx
         sites = {site_key(url) for url in urls}
+        groups = ctx.config.crawl.host_groups
+        wanted = {host_group(host_of(url), groups) for url in urls} if groups > 1 else {None}
         declared: dict[str, dict[str, str]] = {}
         unfetched: set[str] = set()
         for key in ctx.store.list_keys(ctx.key("crawl", "")):
             name = key.rsplit("/", 1)[-1]
-            if DECLARED_VERSION_FILES.match(name):
-                for line in gzip.decompress(ctx.store.get_bytes(key)).splitlines():
-                    entry = json.loads(line)
+            found = DECLARED_VERSION_FILES.match(name) or CRAWL_LOGS.match(name)
+            # ``crawl-log.hosts-007.jsonl.gz``: host group 7; ``crawl-log.jsonl.gz``: the one group
+            if found is None or (int(found.group(1).rsplit("-", 1)[1]) if found.group(1) else None) not in wanted:
+                continue
+            for line in gzip.decompress(ctx.store.get_bytes(key)).splitlines():
+                entry = json.loads(line)
+                if found.re is DECLARED_VERSION_FILES:
                     if entry["url"] in urls:
                         declared[entry["url"]] = entry["alternates"]
-            elif CRAWL_LOGS.match(name):
-                for line in gzip.decompress(ctx.store.get_bytes(key)).splitlines():
-                    entry = json.loads(line)
-                    if entry["outcome"].startswith("not_fetched") and site_key(entry["url"]) in sites:
-                        unfetched.add(entry["url"])
+                elif entry["outcome"].startswith("not_fetched") and site_key(entry["url"]) in sites:
+                    unfetched.add(entry["url"])
         return declared, unfetched
 
     def _without_run_duplicates(self, documents: pd.DataFrame, partition: int) -> pd.DataFrame:
