@@ -78,12 +78,14 @@ class CrawlConfig(_Section):
         description="URL models the smart strategy loads: a folder, s3://<bucket>/models/<pair>/url/v<N>/, or 'latest' "
         "(the pair's newest version in storage.bucket; none yet: url-rules).",
     )
-    smart_exploration: float = Field(
-        0.1,
+    smart_promote_above: float = Field(
+        0.9,
         ge=0,
-        le=1,
-        description="smart strategy: weight of P(link in a pair language) x (1 - P(parallel)) added to the seed's "
-        "P(other language) x P(parallel), so the crawl walks pair-language pages before others (0: the seed's formula).",
+        le=1.01,
+        description="smart strategy: the URL rules rank the frontier; the one link a fetched page names as its version in "
+        "the other language (language switcher) is raised above every link the rules do not see completing a pair when "
+        "the URL models give it P(other language) x P(parallel) of at least this (above 1: never, the rules alone). "
+        "Chosen by leave-one-site-out over sites of unseen URL layouts (docs/crawl.md).",
     )
     smart_rerank_similar: int = Field(
         8,
@@ -115,6 +117,18 @@ class CrawlConfig(_Section):
         False,
         description="After align_documents, train the smart strategy's URL models on this run's crawl log and "
         "document pairs and publish them as models/<pair>/url/v<N>/ (task train_url_models).",
+    )
+    url_model_kind: Literal["ngram", "encoder"] = Field(
+        "ngram",
+        description="URL models train_url_models trains: ngram (hashed URL n-grams and token swaps, logistic regression; "
+        "seconds on a CPU, trained on during the crawl) or encoder (the multilingual encoder fine-tuned, "
+        "crawl.url_model_base/layers/epochs; about 20 minutes on two CPU cores). See docs/crawl.md.",
+    )
+    url_model_gold_pairs: str | None = Field(
+        None,
+        description="A file of gold URL pairs of other sites (WMT16 test.pairs format: tab-separated, the last two "
+        "fields the two URLs) added to the URL-pair model's training, e.g. ../shared/eval/wmt16_docalign_test_gold/"
+        "test.pairs.",
     )
     url_model_base: str | None = Field(
         None, description="Encoder folder the URL models are fine-tuned from (default: the converted multilingual-e5-small)."
