@@ -208,11 +208,13 @@ def leave_one_site_out(args: argparse.Namespace, pair: PairContext, folder: Path
         if excluded not in trained:
             sites = [held for held in held_out if held.site.address not in excluded]
             target = folder / "models" / "-".join(sorted(excluded))
-            models = url_ngrams.train_ngram_models(
-                [page for held in sites for page in held.pages], [p for held in sites for p in held.pairs] + gold, target,
-                required_languages=pair.languages,
-            )  # fmt: skip
-            train_seconds.append(models.metadata["train_seconds"])
+            pages, pairs = [page for held in sites for page in held.pages], [p for held in sites for p in held.pairs] + gold
+            if args.model_kind == "encoder":
+                settings = url_training.TrainingSettings(epochs=args.epochs)
+                metadata = url_training.train_url_models(pages, pairs, target, settings, required_languages=pair.languages)
+            else:
+                metadata = url_ngrams.train_ngram_models(pages, pairs, target, required_languages=pair.languages).metadata
+            train_seconds.append(metadata["train_seconds"])
             trained[excluded] = str(target)
         return trained[excluded]
 
@@ -235,13 +237,17 @@ def leave_one_site_out(args: argparse.Namespace, pair: PairContext, folder: Path
             held_out.append(HeldOutSite(site, url, pages, pairs, curves))
         results = {}
         for held in held_out:
+            if args.held_out and held.site.address not in args.held_out.split(","):
+                continue
             others = [other for other in held_out if other is not held]
             gains: dict[float, list[float]] = {threshold: [] for threshold in PROMOTE_GRID}
-            for inner in others:
+            for inner in others if args.promote_above_fixed is None else ():
                 models = models_without(frozenset({held.site.address, inner.site.address}))
                 for threshold in PROMOTE_GRID:
                     gains[threshold].append(smart_auc(inner, models, threshold, allowed)[0] - inner.auc("url-rules"))
-            chosen = max(PROMOTE_GRID, key=lambda t: (min(gains[t]) >= 0, sum(gains[t]) / len(gains[t]), t))
+            chosen = args.promote_above_fixed or max(
+                PROMOTE_GRID, key=lambda t: (min(gains[t]) >= 0, sum(gains[t]) / len(gains[t]), t)
+            )
             models = models_without(frozenset({held.site.address}))
             by_threshold = {threshold: smart_auc(held, models, threshold, allowed) for threshold in PROMOTE_GRID}
             held.curves["smart"] = by_threshold[chosen][1]
@@ -357,6 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="crawl a web of sites of different URL layouts, each held out from the URL models' training (see above)",
     )
     parser.add_argument("--sites", type=int, default=len(LAYOUTS), help=f"--leave-one-site-out: sites (default {len(LAYOUTS)})")
+    parser.add_argument("--held-out", default="", help="--leave-one-site-out: only these sites (addresses, comma-separated)")
+    parser.add_argument(
+        "--promote-above-fixed", type=float, default=None, help="--leave-one-site-out: this threshold, no inner selection"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     if args.leave_one_site_out:
