@@ -1,17 +1,18 @@
-"""The ``smart`` crawl strategy: the URL rules first, and URL models that promote the links they are sure of.
+"""The ``smart`` crawl strategy: the URL rules first, and URL models that promote the version a page names when they are
+sure of it.
 
 García-Romero et al. ("Smart Bilingual Focused Crawling of Parallel Documents", 2024) rank a link from page u to URL
 v by P(lang(v) = other language) x P(parallel(u, v)) from two URL models (:class:`ModelScorer`). With models trained
 on other sites that order was worse than the URL rules on a held-out site (354 downloads for 80% of the pairs, the
 rules 194): a model learns the URL layouts of its training sites, the rules read every layout that names its
 languages. So :class:`SmartScorer` ranks by the URL rules (:class:`bitextflow.crawl.scoring.UrlRulesScorer`) and lets
-the models change the order only where they are confident: a link whose P(other language) x P(parallel) with the page
-it was found on (or a page fetched since that it may translate) is at least ``crawl.smart_promote_above`` is raised to
-the rank of a pair the rules complete, and such links are ordered by that confidence. Elsewhere the order is the
-rules' own, so the models can only add the pairs the rules cannot see (layouts without language markers). The models
-go on learning during the crawl (:class:`LearningUrlModels`): the language CLD2 finds for each page, and the pairs the
-crawl confirms (a page in the other language under the same key, declared by a ``hreflang`` alternate, or linked by a
-language switcher naming its language).
+the models change the order only where they are confident: the one link a fetched page names as its version in the
+other language (its language switcher's) is raised above every link the rules do not see completing a pair when its
+P(other language) x P(parallel) reaches ``crawl.smart_promote_above``. Elsewhere the order is the rules' own, so the
+models only add the pairs the rules cannot see (layouts whose markers they cannot read). The models go on learning
+during the crawl (:class:`LearningUrlModels`): the language CLD2 finds for each page, and the pairs the crawl confirms
+(a page in the other language under the same key, declared by a ``hreflang`` alternate, or named by a language
+switcher).
 """
 
 from __future__ import annotations
@@ -214,9 +215,8 @@ class SmartScorer(LinkScorer):
 
     priority(v) = rules(v) where the models' confidence c(v) (:class:`ModelScorer`'s P(other language) x P(parallel),
     the best over the pages that name v as their version in the other language: :meth:`_believe`) is below
-    ``promote_above``, else max(rules(v), ``PROMOTED``) +
-    ``TIE_WEIGHT`` x c(v): a promoted link ranks after the pairs the rules complete and before everything else, and
-    promoted links are ordered by confidence. ``TIE_WEIGHT`` is below the smallest gap between two priorities of the
+    ``promote_above``, else max(rules(v), ``PROMOTED``) + ``TIE_WEIGHT`` x c(v): a promoted link ranks after the pairs
+    the rules complete and before everything else, and promoted links are ordered by confidence. ``TIE_WEIGHT`` is below the smallest gap between two priorities of the
     rules (0.0025), so the models never reorder what the rules tell apart.
 
     Each fetched page in a pair language teaches the models (when they learn, :class:`LearningUrlModels`, on a copy
