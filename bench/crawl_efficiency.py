@@ -296,7 +296,7 @@ def loso_main(args: argparse.Namespace, pair: PairContext) -> int:
         for strategy in ("bfs", "url-rules", "smart")
     }  # fmt: skip
     print(f"Leave one site out: {len(sites)} sites carved from the local site, one URL layout each; {pair.source}-"
-          f"{pair.target}; URL models (ngram) trained on the other sites + {report['wmt16_pairs']} WMT16 pairs in "
+          f"{pair.target}; URL models ({args.model_kind}) trained on the other sites + {report['wmt16_pairs']} WMT16 pairs in "
           f"{min(report['train_seconds']):.1f}-{max(report['train_seconds']):.1f} s; {time.perf_counter() - started:.0f} s in all")  # fmt: skip
     header = f"{'site':<11} {'layout':<11} {'pages':>5} {'pairs':>5} {'threshold':>9} {'bfs':>5} {'rules':>6} {'smart':>6} {'80%: rules':>10} {'smart':>6}"
     print(header)
