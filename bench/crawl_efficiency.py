@@ -15,8 +15,14 @@ manpages-l10n translates, and paged changelog archives: about 4,000 pages, three
 in one language only, so that a focused crawler has much to skip. ``--site default`` crawls the tests'
 site (``--languages``) instead.
 
-``smart`` needs URL models. Unless a trained version is given (``--url-models``), they are trained
-here on a part of the site that the measured crawls never see: the Installation Guide's appendices
+``--leave-one-site-out`` measures instead whether ``smart`` holds on sites it was not trained on: a web of small
+sites carved from the default local site, each under another URL layout, each held out in turn from the URL models'
+training (the section comment before :func:`leave_one_site_out` says how). It prints per held-out site the AUC of
+bfs, url-rules and smart relative to bfs, and the promotion threshold chosen without the site.
+
+``smart`` needs URL models. Unless a trained version is given (``--url-models``), they are trained (``--model-kind``:
+``ngram``, the light models, by default; ``encoder``, the fine-tuned encoder) here on a part of the site that the
+measured crawls never see: the Installation Guide's appendices
 (``/install/<lang>/ap*``, every language), crawled first (breadth first) the way the platform does it:
 URL -> CLD2 language from the crawl log, pairs of the pair by the URL rule of ``align_documents``.
 The URL-pair model also learns from ``--wmt16-pairs`` gold pairs of the WMT16 document-alignment task
@@ -42,6 +48,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -52,11 +59,13 @@ from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.scoring import PairContext
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import BitextflowError
-from bitextflow.models import url_training, url_training_data
+from bitextflow.models import url_ngrams, url_training, url_training_data
 from bitextflow.records import Document
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.composition import best_order_auc, pairs_auc
 from bitextflow_local.localsite.layouts import ENDONYMS
+from bitextflow_local.localsite.multisite import LAYOUTS, WebSite, build_web
+from bitextflow_local.localsite.server import serve_sites
 from bitextflow_local.localsite.truth import site_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +84,8 @@ def crawl_order(
     warc_dir: Path,
     include: list[str] | None = None,
     exclude: list[str] | None = None,
-    smart_exploration: float = CrawlConfig.model_fields["smart_exploration"].default,
+    promote_above: float = CrawlConfig.model_fields["smart_promote_above"].default,
+    allowed: Sequence[str] = ("127.0.0.1",),
 ) -> tuple[list[str], Crawler]:
     """URLs in the order the strategy downloaded them (every response written, any status)."""
 
@@ -84,8 +94,8 @@ def crawl_order(
 
     config = CrawlConfig(
         seeds=[base_url], strategy=strategy, url_models=models, max_pages=100_000, delay_seconds=0,
-        concurrency=1, per_host_concurrency=1, allow_private_addresses=["127.0.0.1"], scout_pages=0,
-        include_paths={"*": include or []}, exclude_paths={"*": exclude or []}, smart_exploration=smart_exploration,
+        concurrency=1, per_host_concurrency=1, allow_private_addresses=list(allowed), scout_pages=0,
+        include_paths={"*": include or []}, exclude_paths={"*": exclude or []}, smart_promote_above=promote_above,
     )  # fmt: skip
     crawler = Crawler(config, RotatingWarcWriter(upload, 50_000_000), pair)
     crawler.crawl()
@@ -106,12 +116,13 @@ def train_on_part(
     base_url: str,
     pair: PairContext,
     folder: Path,
-    settings: url_training.TrainingSettings,
+    settings: url_training.TrainingSettings | None,
     extra_pairs: list[tuple[str, str]],
     models_dir: Path,
 ) -> dict:
     """Crawl the training part (breadth first), derive pages and pairs as the platform does, train the
-    language model on them and the URL-pair model on them plus ``extra_pairs``."""
+    language model on them and the URL-pair model on them plus ``extra_pairs``: fine-tuned encoders with ``settings``,
+    else the light models (:mod:`bitextflow.models.url_ngrams`)."""
     index_pages = r"^/(install/[^/]+/|[a-z]{2}(-[a-z]{2})?/)?(index\.html)?$"  # home, language portals, Guide indexes
     _urls, crawler = crawl_order(base_url, "bfs", pair, None, folder, include=[index_pages, TRAIN_PART])
     in_part = re.compile(TRAIN_PART)
@@ -119,9 +130,11 @@ def train_on_part(
     pages = [(url, lang) for url, lang in pages if in_part.search(urlsplit(url).path)]
     documents = [Document.of_text(url, url, lang) for url, lang in pages]
     pairs, _unmatched = align_by_url(documents, pair.source, pair.target)
-    metadata = url_training.train_url_models(
-        pages, [(p.url_a, p.url_b) for p in pairs] + extra_pairs, models_dir, settings, required_languages=pair.languages
-    )
+    training_pairs = [(p.url_a, p.url_b) for p in pairs] + extra_pairs
+    if settings is None:
+        metadata = url_ngrams.train_ngram_models(pages, training_pairs, models_dir, required_languages=pair.languages).metadata
+    else:
+        metadata = url_training.train_url_models(pages, training_pairs, models_dir, settings, required_languages=pair.languages)
     metadata["training_data"]["site_pairs"] = len(pairs)
     metadata["training_data"]["wmt16_pairs"] = len(extra_pairs)
     return metadata
@@ -149,6 +162,167 @@ def share_at(curve: Sequence[int], total: int, percent: int) -> float:
     return curve[k - 1] / total if total else 0.0
 
 
+# -- leave one site out (--leave-one-site-out) --------------------------------------------------------------
+# A web of small sites carved from the local site (:func:`bitextflow_local.localsite.multisite.build_web`), each under
+# its own URL layout (:data:`bitextflow_local.localsite.multisite.LAYOUTS`: as built, the language as a first folder,
+# a language name, a one-letter suffix, a number, translated paths; the last three are layouts the URL rules cannot
+# read). For each held-out site, light URL models (:mod:`bitextflow.models.url_ngrams`) are trained on the other sites
+# (URL -> CLD2 language from their breadth-first crawl logs, and their translated page pairs, standing for the pairs
+# align_documents finds) plus ``--wmt16-pairs`` WMT16 gold pairs, and ``crawl.smart_promote_above`` is chosen by an
+# inner leave-one-site-out over the other sites (models trained without the inner site either): the threshold whose
+# smart crawls are nowhere below url-rules, with the most AUC over it on average (ties: the higher threshold). The
+# held-out site is then crawled with each strategy; the models go on learning during its crawl.
+
+PROMOTE_GRID = (0.3, 0.5, 0.7, 0.9, 1.01)  # 1.01: never promote, the URL rules alone
+
+
+@dataclass
+class HeldOutSite:
+    """A site of the web, its pages as its breadth-first crawl identified them, its translated pairs (URLs), and the
+    pair curve of each strategy's crawl of it."""
+
+    site: WebSite
+    url: str
+    pages: list[tuple[str, str]]
+    pairs: list[tuple[str, str]]
+    curves: dict[str, list[int]]
+
+    @property
+    def pairs_total(self) -> int:
+        return max(curve[-1] for curve in self.curves.values())
+
+    def auc(self, strategy: str) -> float:
+        return pairs_auc(self.curves[strategy], self.pairs_total)
+
+
+def leave_one_site_out(args: argparse.Namespace, pair: PairContext, folder: Path) -> dict:
+    """``--leave-one-site-out`` (section comment above): per held-out site, its figures and the threshold chosen."""
+    source = build_site(args.cache_dir)
+    web = build_web(source, folder / "web", args.sites, languages=pair.languages, layouts=LAYOUTS)
+    gold = wmt16_pairs(args.wmt16, args.wmt16_pairs)
+    trained: dict[frozenset[str], str] = {}
+    train_seconds: list[float] = []
+
+    def models_without(excluded: frozenset[str]) -> str:
+        """The folder of the models trained on every site but ``excluded`` (and the WMT16 pairs)."""
+        if excluded not in trained:
+            sites = [held for held in held_out if held.site.address not in excluded]
+            target = folder / "models" / "-".join(sorted(excluded))
+            pages, pairs = [page for held in sites for page in held.pages], [p for held in sites for p in held.pairs] + gold
+            if args.model_kind == "encoder":
+                settings = url_training.TrainingSettings(epochs=args.epochs)
+                metadata = url_training.train_url_models(pages, pairs, target, settings, required_languages=pair.languages)
+            else:
+                metadata = url_ngrams.train_ngram_models(pages, pairs, target, required_languages=pair.languages).metadata
+            train_seconds.append(metadata["train_seconds"])
+            trained[excluded] = str(target)
+        return trained[excluded]
+
+    def smart_auc(held: HeldOutSite, models: str, threshold: float, allowed: list[str]) -> tuple[float, list[int]]:
+        urls, _crawler = crawl_order(held.url, "smart", pair, models, folder, promote_above=threshold, allowed=allowed)
+        curve = pairs_curve(urls, set(held.site.truth.pairs(*pair.languages)))
+        return pairs_auc(curve, held.pairs_total), curve
+
+    with serve_sites({site.address: site.docroot for site in web.sites}, port=0) as servers:
+        allowed = web.allowed_addresses(servers.port)
+        held_out = []
+        for site in web.sites:
+            url, truth = site.url(servers.port), set(site.truth.pairs(*pair.languages))
+            curves, logs = {}, {}
+            for strategy in ("bfs", "url-rules"):
+                urls, crawler = crawl_order(url, strategy, pair, None, folder, allowed=allowed)
+                curves[strategy], logs[strategy] = pairs_curve(urls, truth), crawler.log
+            pages, _counts = url_training_data.pages_from_crawl_log(log_records(logs["bfs"]))
+            pairs = [(site.url(servers.port, a), site.url(servers.port, b)) for a, b in sorted(truth)]
+            held_out.append(HeldOutSite(site, url, pages, pairs, curves))
+        results = {}
+        for held in held_out:
+            if args.held_out and held.site.address not in args.held_out.split(","):
+                continue
+            others = [other for other in held_out if other is not held]
+            gains: dict[float, list[float]] = {threshold: [] for threshold in PROMOTE_GRID}
+            for inner in others if args.promote_above_fixed is None else ():
+                models = models_without(frozenset({held.site.address, inner.site.address}))
+                for threshold in PROMOTE_GRID:
+                    gains[threshold].append(smart_auc(inner, models, threshold, allowed)[0] - inner.auc("url-rules"))
+            chosen = args.promote_above_fixed or max(
+                PROMOTE_GRID, key=lambda t: (min(gains[t]) >= 0, sum(gains[t]) / len(gains[t]), t)
+            )
+            models = models_without(frozenset({held.site.address}))
+            by_threshold = {threshold: smart_auc(held, models, threshold, allowed) for threshold in PROMOTE_GRID}
+            held.curves["smart"] = by_threshold[chosen][1]
+            results[held.site.address] = {
+                "layout": held.site.layout,
+                "pages_total": len(held.curves["bfs"]),
+                "pairs_total": held.pairs_total,
+                "chosen_promote_above": chosen,
+                "inner_gain_over_url_rules": {str(t): [round(gain, 4) for gain in g] for t, g in gains.items()},
+                "smart_auc_vs_bfs_by_threshold": {
+                    str(t): round(auc / held.auc("bfs"), 4) if held.auc("bfs") else 0.0 for t, (auc, _c) in by_threshold.items()
+                },
+                "strategies": {
+                    strategy: _figures(curve, held.pairs_total, held.curves["bfs"]) for strategy, curve in held.curves.items()
+                },
+            }
+    return {"sites": results, "train_seconds": train_seconds, "wmt16_pairs": len(gold)}
+
+
+def _figures(curve: Sequence[int], total: int, bfs: Sequence[int]) -> dict:
+    """found_at, AUC and AUC relative to bfs of one crawl's pair curve."""
+    bfs_area = pairs_auc(bfs, total)
+    return {
+        "found_at": {str(p): round(share_at(curve, total, p), 4) for p in MARKS},
+        "auc": round(pairs_auc(curve, total), 4),
+        "auc_vs_bfs": round(pairs_auc(curve, total) / bfs_area, 4) if bfs_area else 0.0,
+        "downloads_for_80pct": next((k + 1 for k, n in enumerate(curve) if n >= 0.8 * total), None),
+    }
+
+
+def loso_main(args: argparse.Namespace, pair: PairContext) -> int:
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-crawl-loso-") as tmp:
+        try:
+            report = leave_one_site_out(args, pair, Path(tmp))
+        except BitextflowError as error:
+            print(f"crawl_efficiency: {' '.join(str(error).split())}", file=sys.stderr)
+            return 2
+    sites = report["sites"]
+    strategies = {
+        strategy: {
+            "found_at": {str(p): round(sum(s["strategies"][strategy]["found_at"][str(p)] for s in sites.values()) / len(sites), 4)
+                         for p in MARKS},
+            "auc_vs_bfs": round(sum(s["strategies"][strategy]["auc_vs_bfs"] for s in sites.values()) / len(sites), 4),
+        }
+        for strategy in ("bfs", "url-rules", "smart")
+    }  # fmt: skip
+    print(f"Leave one site out: {len(sites)} sites carved from the local site, one URL layout each; {pair.source}-"
+          f"{pair.target}; URL models ({args.model_kind}) trained on the other sites + {report['wmt16_pairs']} WMT16 pairs in "
+          f"{min(report['train_seconds']):.1f}-{max(report['train_seconds']):.1f} s; {time.perf_counter() - started:.0f} s in all")  # fmt: skip
+    header = f"{'site':<11} {'layout':<11} {'pages':>5} {'pairs':>5} {'threshold':>9} {'bfs':>5} {'rules':>6} {'smart':>6} {'80%: rules':>10} {'smart':>6}"
+    print(header)
+    print("-" * len(header))
+    for address, row in sites.items():
+        figures = row["strategies"]
+        print(f"{address:<11} {row['layout']:<11} {row['pages_total']:>5} {row['pairs_total']:>5} {row['chosen_promote_above']:>9} "
+              f"{figures['bfs']['auc_vs_bfs']:>5.2f} {figures['url-rules']['auc_vs_bfs']:>6.2f} {figures['smart']['auc_vs_bfs']:>6.2f} "
+              f"{figures['url-rules']['downloads_for_80pct'] or '-':>10} {figures['smart']['downloads_for_80pct'] or '-':>6}")  # fmt: skip
+    below = [address for address, row in sites.items()
+             if row["strategies"]["smart"]["auc_vs_bfs"] < row["strategies"]["url-rules"]["auc_vs_bfs"]]  # fmt: skip
+    print(f"smart below url-rules on: {', '.join(below) or 'no held-out site'}")
+    result = {
+        "pair": f"{pair.source}-{pair.target}",
+        "mode": "leave-one-site-out",
+        "pages_total": sum(row["pages_total"] for row in sites.values()),
+        "pairs_total": sum(row["pairs_total"] for row in sites.values()),
+        "strategies": strategies,
+        "leave_one_site_out": report,
+        "smart_below_url_rules": below,
+    }
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -167,6 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-split", action="store_true", help="crawl the whole site; train nothing")
     parser.add_argument(
+        "--model-kind", choices=("ngram", "encoder"), default="ngram", help="URL models trained here (crawl.url_model_kind)"
+    )
+    parser.add_argument(
         "--epochs", type=int, default=5, help="URL-model training epochs (default 5; 3 leaves the language model flat)"
     )
     parser.add_argument("--wmt16", type=Path, default=WMT16_GOLD, help=f"WMT16 gold URL pairs (default {WMT16_GOLD})")
@@ -175,13 +352,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the cores are shared)")
     parser.add_argument(
-        "--smart-exploration",
+        "--smart-promote-above",
         type=float,
-        default=CrawlConfig.model_fields["smart_exploration"].default,
-        help="crawl.smart_exploration for smart (0: the seed's formula alone)",
+        default=CrawlConfig.model_fields["smart_promote_above"].default,
+        help="crawl.smart_promote_above for smart (above 1: the URL rules alone)",
+    )
+    parser.add_argument(
+        "--leave-one-site-out",
+        action="store_true",
+        help="crawl a web of sites of different URL layouts, each held out from the URL models' training (see above)",
+    )
+    parser.add_argument("--sites", type=int, default=len(LAYOUTS), help=f"--leave-one-site-out: sites (default {len(LAYOUTS)})")
+    parser.add_argument("--held-out", default="", help="--leave-one-site-out: only these sites (addresses, comma-separated)")
+    parser.add_argument(
+        "--promote-above-fixed", type=float, default=None, help="--leave-one-site-out: this threshold, no inner selection"
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
+    if args.leave_one_site_out:
+        source, _, target = args.pair.partition("-")
+        pair_file = ROOT / "include" / "pairs" / f"{args.pair}.yaml"
+        terms = load_pair_config(pair_file).domain.terms if pair_file.exists() else {}
+        return loso_main(args, PairContext(source, target, terms))
     import torch
 
     torch.set_num_threads(args.threads)
@@ -223,17 +415,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp, serve(site.docroot, port=0) as server:
         models = args.url_models
         if split and models is None and "smart" in strategies:
-            settings = url_training.TrainingSettings(epochs=args.epochs)
+            settings = url_training.TrainingSettings(epochs=args.epochs) if args.model_kind == "encoder" else None
             models_dir = args.keep_models or Path(tmp) / "models"
             metadata = train_on_part(server.base_url, pair, Path(tmp), settings, extra, models_dir)
             models = str(models_dir)
-            training = {"part": TRAIN_PART, **{k: metadata[k] for k in ("training_data", "metrics", "train_seconds", "settings")}}
-            print(f"URL models trained on {TRAIN_PART} in {metadata['train_seconds']} s: held-out {metadata['metrics']}")
+            training = {"part": TRAIN_PART, "kind": args.model_kind,
+                        **{k: metadata.get(k) for k in ("training_data", "metrics", "train_seconds", "settings")}}  # fmt: skip
+            print(f"URL models ({args.model_kind}) trained on {TRAIN_PART} in {metadata['train_seconds']} s")
         for strategy in strategies:
             started = time.perf_counter()
             exclude = [TRAIN_PART] if split else None
             urls, crawler = crawl_order(
-                server.base_url, strategy, pair, models, Path(tmp), exclude=exclude, smart_exploration=args.smart_exploration
+                server.base_url, strategy, pair, models, Path(tmp), exclude=exclude, promote_above=args.smart_promote_above
             )
             seconds = time.perf_counter() - started
             curves[strategy] = pairs_curve(urls, truth_pairs)
@@ -264,7 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "truth_pairs": len(truth_pairs),
         "excluded_from_crawls": TRAIN_PART if split else None,
         "url_model_training": training,
-        "smart_exploration": args.smart_exploration,
+        "smart_promote_above": args.smart_promote_above,
         "strategies": results,
     }
     print(f"Local site ({', '.join(site.languages)}): {pages_total} URLs downloaded by a full crawl; "

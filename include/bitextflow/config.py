@@ -193,12 +193,14 @@ class CrawlConfig(_Section):
         description="URL models the smart strategy loads: a folder, s3://<bucket>/models/<pair>/url/v<N>/, or 'latest' "
         "(the pair's newest version in storage.bucket; none yet: url-rules).",
     )
-    smart_exploration: float = Field(
-        0.1,
+    smart_promote_above: float = Field(
+        0.9,
         ge=0,
-        le=1,
-        description="smart strategy: weight of P(link in a pair language) x (1 - P(parallel)) added to the seed's "
-        "P(other language) x P(parallel), so the crawl walks pair-language pages before others (0: the seed's formula).",
+        le=1.01,
+        description="smart strategy: the URL rules rank the frontier; the one link a fetched page names as its version in "
+        "the other language (language switcher) is raised above every link the rules do not see completing a pair when "
+        "the URL models give it P(other language) x P(parallel) of at least this (above 1: never, the rules alone). "
+        "Chosen by leave-one-site-out over sites of unseen URL layouts (docs/crawl.md).",
     )
     smart_rerank_similar: int = Field(
         8,
@@ -232,6 +234,18 @@ class CrawlConfig(_Section):
         False,
         description="After align_documents, train the smart strategy's URL models on this run's crawl log and "
         "document pairs and publish them as models/<pair>/url/v<N>/ (task train_url_models).",
+    )
+    url_model_kind: Literal["ngram", "encoder"] = Field(
+        "ngram",
+        description="URL models train_url_models trains: ngram (hashed URL n-grams and token swaps, logistic regression; "
+        "seconds on a CPU, trained on during the crawl) or encoder (the multilingual encoder fine-tuned, "
+        "crawl.url_model_base/layers/epochs; about 20 minutes on two CPU cores). See docs/crawl.md.",
+    )
+    url_model_gold_pairs: str | None = Field(
+        None,
+        description="A file of gold URL pairs of other sites (WMT16 test.pairs format: tab-separated, the last two "
+        "fields the two URLs) added to the URL-pair model's training, e.g. ../shared/eval/wmt16_docalign_test_gold/"
+        "test.pairs.",
     )
     url_model_base: str | None = Field(
         None, description="Encoder folder the URL models are fine-tuned from (default: the converted multilingual-e5-small)."
@@ -290,6 +304,18 @@ class CrawlConfig(_Section):
         default_factory=lambda: ["text/html", "application/xhtml+xml", "text/plain"],
         description="2xx responses of other types are refused after the headers (body not read); [] allows "
         "all; a response without Content-Type passes.",
+    )
+    max_sitemaps_per_host: int = Field(
+        100,
+        ge=0,
+        description="Sitemaps read per host (docs/crawl.md): those its robots.txt names, else /sitemap.xml, and the "
+        "children of sitemap indexes; their pages enter the frontier ranked like links, their hreflang alternates become "
+        "declared language versions. 0 reads none.",
+    )
+    script_links: bool = Field(
+        False,
+        description="Also fetch the site's own script files that pages load and follow the URL-looking strings in them "
+        "(menus and tables of contents built by JavaScript), speculatively as Heritrix's ExtractorJS; same host only.",
     )
     allow_private_addresses: list[str] = Field(
         default_factory=list,
@@ -586,6 +612,19 @@ class AlignConfig(_Section):
         "slow on CPU), `structure` (ILSP-FC fingerprints, classifier trained on the run's URL pairs), `images` "
         "(ILSP-FC critical images). See docs/align.md.",
     )  # fmt: skip
+    document_margins: dict[Literal["tfidf", "embeddings", "structure", "images"], float] = Field(
+        default_factory=dict,
+        description="Margin a content method's document pair needs over the runner-up of each of its two pages, e.g. "
+        "{tfidf: 0.05, structure: 0.1}; a method not named has none. Leave-one-site-out cross-validation over budgeted "
+        "crawls chose none once the text methods must agree on partial crawls (docs/align.md, Partial crawls).",
+    )
+    partial_crawl_agreement: bool = Field(
+        True,
+        description="On a site the crawl left partial (URLs it knew but did not fetch), a content pair must be the mutual "
+        "best match of every text method that ran (tfidf, embeddings, structure): a page whose counterpart was not "
+        "crawled has look-alikes that each method ranks differently. Chosen by leave-one-site-out cross-validation "
+        "over budgeted crawls (docs/align.md, Partial crawls).",
+    )
     document_candidates: int = Field(
         10, ge=1, le=1000, description="Candidate counterparts per document and method (top-k per site)."
     )

@@ -30,7 +30,7 @@ from bitextflow.crawl.fetcher import _Decoder
 from bitextflow.crawl.frontier import Entry, Frontier
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.scoring import BfsScorer, PageView, PairContext, TermsScorer, UrlRulesScorer
-from bitextflow.crawl.smart_scorer import SmartScorer, SmartSettings
+from bitextflow.crawl.smart_scorer import ModelScorer, SmartScorer, SmartSettings
 from bitextflow.crawl.strategies import make_scorer
 from bitextflow.crawl.urls import Link, extract_links, normalise_url, parse_html, predicted_language, url_languages
 from bitextflow.crawl.warc import RotatingWarcWriter
@@ -190,17 +190,15 @@ def test_smart_falls_back_to_url_rules_without_models_and_uses_registered_models
         def parallel_probabilities(self, pairs):
             return [0.5 for _ in pairs]
 
-    scorer = make_scorer("smart", pair, url_models=Models(), smart=SmartSettings(exploration=0))  # the seed's formula
+    scorer = make_scorer("smart", pair, url_models=Models())
     assert isinstance(scorer, SmartScorer)
-    scores = scorer.score(
-        _view("http://h/en/a.html", "en"), [Link("http://h/es/a.html", "", ""), Link("http://h/de/a.html", "", "")]
-    )
-    assert scores == pytest.approx([0.45, 0.05])
-    # exploration (the config's default, 0.1): a page of the pair's own language outranks a third-language one,
-    # never a translation
-    explorer = make_scorer("smart", pair, url_models=Models(), smart=SmartSettings())
-    links = [Link("http://h/es/a.html", "", ""), Link("http://h/en/b.html", "", ""), Link("http://h/de/b.html", "", "")]
-    assert explorer.score(_view("http://h/en/a.html", "en"), links) == pytest.approx([0.5, 0.1, 0.06])
+    links = [Link("http://h/es/a.html", "", ""), Link("http://h/de/a.html", "", "")]
+    assert scorer.model.score(_view("http://h/en/a.html", "en"), links) == pytest.approx([0.45, 0.05])  # the seed's formula
+    # the URL rules rank (0.9 x 0.5, 0.1 x 0.5 x 0.5) until the models' confidence reaches smart_promote_above
+    assert scorer.score(_view("http://h/en/a.html", "en"), links) == pytest.approx([0.45, 0.025])
+    promoting = make_scorer("smart", pair, url_models=Models(), smart=SmartSettings(promote_above=0.4))
+    switcher = _view("http://h/en/a.html", "en", b'<a href="/es/a.html" hreflang="es">es</a>')  # names its version
+    assert promoting.score(switcher, [switcher.page.links[0], links[1]]) == pytest.approx([0.6 + 1e-4 * 0.5, 0.025])
     assert make_scorer("smart", pair, url_models=None).name == "url-rules"
 
 
@@ -219,7 +217,7 @@ class _FileNameModels:
 
 def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
     pair = PairContext("en", "es")
-    scorer = SmartScorer(pair, _FileNameModels(), SmartSettings())
+    scorer = ModelScorer(pair, _FileNameModels(), SmartSettings())
     frontier = Frontier()
     es_index = _view("http://h/es/index.html", "es", b'<a href="/es/a.html">a</a><a href="/es/b.html">b</a>')
     en_index = _view("http://h/en/index.html", "en", b'<a href="/es/x.html">x</a>')
@@ -235,18 +233,18 @@ def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
     en_a = _view("http://h/en/a.html", "en", b'<a href="/es/a.html" hreflang="es">es</a>')
     raised = scorer.fetched(en_a)
     # P(es) = 1: the switcher's hreflang declares it; P(parallel) 0.9 from the model
-    assert raised["http://h/es/a.html"] == pytest.approx(1.0 * 0.9 + 0.1 * 1.0 * 0.1)
+    assert raised["http://h/es/a.html"] == pytest.approx(1.0 * 0.9)
     for url, priority in raised.items():
         frontier.reprioritise(url, priority)
     assert frontier.peek("h").url == "http://h/es/a.html"
     # ...and without a link: the waiting URLs that share its URL tokens are re-scored too (b here)
     en_b = _view("http://h/en/b.html", "en", b"<p>no links</p>")
-    assert scorer.fetched(en_b) == {"http://h/es/b.html": pytest.approx(0.82)}
+    assert scorer.fetched(en_b) == {"http://h/es/b.html": pytest.approx(0.81)}
     # a page in neither language of the pair re-ranks nothing; nor does a priority that would fall
     assert scorer.fetched(_view("http://h/de/a.html", "de")) == {}
     assert scorer.fetched(en_a) == {}
     # a checkpoint restores the waiting URLs with their priorities (from the frontier): same decisions
-    restored = SmartScorer(pair, _FileNameModels(), SmartSettings())
+    restored = ModelScorer(pair, _FileNameModels(), SmartSettings())
     restored.restore(scorer.state(), {entry.url: entry.priority for entry in frontier.entries()})
     assert restored.fetched(en_a) == {} and restored.fetched(_view("http://h/en/x.html", "en")) == scorer.fetched(
         _view("http://h/en/x.html", "en")
@@ -254,7 +252,7 @@ def test_smart_reranks_waiting_translations_when_a_page_is_fetched():
 
 
 def test_smart_takes_the_language_a_link_declares_over_the_url_models_guess():
-    scorer = SmartScorer(PairContext("en", "es"), _FileNameModels(), SmartSettings())
+    scorer = ModelScorer(PairContext("en", "es"), _FileNameModels(), SmartSettings())
     page = _view(
         "http://h/en/a.html",
         "en",
@@ -262,7 +260,7 @@ def test_smart_takes_the_language_a_link_declares_over_the_url_models_guess():
     )
     links = page.page.links
     # /es/a.html is declared German (no pair language: 0), /x/a.html Spanish (1 x 0.9), /es/b.html is the model's
-    assert scorer.score(page, links) == pytest.approx([0.0, 0.9 + 0.1 * 0.1, 0.9 * 0.1 + 0.1 * 1.0 * 0.9])
+    assert scorer.score(page, links) == pytest.approx([0.0, 0.9, 0.9 * 0.1])
     for link in links:
         scorer.queued(link.url, 0.0)
     assert scorer.state() == {"declared": {"http://h/es/a.html": "de", "http://h/x/a.html": "es"}}
@@ -270,7 +268,7 @@ def test_smart_takes_the_language_a_link_declares_over_the_url_models_guess():
     assert scorer.state() == {"declared": {"http://h/es/a.html": "de"}}
     # a declared link the crawler refuses (robots.txt, scope, limits) is never queued: nothing kept for it
     other = _view("http://h/en/b.html", "en", b'<a href="http://elsewhere/es/" hreflang="es">es</a>')
-    assert scorer.score(other, other.page.links) == pytest.approx([1.0 * 0.1 + 0.1 * 1.0 * 0.9])  # declared Spanish
+    assert scorer.score(other, other.page.links) == pytest.approx([1.0 * 0.1])  # declared Spanish
     scorer.score(_view("http://h/en/c.html", "en", b""), [])
     assert scorer._declared == {"http://h/es/a.html": "de"}  # noqa: SLF001 - the scorer's memory is the point
 
@@ -692,5 +690,5 @@ def test_smart_settings_are_the_crawl_config_options():
 
     seeds = ["http://127.0.0.1:1/"]
     assert SmartSettings() == SmartSettings.from_config(CrawlConfig(seeds=seeds))
-    tuned = CrawlConfig(seeds=seeds, smart_exploration=0.3, smart_rerank_similar=2, smart_common_token=5)
-    assert SmartSettings.from_config(tuned) == SmartSettings(exploration=0.3, rerank_similar=2, common_token=5)
+    tuned = CrawlConfig(seeds=seeds, smart_promote_above=0.3, smart_rerank_similar=2, smart_common_token=5)
+    assert SmartSettings.from_config(tuned) == SmartSettings(promote_above=0.3, rerank_similar=2, common_token=5)

@@ -34,7 +34,7 @@ pages left over. The first pass is unchanged by it: pages whose language is thei
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from bitextflow.align.content import EMBEDDINGS_METHOD, TFIDF_METHOD, embedding_pairs, tfidf_pairs
@@ -42,6 +42,7 @@ from bitextflow.align.dictionary import BilingualDictionary, load_dictionary
 from bitextflow.align.documents import METHOD as URL_METHOD
 from bitextflow.align.documents import url_matches
 from bitextflow.align.embedding import Encoder
+from bitextflow.align.site_naming import DISAGREEMENT_REFUSED, SiteNaming, mutual_best, refusal, with_margin
 from bitextflow.align.structure import IMAGES_METHOD, STRUCTURE_METHOD, image_pairs, structure_pairs
 from bitextflow.config import AlignConfig
 from bitextflow.records import Document, DocumentPair
@@ -49,6 +50,17 @@ from bitextflow.text.languages import normalise_language
 
 #: In the order of the default priority: precise and cheap first, images last (site icons mislead them).
 DOCUMENT_METHODS = (URL_METHOD, TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHOD, IMAGES_METHOD)
+#: Pairs the site declares (hreflang alternates), linked right after the URL-token pairs when declarations are given.
+DECLARED_METHOD = "declared"
+#: The methods that compare content, which the site's own naming of a page's counterpart overrules.
+CONTENT_METHODS = (TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHOD, IMAGES_METHOD)
+#: The content methods that compare text or layout: on a partial crawl a content pair must be the mutual best of each.
+AGREEING_METHODS = (TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHOD)
+#: Margin a content candidate needs over the runner-up of each of its pages, by method, and whether content methods
+#: must agree on a partial crawl: ``align.document_margins`` and ``align.partial_crawl_agreement``'s defaults, chosen
+#: by leave-one-site-out cross-validation over budgeted crawls (docs/align.md, "Partial crawls").
+DEFAULT_MARGINS: dict[str, float] = AlignConfig().document_margins
+DEFAULT_PARTIAL_CRAWL_AGREEMENT: bool = AlignConfig().partial_crawl_agreement
 #: Lowest score a candidate of each method needs, chosen on the local site (docs/align.md).
 DEFAULT_MIN_SCORES = {URL_METHOD: 1.0, IMAGES_METHOD: 0.5, STRUCTURE_METHOD: 0.5, TFIDF_METHOD: 0.2, EMBEDDINGS_METHOD: 0.3}
 DEFAULT_TOP_K = 10
@@ -72,6 +84,10 @@ class AlignmentReport:
     kept: Counter[str] = field(default_factory=Counter)
     structure_scorer: str = ""
     partly_translated: int = 0
+    #: content candidates refused because the site names a page's counterpart otherwise, by reason (first pass)
+    refused: Counter[str] = field(default_factory=Counter)
+    #: declared pairs that content contradicts (a page's clear content match is another page): not linked
+    declared_disagreements: int = 0
 
 
 def align_documents(
@@ -84,9 +100,20 @@ def align_documents(
     top_k: int = DEFAULT_TOP_K,
     dictionary: BilingualDictionary | None = None,
     encoder: Encoder | None = None,
+    declared: Mapping[str, Mapping[str, str]] | None = None,
+    unfetched: Collection[str] = (),
+    margins: Mapping[str, float] | None = None,
+    partial_crawl_agreement: bool = DEFAULT_PARTIAL_CRAWL_AGREEMENT,
 ) -> tuple[list[DocumentPair], AlignmentReport]:
     """1-1 document pairs of ``lang_a`` and ``lang_b`` by ``methods`` (in priority order), then the pairs of
     partly translated ``lang_b`` pages identified as ``lang_a`` (the second pass, module docstring).
+
+    ``declared`` (URL -> {language: URL}, the crawl's declared language versions) adds the pairs the site declares,
+    linked after the URL-token pairs unless content contradicts them; content candidates that the site's URL pattern
+    (with ``unfetched``, the URLs the crawl knew but did not fetch) or declarations contradict, or that lack the
+    method's margin over the runner-up (``margins``, default :data:`DEFAULT_MARGINS`), or that on a site ``unfetched``
+    shows partial are not the mutual best of every method of :data:`AGREEING_METHODS` that ran
+    (``partial_crawl_agreement``), are not linked (:mod:`bitextflow.align.site_naming`).
 
     ``lang_a`` is the language pages are translated from (the source of a pair config): untranslated text
     is in it. ``tfidf`` uses ``dictionary`` (None: words that match themselves only); ``embeddings`` needs
@@ -103,7 +130,8 @@ def align_documents(
         raise ValueError("the embeddings document method needs an encoder")
     linking = _Linking(
         normalise_language(lang_a), normalise_language(lang_b), methods, DEFAULT_MIN_SCORES | (min_scores or {}), top_k,
-        dictionary, encoder, AlignmentReport(),
+        dictionary, encoder, AlignmentReport(), declared or {}, frozenset(unfetched), DEFAULT_MARGINS | dict(margins or {}),
+        partial_crawl_agreement,
     )  # fmt: skip
     report = linking.report
     documents = list(documents)
@@ -138,6 +166,8 @@ def _unpaired_reason(document: Document, url_reasons: dict[str, str], linking: _
     reason = url_reasons.get(document.doc_id)
     if reason in ("other_language", PARTLY_TRANSLATED_UNPAIRED):
         return reason
+    if document.doc_id in linking.refused_documents:
+        return linking.refused_documents[document.doc_id]
     if set(linking.methods) - {URL_METHOD} and not any(text.strip() for _type, text in document.content_paragraphs):
         return "empty_document"  # the content and structure methods had no text to compare
     if URL_METHOD in linking.methods and reason is not None:
@@ -158,10 +188,17 @@ class _Linking:
     dictionary: BilingualDictionary | None
     encoder: Encoder | None
     report: AlignmentReport
+    declared: Mapping[str, Mapping[str, str]]
+    unfetched: Collection[str]
+    margins: Mapping[str, float]
+    partial_crawl_agreement: bool
+    #: documents whose content candidates the site contradicted, with the reason (first pass)
+    refused_documents: dict[str, str] = field(default_factory=dict)
 
     def proposals(self, documents: Sequence[Document]) -> tuple[dict[str, list[DocumentPair]], dict[str, str], str]:
-        """Each method's candidate pairs of ``documents`` by their languages, the URL method's reason for each
-        document it did not pair, and the structure scorer that ran (empty when the method did not)."""
+        """Each method's candidate pairs of ``documents`` by their languages (the declared pairs under
+        :data:`DECLARED_METHOD`; content candidates the site contradicts, or without their margin, left out), the URL
+        method's reason for each document it did not pair, and the structure scorer that ran (empty when it did not)."""
         methods, scores, top_k = self.methods, self.scores, self.top_k
         url_pairs, url_reasons = url_matches(documents, self.code_a, self.code_b)
         docs_a = [doc for doc in documents if normalise_language(doc.language) == self.code_a]
@@ -178,12 +215,71 @@ class _Linking:
             proposals[TFIDF_METHOD] = tfidf_pairs(docs_a, docs_b, self.dictionary, scores[TFIDF_METHOD], top_k)
         if EMBEDDINGS_METHOD in methods and self.encoder is not None:  # checked by align_documents: the method needs one
             proposals[EMBEDDINGS_METHOD] = embedding_pairs(docs_a, docs_b, self.encoder, scores[EMBEDDINGS_METHOD], top_k)
+        self._as_the_site_names_them(documents, proposals, url_pairs)
         return proposals, url_reasons, structure_scorer
+
+    def _as_the_site_names_them(
+        self, documents: Sequence[Document], proposals: dict[str, list[DocumentPair]], url_pairs: Sequence[DocumentPair]
+    ) -> None:
+        """Content candidates without the site's contradiction, with their margin and, on a partial crawl, the agreement
+        of the text methods; the declared pairs that content does not contradict (:mod:`bitextflow.align.site_naming`)."""
+        naming = SiteNaming.of(documents, url_pairs, self.unfetched, (self.code_a, self.code_b))
+        languages = {doc.doc_id: normalise_language(doc.language) for doc in documents}
+        agreeing = [mutual_best(proposals[m]) for m in AGREEING_METHODS if m in proposals]
+        agreed = set.intersection(*agreeing) if agreeing and self.partial_crawl_agreement else None
+        for method in [m for m in CONTENT_METHODS if m in proposals]:
+            kept = []
+            for pair in with_margin(proposals[method], self.margins.get(method, 0.0)):
+                reason = refusal(pair, naming, self.declared, languages)
+                if (
+                    not reason
+                    and agreed is not None
+                    and naming.partial(pair.url_a)
+                    and (pair.doc_id_a, pair.doc_id_b) not in agreed
+                ):
+                    reason = DISAGREEMENT_REFUSED
+                if not reason:
+                    kept.append(pair)
+                    continue
+                self.report.refused[reason] += 1
+                self.refused_documents.setdefault(pair.doc_id_a, reason)
+                self.refused_documents.setdefault(pair.doc_id_b, reason)
+            proposals[method] = kept
+        if self.declared:
+            proposals[DECLARED_METHOD] = self._declared_pairs(documents, proposals)
+
+    def _declared_pairs(self, documents: Sequence[Document], proposals: dict[str, list[DocumentPair]]) -> list[DocumentPair]:
+        """The pairs of ``documents`` that the site declares, less those content contradicts: where the first content
+        method's best candidate of either page (with its margin) is another page (counted in the report)."""
+        by_url = {doc.url: doc for doc in documents}
+        language = {doc.doc_id: normalise_language(doc.language) for doc in documents}
+        declared: dict[tuple[str, str], tuple[Document, Document]] = {}
+        for doc in documents:
+            other_language = {self.code_a: self.code_b, self.code_b: self.code_a}.get(language[doc.doc_id])
+            other = by_url.get(self.declared.get(doc.url, {}).get(other_language or "", ""))
+            if other_language is not None and other is not None and language[other.doc_id] == other_language:
+                doc_a, doc_b = (doc, other) if other_language == self.code_b else (other, doc)
+                declared[doc_a.doc_id, doc_b.doc_id] = (doc_a, doc_b)
+        best: dict[str, str] = {}
+        content = next((proposals[m] for m in self.methods if m in CONTENT_METHODS and m in proposals), [])
+        for pair in sorted(content, key=lambda p: -p.score):
+            best.setdefault(pair.doc_id_a, pair.doc_id_b)
+            best.setdefault(pair.doc_id_b, pair.doc_id_a)
+        pairs = []
+        for (id_a, id_b), (doc_a, doc_b) in sorted(declared.items()):
+            if best.get(id_a, id_b) != id_b or best.get(id_b, id_a) != id_a:
+                self.report.declared_disagreements += 1
+            else:
+                pairs.append(DocumentPair(id_a, id_b, doc_a.url, doc_b.url, DECLARED_METHOD, 1.0))
+        return pairs
 
     def link(self, proposals: dict[str, list[DocumentPair]]) -> list[DocumentPair]:
         """1-1 pairs of the methods' ``proposals`` (:func:`competitive_linking` in the methods' order)."""
-        self.report.candidates.update({method: len(proposals[method]) for method in self.methods})
-        pairs = competitive_linking([proposals[method] for method in dict.fromkeys(self.methods)])
+        order = list(dict.fromkeys(self.methods))
+        if DECLARED_METHOD in proposals:  # the site's word, after the URL pattern's and before content's
+            order.insert(1 if order[0] == URL_METHOD else 0, DECLARED_METHOD)
+        self.report.candidates.update({method: len(proposals[method]) for method in order})
+        pairs = competitive_linking([proposals[method] for method in order])
         self.report.kept.update(pair.method for pair in pairs)
         return pairs
 
@@ -220,10 +316,16 @@ def competitive_linking(proposals: Sequence[Sequence[DocumentPair]]) -> list[Doc
 
 
 def align_configured(
-    documents: Iterable[Document], lang_a: str, lang_b: str, config: AlignConfig
+    documents: Iterable[Document],
+    lang_a: str,
+    lang_b: str,
+    config: AlignConfig,
+    declared: Mapping[str, Mapping[str, str]] | None = None,
+    unfetched: Collection[str] = (),
 ) -> tuple[list[DocumentPair], AlignmentReport]:
-    """:func:`align_documents` with the methods and thresholds of ``align`` in a pair config; loads the
-    pair's dictionary for ``tfidf`` and the encoder (``align.encoder_model``) for ``embeddings``."""
+    """:func:`align_documents` with the methods, thresholds and margins of ``align`` in a pair config (and the crawl's
+    declared versions and unfetched URLs); loads the pair's dictionary for ``tfidf`` and the encoder
+    (``align.encoder_model``) for ``embeddings``."""
     methods = config.document_methods
     dictionary = load_dictionary(lang_a, lang_b) if TFIDF_METHOD in methods else None
     encoder = None
@@ -239,5 +341,6 @@ def align_configured(
     }
     return align_documents(
         documents, lang_a, lang_b, methods, min_scores=min_scores, top_k=config.document_candidates,
-        dictionary=dictionary, encoder=encoder,
+        dictionary=dictionary, encoder=encoder, declared=declared, unfetched=unfetched, margins=config.document_margins,
+        partial_crawl_agreement=config.partial_crawl_agreement,
     )  # fmt: skip

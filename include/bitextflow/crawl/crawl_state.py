@@ -93,6 +93,7 @@ class HostState:
     languages: Counter[str] = field(default_factory=Counter)
     dropped: str = ""  # reason, once the host is dropped
     target_seen: bool = False
+    sitemaps: int = 0  # sitemaps admitted to the frontier
     # not checkpointed: learnt again after a resume
     robots: Protego | None = None
     robots_state: str = "unknown"  # unknown | fetching | ready
@@ -102,11 +103,12 @@ class HostState:
 
     def to_state(self) -> dict[str, Any]:
         return {"pages": self.pages, "html_pages": self.html_pages, "languages": dict(self.languages),
-                "dropped": self.dropped, "target_seen": self.target_seen}  # fmt: skip
+                "dropped": self.dropped, "target_seen": self.target_seen, "sitemaps": self.sitemaps}  # fmt: skip
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> HostState:
-        return cls(state["pages"], state["html_pages"], Counter(state["languages"]), state["dropped"], state["target_seen"])
+        return cls(state["pages"], state["html_pages"], Counter(state["languages"]), state["dropped"], state["target_seen"],
+                   state.get("sitemaps", 0))  # fmt: skip
 
 
 class CrawlState:
@@ -147,6 +149,8 @@ class CrawlState:
         self._seen_since_checkpoint: list[str] = []
         self._seen_parts = 0
         self.hosts: dict[str, HostState] = {}
+        # the language versions pages and sitemaps declare: url -> {language: url} (:meth:`declare`)
+        self.declared: dict[str, dict[str, str]] = {}
         self.seed_urls = set(canonical_seeds(config))
         self.scope: set[str] = {host_of(url) for url in self.seed_urls}
         self.fetched = 0
@@ -188,9 +192,25 @@ class CrawlState:
         exclude = self._exclude.get(host, []) + self._exclude.get("*", [])
         return not any(p.search(target) for p in exclude)
 
+    def declare(self, url: str, alternates: dict[str, str]) -> None:
+        """Record the language versions (language -> URL) declared for ``url``; each is declared for the others too
+        where the declaration says which language ``url`` itself is in (it lists itself, as sitemaps and hreflang
+        links should)."""
+        if not alternates:
+            return
+        own = next((language for language, alternate in alternates.items() if alternate == url), "")
+        self.declared.setdefault(url, {}).update({lang: alt for lang, alt in alternates.items() if alt != url})
+        if own:
+            for alternate in alternates.values():
+                if alternate != url:
+                    self.declared.setdefault(alternate, {}).setdefault(own, url)
+
     def _admit(self, url: str, depth: int, parent: str | None, priority: float, *, seed: bool = False,
-               redirects: list[str] | None = None) -> bool:  # fmt: skip
-        """Put a new URL in the frontier, or count why not; URLs already seen are ignored."""
+               redirects: list[str] | None = None, sitemap: bool = False, script: bool = False) -> bool:  # fmt: skip
+        """Put a new URL in the frontier, or count why not; URLs already seen are ignored. A sitemap or script file is
+        subject to the crawl's hosts (and a sitemap to ``max_sitemaps_per_host``), not to the depth, extension and
+        path rules of links."""
+        resource = sitemap or script
         if url in self.seen:
             return False
         self.seen.add(url)
@@ -203,11 +223,13 @@ class CrawlState:
             reason = "off_host"
         elif self.host_group is not None and host_group(host, self.config.host_groups) != self.host_group:
             reason = "other_host_group"  # in scope, but another group's task crawls it
-        elif depth > self.config.max_depth:
+        elif sitemap and state is not None and state.sitemaps >= self.config.max_sitemaps_per_host:
+            reason = "sitemap_limit"
+        elif depth > self.config.max_depth and not resource:
             reason = "too_deep"
-        elif not seed and has_skipped_extension(url, self._skip):
+        elif not (seed or resource) and has_skipped_extension(url, self._skip):
             reason = "skipped_extension"
-        elif not seed and not self._path_allowed(url, host):
+        elif not (seed or resource) and not self._path_allowed(url, host):
             reason = "excluded_path"
         elif state is not None and state.dropped:
             reason = "host_dropped"
@@ -217,9 +239,11 @@ class CrawlState:
             self.counts.drop(reason)
             return False
         language, _trust = predicted_language(url)
-        self.frontier.push(Entry(url, host, depth, parent, priority, seed, language, list(redirects or [])))
-        self.scorer.queued(url, priority)
-        self._host(host)
+        entry = Entry(url, host, depth, parent, priority, seed, language, list(redirects or []), sitemap=sitemap, script=script)
+        self.frontier.push(entry)
+        self._host(host).sitemaps += sitemap
+        if not resource:
+            self.scorer.queued(url, priority)
         return True
 
     # -- checkpoints ----------------------------------------------------------------------------
@@ -254,6 +278,7 @@ class CrawlState:
                 "warc": warc_state,
                 "log_parts": self._log_parts,
                 "scorer": self.scorer.state(),
+                "declared": self.declared,
             }
         )
 
@@ -281,7 +306,9 @@ class CrawlState:
             host_state.delay = self.config.delay_seconds
         self.counts = StageCounts.from_dict(state["counts"])
         self._log_parts = state["log_parts"]
-        self.scorer.restore(state["scorer"], {entry.url: entry.priority for entry in self.frontier.entries()})
+        self.declared = state.get("declared", {})
+        pages = {entry.url: entry.priority for entry in self.frontier.entries() if not entry.resource}
+        self.scorer.restore(state["scorer"], pages)
         if self.complete:
             self.keys = list(state["warc"]["uploaded"])
         else:

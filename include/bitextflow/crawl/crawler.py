@@ -29,13 +29,15 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from bitextflow.crawl.crawl_state import CrawlLogEntry, CrawlState, HostState
+from bitextflow.crawl.crawl_state import CrawlLogEntry, HostState
+from bitextflow.crawl.discovery import Discovery
 from bitextflow.crawl.fetcher import Fetcher, FetchResult
 from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.scoring import PageView
-from bitextflow.crawl.urls import decode_html, host_of, normalise_url, parse_html
+from bitextflow.crawl.sitemaps import GUESSED_PATH
+from bitextflow.crawl.urls import Link, decode_html, host_of, normalise_url, parse_html
 from bitextflow.policy.robots import RobotsFile, robots_body
 from bitextflow.policy.tdmrep import TDMREP_PATH, TdmRepFile
 from bitextflow.text.urls import origin_of
@@ -55,7 +57,7 @@ def run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-class Crawler(CrawlState):
+class Crawler(Discovery):
     """Crawls from ``config.seeds``; see the module docstring. ``crawl()`` runs it to the end."""
 
     # -- bookkeeping ----------------------------------------------------------------------------
@@ -118,7 +120,7 @@ class Crawler(CrawlState):
             ready, _wake = self._ready_hosts(now)
             if not ready:
                 return None
-            host = min(ready, key=lambda h: self.frontier.peek_key(h) or (2, 0.0, 0))
+            host = min(ready, key=lambda h: self.frontier.peek_key(h) or (3, 0.0, 0))
             state = self._host(host)
             if state.robots_state == "unknown":
                 return "robots", host
@@ -139,7 +141,7 @@ class Crawler(CrawlState):
         refused = await self._guard.check_host(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         if refused is not None:
             return FetchResult(entry.url, error="private_address", detail=str(refused))
-        return await self._fetcher.fetch(entry.url, delay)
+        return await self._fetcher.fetch(entry.url, delay, check_type=not entry.resource)
 
     async def _robots_task(self, host: str, origin: str) -> tuple[str | None, str, bytes | int | None]:
         """robots.txt (text, outcome) and, when the policy honours TDMRep, ``/.well-known/tdmrep.json``'s answer."""
@@ -154,7 +156,7 @@ class Crawler(CrawlState):
             tdmrep = await self._fetcher.fetch_site_file(origin, TDMREP_PATH)
         return text, outcome, tdmrep
 
-    def _robots_done(self, host: str, text: str | None, outcome: str, tdmrep: bytes | int | None) -> None:
+    def _robots_done(self, host: str, origin: str, text: str | None, outcome: str, tdmrep: bytes | int | None) -> None:
         state = self._host(host)
         state.in_flight -= 1
         state.robots_state = "ready"
@@ -174,6 +176,15 @@ class Crawler(CrawlState):
             robots_delay = max(robots_delay, rate.seconds / rate.requests)
         state.delay = max(self.config.delay_seconds, min(float(robots_delay), self.config.max_robots_delay_seconds))
         state.next_allowed = time.monotonic() + state.delay  # the site files were requests to the host too
+        if self.config.max_sitemaps_per_host:
+            robots_url = f"{origin}/robots.txt"
+            for listed in list(state.robots.sitemaps) or [origin + GUESSED_PATH]:
+                sitemap = normalise_url(listed, robots_url)
+                if sitemap is None:
+                    self.counts.seen()
+                    self.counts.drop("link_malformed")
+                    continue
+                self._admit(sitemap, 1, robots_url, 0.0, sitemap=True)
 
     # -- results --------------------------------------------------------------------------------
     def _fetch_done(self, entry: Entry, result: FetchResult) -> None:
@@ -186,8 +197,14 @@ class Crawler(CrawlState):
             if reason == "private_address":
                 self._drop_host(entry.host, "private_address")
             return
-        signals = self.optouts.read(entry.url, result.response_headers, result.body)
-        if reason := self.optouts.page_verdict(entry.url, signals).reason:  # not stored, its links not followed
+        if entry.resource and not 200 <= result.status < 400:  # none there (most sites have no /sitemap.xml): no record
+            reason = "sitemap_unavailable" if entry.sitemap else "script_unavailable"
+            self.counts.drop(reason)
+            self._record(entry, reason, result)
+            return
+        # a page whose owner opted out (TDMRep header or meta, noai) is not stored and its links not followed
+        signals = None if entry.resource else self.optouts.read(entry.url, result.response_headers, result.body)
+        if signals is not None and (reason := self.optouts.page_verdict(entry.url, signals).reason):
             self.counts.drop(reason)
             self._record(entry, reason, result)
             return
@@ -204,14 +221,18 @@ class Crawler(CrawlState):
         self._since_checkpoint += 1
         state.pages += 1
         self.counts.keep()
-        detected = ""
+        detected = error = ""
         if 300 <= result.status < 400 and result.location:
             self._redirect(entry, result.location)
+        elif entry.sitemap and 200 <= result.status < 300:
+            error = self._sitemap(entry, result)
+        elif entry.script and 200 <= result.status < 300:
+            self._script(entry, result)
         elif 200 <= result.status < 300 and result.mime in HTML_TYPES:
             detected = self._html(entry, result, state)
         elif 200 <= result.status < 300 and result.mime.startswith("text/"):
             detected, _reliable = detect_language(decode_html(result.body, result.content_type))
-        self._record(entry, "fetched", result, detected, "truncated" if result.truncated else "")
+        self._record(entry, "fetched", result, detected, error or ("truncated" if result.truncated else ""))
         if self.config.max_pages_per_host and state.pages >= self.config.max_pages_per_host:
             self._drop_host(entry.host, "host_page_limit")
 
@@ -233,13 +254,16 @@ class Crawler(CrawlState):
         assert target is not None
         if chain[0] in self.seed_urls:  # the seed's site moved (http -> https, a www. host): crawl it there
             self.scope.add(host_of(target))
-        # the target is not a seed: extension and path rules apply to it as to any link
-        self._admit(target, entry.depth, entry.url, entry.priority, redirects=chain)
+        # the target is not a seed: extension and path rules apply to it as to any link (a sitemap's stays a sitemap)
+        self._admit(target, entry.depth, entry.url, entry.priority, redirects=chain, sitemap=entry.sitemap)
 
     def _html(self, entry: Entry, result: FetchResult, state: HostState) -> str:
         page = parse_html(result.body, entry.url, result.content_type)
         if page is None:
             return ""
+        for reason, discarded in page.discarded.items():  # links that name no crawlable URL, counted where found
+            self.counts.seen(discarded)
+            self.counts.drop(reason, discarded)
         detected, _reliable = detect_language(f"{page.title}\n{page.text}")
         state.html_pages += 1
         if detected:
@@ -247,16 +271,20 @@ class Crawler(CrawlState):
         target = self.pair.target
         if target and detected == target:
             state.target_seen = True
+        self.declare(entry.url, page.alternates)
+        linked = {link.url for link in page.links}
+        declared = [Link(url, "", "", language) for language, url in page.alternates.items() if url not in linked]
         view = PageView(entry.url, entry.depth, detected, page)
         for url, priority in self.scorer.fetched(view).items():
             self.frontier.reprioritise(url, priority)
-        new = [link for link in page.links if link.url not in self.seen]
-        if entry.depth >= self.config.max_depth:  # counted as too_deep, not scored
-            for link in new:
-                self._admit(link.url, entry.depth + 1, entry.url, 0.0)
-        else:
-            for link, priority in zip(new, self.scorer.score(view, new), strict=True):
-                self._admit(link.url, entry.depth + 1, entry.url, priority)
+        self._follow(entry, view, [*page.links, *declared])
+        if self.config.script_links:  # the site's own scripts only; a script on another host is not read
+            for script in page.scripts:
+                if host_of(script) == entry.host:
+                    self._admit(script, entry.depth + 1, page.base, 0.0, script=True)
+        counterpart = self.declared.get(entry.url, {}).get(self.pair.other(detected) or "")
+        if counterpart and self.scorer.follows_declared_versions:
+            self.frontier.promote(counterpart)
         if target and self.config.scout_pages and not state.target_seen and state.html_pages >= self.config.scout_pages:
             self._drop_host(entry.host, "host_no_target_language")
         return detected
@@ -328,7 +356,7 @@ class Crawler(CrawlState):
                         head = self.frontier.peek(host)
                         assert head is not None
                         origin = origin_of(head.url)
-                        in_flight[asyncio.create_task(self._robots_task(host, origin))] = ("robots", host)
+                        in_flight[asyncio.create_task(self._robots_task(host, origin))] = ("robots", (host, origin))
                     else:
                         assert isinstance(item, Entry)
                         state = self._host(item.host)
@@ -357,7 +385,7 @@ class Crawler(CrawlState):
             for task in done:
                 kind, item = in_flight.pop(task)
                 if kind == "robots":
-                    self._robots_done(item, *task.result())
+                    self._robots_done(*item, *task.result())
                 else:
                     self._fetch_done(item, task.result())
         if not self.stop_reason:
@@ -365,9 +393,10 @@ class Crawler(CrawlState):
 
     def _finish(self) -> None:
         reason = {"time_limit": "not_fetched_time_limit"}.get(self.stop_reason, "not_fetched_page_limit")
-        for entry in self.frontier.drain():
+        for entry in self.frontier.drain():  # logged: document alignment tells "not crawled" from "not there" by them
             self.scorer.dequeued(entry.url)
             self.counts.drop(reason)
+            self._record(entry, reason)
         self.keys = self.warc.close()
         self.complete = True
         if self.checkpoints is not None:

@@ -110,6 +110,19 @@ class _Decoder:
         return bytes(out)
 
 
+class DecodingError(ValueError):
+    """Bytes that are not the gzip stream they claim to be."""
+
+
+def gunzip_bounded(data: bytes, limit: int) -> bytes:
+    """``data`` inflated (all its gzip members) to at most ``limit`` bytes, as the fetcher inflates bodies: a file
+    served gzipped without a ``Content-Encoding`` (``sitemap.xml.gz``) is no larger a risk than a gzipped body."""
+    try:
+        return _Decoder("gzip").feed(data, limit)
+    except _Refused as refused:
+        raise DecodingError(refused.detail) from None
+
+
 def _mime(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
@@ -171,9 +184,10 @@ class Fetcher:
                 result.body = bytes(body)
         return result
 
-    async def fetch(self, url: str, delay: float = 0.0) -> FetchResult:
+    async def fetch(self, url: str, delay: float = 0.0, *, check_type: bool = True) -> FetchResult:
         """GET ``url``; 5xx answers and timeouts are retried ``max_retries`` times with exponential backoff
-        (never sooner than the host's politeness ``delay``). Errors are returned, not raised."""
+        (never sooner than the host's politeness ``delay``). Errors are returned, not raised. ``check_type=False``
+        reads any content type (a sitemap is XML, text or gzip whatever ``crawl.content_types`` allows pages)."""
         started = time.monotonic()
         attempts = self.config.max_retries + 1
         result = FetchResult(url)
@@ -182,7 +196,7 @@ class Fetcher:
                 await asyncio.sleep(max(delay, self.config.retry_backoff_seconds * 2 ** (attempt - 1)))
             retry = False
             try:
-                result = await self._once(url, self.config.max_body_bytes, check_type=True)
+                result = await self._once(url, self.config.max_body_bytes, check_type=check_type)
                 retry = result.status >= 500
             except _Refused as refused:
                 result = FetchResult(url, error=refused.error, detail=refused.detail, status=refused.status)

@@ -1,7 +1,7 @@
 """The frontier: URLs waiting to be fetched, one priority queue per host, serialisable for checkpoints.
 
-Order within a host: seeds first, then higher priority, then first come (so equal priorities are
-breadth first). A priority can be raised or lowered while the URL waits (a scorer learns something);
+Order within a host: seeds, sitemaps and script files first, then the declared language versions of fetched pages (promoted by
+:meth:`Frontier.promote`), then higher priority, then first come (so equal priorities are breadth first). A priority can be raised or lowered while the URL waits (a scorer learns something);
 the heap keeps the old item, which is skipped when it surfaces (lazy deletion).
 """
 
@@ -23,9 +23,17 @@ class Entry:
     predicted_language: str = ""
     redirects: list[str] = field(default_factory=list)  # URLs that redirected to this one, in order
     seq: int = 0
+    sitemap: bool = False  # a sitemap to read, not a page
+    declared: bool = False  # the declared language version of a fetched page
+    script: bool = False  # a script file to read links from (crawl.script_links), not a page
+
+    @property
+    def resource(self) -> bool:
+        """A file the crawl reads URLs from (a sitemap, a script), not a page."""
+        return self.sitemap or self.script
 
     def sort_key(self) -> tuple[int, float, int]:
-        return (0 if self.seed else 1, -self.priority, self.seq)
+        return (0 if self.seed or self.resource else 1 if self.declared else 2, -self.priority, self.seq)
 
 
 class Frontier:
@@ -59,6 +67,17 @@ class Frontier:
         if entry is not None and entry.priority != priority:
             entry.priority = priority
             self._push_item(entry)
+
+    def promote(self, url: str) -> bool:
+        """Put a waiting URL ahead of every URL of its host that is neither a seed nor a sitemap (a fetched page
+        declares it as its version in the other language); False when it is not waiting."""
+        entry = self._entries.get(url)
+        if entry is None:
+            return False
+        if not entry.declared:
+            entry.declared = True
+            self._push_item(entry)
+        return True
 
     def _clean_top(self, host: str) -> tuple[int, float, int, str] | None:
         heap = self._heaps.get(host)

@@ -71,6 +71,9 @@ class LinkScorer:
     """Base class: priorities of new links, and optional re-ranking of waiting URLs."""
 
     name = "base"
+    #: Whether the crawler puts the language version a fetched page declares (``hreflang`` alternates, sitemaps)
+    #: ahead of the page's host's other waiting URLs: the strategies that look for pairs do.
+    follows_declared_versions = False
 
     def __init__(self, pair: PairContext):
         self.pair = pair
@@ -178,6 +181,7 @@ class UrlRulesScorer(LinkScorer):
     """P(pair language) x P(completes a pair), from URL language markers and language-neutral keys."""
 
     name = "url-rules"
+    follows_declared_versions = True
     UNKNOWN_LANGUAGE = 0.5  # no marker: many sites leave their main language unmarked
     BASE_PARALLEL = 0.5
     SIBLING_PARALLEL = 0.6  # a URL with the same key waits in the other language
@@ -194,10 +198,10 @@ class UrlRulesScorer(LinkScorer):
         info = self._waiting.get(url)
         if info is None:
             language, trust = predicted_language(url)
-            info = (self._key(url), language, trust)
+            info = (self.key(url), language, trust)
         return info
 
-    def _key(self, url: str) -> str:
+    def key(self, url: str) -> str:
         """Language-neutral key: the WMT16 rule over all languages, then the pair's own markers."""
         if len(self.pair.languages) == 2:
             return key_pair_markers(url, self.pair.source, self.pair.target)
@@ -227,6 +231,10 @@ class UrlRulesScorer(LinkScorer):
     def seed_priority(self, url: str) -> float:
         return self._priority(url, self._info(url))
 
+    def priority(self, url: str) -> float:
+        """The priority of ``url`` now (a waiting URL's changes as pages are fetched)."""
+        return self._priority(url, self._info(url))
+
     def score(self, page: PageView, links: Sequence[Link]) -> list[float]:
         return [self._priority(link.url, self._info(link.url)) for link in links]
 
@@ -247,7 +255,7 @@ class UrlRulesScorer(LinkScorer):
     def fetched(self, page: PageView) -> dict[str, float]:
         if page.language not in self.pair.languages:
             return {}
-        key = self._key(page.url)
+        key = self.key(page.url)
         languages = self._fetched.setdefault(key, set())
         if page.language in languages:
             return {}

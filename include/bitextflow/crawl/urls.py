@@ -17,7 +17,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import lxml.etree
@@ -131,7 +131,9 @@ class Link:
 
 @dataclass(frozen=True)
 class ParsedPage:
-    """What the crawler reads from an HTML page: title, metadata, visible text and links."""
+    """What the crawler reads from an HTML page: title, metadata, visible text, links, the links it discarded (by
+    reason: :data:`DISCARDED_LINK_REASONS`) and the language versions it declares (``<link rel="alternate"
+    hreflang>``: language -> canonical URL)."""
 
     title: str
     description: str
@@ -139,6 +141,10 @@ class ParsedPage:
     text: str
     links: list[Link]
     language_attribute: str = ""
+    discarded: Counter[str] = field(default_factory=Counter)
+    alternates: dict[str, str] = field(default_factory=dict)
+    scripts: list[str] = field(default_factory=list)  # canonical URLs of the script files it loads (<script src>)
+    base: str = ""  # its document base URL (:func:`document_base_url`)
 
 
 _SPACE = re.compile(r"\s+")
@@ -212,8 +218,37 @@ class _TextMap:
         return self.text[low:high]
 
 
+#: Why a link is not followed (counted by the crawl): not http(s) (``javascript:``, ``mailto:``, ``data:``), malformed, nofollow.
+DISCARDED_LINK_REASONS = ("link_not_http", "link_malformed", "link_nofollow")
+_SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def document_base_url(tree: lxml.html.HtmlElement, page_url: str) -> str:
+    """The HTML standard's document base URL: the ``href`` of the first ``<base>`` element that has one, parsed
+    relative to the page's URL (a relative ``<base href="../../../">`` is common on mirrored sites); the page's URL
+    when there is none or it does not give an http(s) URL (``javascript:``, ``data:``, a malformed one)."""
+    hrefs = tree.xpath("(//base[@href])[1]/@href")
+    if not hrefs:
+        return page_url
+    try:
+        resolved = urljoin(page_url, str(hrefs[0]).strip())
+    except ValueError:
+        return page_url
+    return resolved if _canonical(resolved) is not None else page_url
+
+
+def _discard_reason(href: str) -> str:
+    """Why ``href`` gives no crawlable URL (:data:`DISCARDED_LINK_REASONS`)."""
+    scheme = _SCHEME.match(href)
+    return "link_not_http" if scheme and scheme.group(1).lower() not in ("http", "https") else "link_malformed"
+
+
 def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage | None:
-    """Parse an HTML page; None when it is not parseable at all (counted by the caller)."""
+    """Parse an HTML page fetched from ``base_url``; None when it is not parseable at all (counted by the caller).
+
+    Links resolve against the document base URL (:func:`document_base_url`); each ``<a href>`` that gives no link
+    is counted in ``discarded`` by reason (links repeated on the page count once).
+    """
     text = _XML_DECLARATION.sub("", decode_html(body, content_type))
     if not text.strip():
         return None
@@ -221,9 +256,10 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
         tree = lxml.html.fromstring(text, base_url=base_url)
     except (ValueError, lxml.etree.ParserError, lxml.etree.XMLSyntaxError):
         return None
+    base = document_base_url(tree, base_url)
+    scripts = list(dict.fromkeys(url for src in tree.xpath("//script/@src") if (url := normalise_url(str(src), base))))
     for bad in tree.xpath("//script|//style|//noscript"):
         bad.drop_tree()
-    base = tree.xpath("string(//base/@href)").strip() or base_url
     title = _clean(tree.xpath("string(//title)"))
     description = _clean(tree.xpath("string(//meta[@name='description']/@content)"))
     keywords = _clean(tree.xpath("string(//meta[@name='keywords']/@content)"))
@@ -235,18 +271,42 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
     document = tree.getroottree().getroot()
     texts = _TextMap(document, shown)
     links: dict[str, Link] = {}
+    discarded: dict[str, str] = {}
     for anchor in texts.anchors:
         href = anchor.get("href")
-        if not href or (anchor.get("rel") or "").lower().find("nofollow") >= 0:
+        if href is None:
+            continue  # a named anchor, not a link
+        if "nofollow" in (anchor.get("rel") or "").lower().split():
+            discarded.setdefault(href.strip(), "link_nofollow")
             continue
         target = normalise_url(href, base)
-        if target is None or target in links:
+        if target is None:
+            discarded.setdefault(href.strip(), _discard_reason(href))
+            continue
+        if target in links:
             continue
         anchor_text = texts.of(anchor) or _clean(anchor.get("title") or "")
         context = texts.around(anchor, _CONTEXT_CHARS) if anchor.getparent() is not None else anchor_text
         links[target] = Link(target, anchor_text, context, (anchor.get("hreflang") or "").strip())
     language = (tree.get("lang") or tree.get("{http://www.w3.org/XML/1998/namespace}lang") or "").strip()
-    return ParsedPage(title, description, keywords, texts.of(shown) if shown is not None else "", list(links.values()), language)
+    return ParsedPage(
+        title, description, keywords, texts.of(shown) if shown is not None else "", list(links.values()), language,
+        Counter(discarded.values()), declared_alternates(tree, base), scripts, base,
+    )  # fmt: skip
+
+
+def declared_alternates(tree: lxml.html.HtmlElement, base: str) -> dict[str, str]:
+    """The language versions a page declares: ``<link rel="alternate" hreflang="es" href="...">`` -> {language:
+    canonical URL} (``x-default`` and undecodable languages left out; the first of a language wins)."""
+    found: dict[str, str] = {}
+    for element in tree.xpath("//link[@hreflang][@href]"):
+        hreflang = (element.get("hreflang") or "").strip()
+        if "alternate" not in (element.get("rel") or "").lower().split() or hreflang.lower() in ("", "x-default"):
+            continue
+        url = normalise_url(element.get("href") or "", base)
+        if url:
+            found.setdefault(normalise_language(hreflang), url)
+    return found
 
 
 def extract_links(html: bytes, base_url: str) -> list[str]:

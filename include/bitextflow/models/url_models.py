@@ -15,7 +15,8 @@ named in the metadata.
 
 A version folder (``models/<pair>/url/v<N>/`` in S3) holds ``language/``, ``parallel/`` and
 ``url-models.json`` (base model, layers, labels, training counts, held-out metrics, creation time),
-written last: a version without it is incomplete and is never loaded.
+written last: a version without it is incomplete and is never loaded. A version whose ``url-models.json`` says
+``"kind": "ngram"`` holds the light models of :mod:`bitextflow.models.url_ngrams` instead.
 """
 
 from __future__ import annotations
@@ -28,11 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from bitextflow.errors import StageError
+from bitextflow.models.url_versions import FORMAT_VERSION, METADATA_FILENAME
 from bitextflow.text.urls import url_text
 
-METADATA_FILENAME = "url-models.json"
 TRAINED_FILENAME = "trained.safetensors"
-FORMAT_VERSION = 1
 LANGUAGE_MODEL, PARALLEL_MODEL = "language", "parallel"
 TRAIN_COMMAND = "bitextflow train-url-models --pair <pair> --run-id <run id>"
 
@@ -176,14 +176,23 @@ def _load_classifier(base: Path, folder: Path) -> Any:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_folder(folder: Path, version: str) -> UrlClassifiers:
+def _load_folder(folder: Path, version: str) -> Any:
+    try:
+        metadata = json.loads((folder / METADATA_FILENAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise unloadable(folder, f"{METADATA_FILENAME}: {exc}") from None
+    if metadata.get("kind") == "ngram":  # scikit-learn, no torch: imported only for such a version
+        from bitextflow.models.url_ngrams import NgramUrlModels
+
+        return NgramUrlModels.load(folder, metadata, version)
     return UrlClassifiers(folder, version)
 
 
-def load_url_models(location: str | Path) -> UrlClassifiers:
+def load_url_models(location: str | Path) -> Any:
     """The URL models in the local folder ``location`` (a published version is fetched into one by
-    :func:`bitextflow.catalog.models.resolve_url_models`); a folder that is missing or broken is an error
-    naming it. Loaded models are cached."""
+    :func:`bitextflow.catalog.models.resolve_url_models`): :class:`UrlClassifiers` (fine-tuned encoders), or
+    :class:`bitextflow.models.url_ngrams.NgramUrlModels` for a version of ``"kind": "ngram"``; a folder that is missing
+    or broken is an error naming it. Loaded models are cached (a crawl trains a copy of its own)."""
     folder = Path(location).expanduser()
     if not folder.is_dir():
         raise unloadable(folder, "no such folder")

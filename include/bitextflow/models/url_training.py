@@ -37,7 +37,7 @@ from bitextflow.models.url_models import (
     quiet_loading,
     tokenized_batches,
 )
-from bitextflow.models.url_training_data import parallel_examples
+from bitextflow.models.url_training_data import check_training_data, parallel_examples, read_gold_pairs
 from bitextflow.text.urls import url_text
 
 log = logging.getLogger(__name__)
@@ -192,14 +192,7 @@ def train_url_models(
 
     settings = settings or TrainingSettings()
     languages = sorted({lang for _url, lang in pages})
-    missing = [lang for lang in required_languages if lang not in languages]
-    if missing or len(languages) < 2:
-        raise StageError(
-            f"URL models need pages in at least two languages, including {', '.join(required_languages) or 'the pair'}; "
-            f"the training crawl has {', '.join(languages) or 'none'} (crawl more pages, or check crawl.seeds)"
-        )
-    if not pairs:
-        raise StageError("URL models need parallel URL pairs; align_documents found none in this run (crawl more pages)")
+    check_training_data(languages, required_languages, pairs)
     torch.manual_seed(settings.seed)
     base = base_model_path(settings.base_model)
     tokenizer = load_tokenizer(base)
@@ -253,6 +246,31 @@ def train_url_models(
     (out_dir / METADATA_FILENAME).write_text(json.dumps(metadata, indent=1) + "\n", encoding="utf-8")
     log.info("URL models trained in %.0f s on %s: held-out %s", metadata["train_seconds"], device.type, metadata["metrics"])
     return metadata
+
+
+def train_configured(
+    pages: Sequence[tuple[str, str]],
+    pairs: Sequence[tuple[str, str]],
+    out_dir: Path,
+    crawl: CrawlConfig,
+    required_languages: Sequence[str] = (),
+    crawl_log_counts: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The URL models ``crawl.url_model_kind`` names, trained on ``pages`` and ``pairs`` (plus the gold pairs of
+    ``crawl.url_model_gold_pairs``) into ``out_dir``; returns the metadata."""
+    if crawl.url_model_gold_pairs:
+        gold = Path(crawl.url_model_gold_pairs).expanduser()
+        if not gold.is_file():
+            raise StageError(f"crawl.url_model_gold_pairs: {gold} is not a file; give a WMT16 test.pairs file or null")
+        pairs = [*pairs, *read_gold_pairs(gold)]
+    if crawl.url_model_kind == "ngram":
+        from bitextflow.models.url_ngrams import train_ngram_models  # scikit-learn: only for this kind
+
+        models = train_ngram_models(pages, pairs, None, required_languages=required_languages)
+        models.metadata["training_data"]["crawl_log"] = crawl_log_counts
+        models.save(out_dir)
+        return models.metadata
+    return train_url_models(pages, pairs, out_dir, settings_from_config(crawl), required_languages, crawl_log_counts)
 
 
 def settings_from_config(crawl: CrawlConfig) -> TrainingSettings:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bitextflow.counts import StageCounts
+from bitextflow.errors import StageError
 from bitextflow.text.urls import url_text, url_tokens
 
 
@@ -33,6 +34,19 @@ def read_gold_pairs(path: Path) -> list[tuple[str, str]]:
         if len(fields) >= 2 and fields[0] and fields[1]:
             pairs.append((fields[-2], fields[-1]))
     return pairs
+
+
+def check_training_data(languages: Sequence[str], required_languages: Sequence[str], pairs: Sequence[tuple[str, str]]) -> None:
+    """Refuses training data that cannot make URL models: pages in fewer than two ``languages`` or without one of
+    ``required_languages`` (the pair's), or no parallel ``pairs``; the error says what to do."""
+    missing = [lang for lang in required_languages if lang not in languages]
+    if missing or len(languages) < 2:
+        raise StageError(
+            f"URL models need pages in at least two languages, including {', '.join(required_languages) or 'the pair'}; "
+            f"the training crawl has {', '.join(languages) or 'none'} (crawl more pages, or check crawl.seeds)"
+        )
+    if not pairs:
+        raise StageError("URL models need parallel URL pairs; align_documents found none in this run (crawl more pages)")
 
 
 def pages_from_crawl_log(lines: Iterable[dict[str, Any]]) -> tuple[list[tuple[str, str]], StageCounts]:

@@ -8,6 +8,8 @@ pairs over from the last release.
 
 from __future__ import annotations
 
+import gzip
+import json
 import logging
 from dataclasses import replace
 
@@ -18,11 +20,14 @@ from bitextflow.align.combined import align_configured
 from bitextflow.catalog import incremental
 from bitextflow.catalog.run_outputs import PartitionOutputs, write_partition_outputs
 from bitextflow.counts import StageCounts
+from bitextflow.crawl.urls import host_group, host_of
 from bitextflow.extract.dedup import Duplicate, set_aside
 from bitextflow.quality import document_pairs_check
 from bitextflow.stages.base import Stage
 from bitextflow.stages.gating import judge
 from bitextflow.storage.layout import (
+    CRAWL_LOGS,
+    DECLARED_VERSION_FILES,
     DOCUMENT_PAIR_SHARDS,
     carried_sentence_pairs_name,
     duplicates_name,
@@ -30,6 +35,7 @@ from bitextflow.storage.layout import (
     partition_of_key,
 )
 from bitextflow.storage.tables import read_table, write_table
+from bitextflow.text.urls import site_key
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +59,17 @@ class AlignDocuments(Stage):
         counts = StageCounts("align_documents")
         in_pair = frame[frame["language"].isin([src, tgt])]
         counts.seen(len(in_pair))
-        pairs, report = align_configured((records.Document.from_row(r) for r in in_pair.itertuples()), src, tgt, ctx.config.align)
+        declared, unfetched = self._what_the_crawl_knew(set(in_pair["url"]))
+        pairs, report = align_configured(
+            (records.Document.from_row(r) for r in in_pair.itertuples()), src, tgt, ctx.config.align, declared, unfetched
+        )
         for reason, n in report.unmatched.items():
             counts.drop(reason, n)
+        if report.refused or report.declared_disagreements:
+            log.info(
+                "%s: content pairs refused, the site naming a counterpart otherwise: %s; declared pairs content contradicts: %d",
+                name, dict(report.refused), report.declared_disagreements,
+            )  # fmt: skip
         counts.keep(2 * len(pairs))
         if report.partly_translated:
             log.info(
@@ -82,6 +96,31 @@ class AlignDocuments(Stage):
         # last: the partition's manifest names what this attempt wrote (an earlier one's shards may still be there)
         write_partition_outputs(ctx.store, ctx.config.pair, ctx.run_id, replace(outputs, document_pair_shards=shards))
         return shards
+
+    def _what_the_crawl_knew(self, urls: set[str]) -> tuple[dict[str, dict[str, str]], set[str]]:
+        """The language versions the crawl saw declared for ``urls`` (``crawl/declared-versions*.jsonl.gz``) and the URLs
+        of their sites it knew but did not fetch (the crawl logs' ``not_fetched_*`` lines); nothing for ingested WARCs.
+        Only the files of the host groups that crawled these sites are read (a site's hosts share one group)."""
+        ctx = self.ctx
+        sites = {site_key(url) for url in urls}
+        groups = ctx.config.crawl.host_groups
+        wanted = {host_group(host_of(url), groups) for url in urls} if groups > 1 else {None}
+        declared: dict[str, dict[str, str]] = {}
+        unfetched: set[str] = set()
+        for key in ctx.store.list_keys(ctx.key("crawl", "")):
+            name = key.rsplit("/", 1)[-1]
+            found = DECLARED_VERSION_FILES.match(name) or CRAWL_LOGS.match(name)
+            # ``crawl-log.hosts-007.jsonl.gz``: host group 7; ``crawl-log.jsonl.gz``: the one group
+            if found is None or (int(found.group(1).rsplit("-", 1)[1]) if found.group(1) else None) not in wanted:
+                continue
+            for line in gzip.decompress(ctx.store.get_bytes(key)).splitlines():
+                entry = json.loads(line)
+                if found.re is DECLARED_VERSION_FILES:
+                    if entry["url"] in urls:
+                        declared[entry["url"]] = entry["alternates"]
+                elif entry["outcome"].startswith("not_fetched") and site_key(entry["url"]) in sites:
+                    unfetched.add(entry["url"])
+        return declared, unfetched
 
     def _without_run_duplicates(self, documents: pd.DataFrame, partition: int) -> pd.DataFrame:
         """The partition's documents less those the ``deduplicate`` stage set aside, which go to

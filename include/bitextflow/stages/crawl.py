@@ -11,6 +11,8 @@ continues from the last checkpoint (or, if the crawl had finished, returns its s
 
 from __future__ import annotations
 
+import gzip
+import json
 import logging
 import re
 import time
@@ -31,7 +33,7 @@ from bitextflow.errors import StageError
 from bitextflow.models.url_models import TRAIN_COMMAND
 from bitextflow.policy import OptOuts
 from bitextflow.stages.base import Stage, shard_name
-from bitextflow.storage.layout import CRAWL_LOG, WARC_SHARDS
+from bitextflow.storage.layout import CRAWL_LOG, DECLARED_VERSIONS, WARC_SHARDS
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,11 @@ class Crawl(Stage):
                 ctx.store.delete_prefix(key)
         log_name = CRAWL_LOG if index is None else CRAWL_LOG.replace(".jsonl", f".{group}.jsonl")
         ctx.store.put_bytes(ctx.key("crawl", log_name), checkpoints.merged_log(crawler.log_parts), "application/gzip")
+        declared = "".join(
+            json.dumps({"url": url, "alternates": alternates}) + "\n" for url, alternates in crawler.declared.items()
+        )
+        declared_name = DECLARED_VERSIONS if index is None else DECLARED_VERSIONS.replace(".jsonl", f".{group}.jsonl")
+        ctx.store.put_bytes(ctx.key("crawl", declared_name), gzip.compress(declared.encode(), mtime=0), "application/gzip")
         ctx.write_counts("crawl", "crawl" if index is None else group, crawler.counts)
         if not keys:
             seeds = ", ".join(str(s) for s in config.seeds)

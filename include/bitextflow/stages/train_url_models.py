@@ -38,11 +38,10 @@ class TrainUrlModels(Stage):
         lines = crawl_log(ctx.store, ctx.config.pair, ctx.run_id)
         pages, counts = url_training_data.pages_from_crawl_log(lines)
         pairs = read_tables(ctx.store, list(document_pairs_keys), records.DOCUMENT_PAIRS)
-        settings = url_training.settings_from_config(ctx.config.crawl)
         log.info("train_url_models: crawl log %s", counts.summary())
         with tempfile.TemporaryDirectory(prefix="url-models-") as tmp:
-            url_training.train_url_models(pages, list(zip(pairs["url_a"], pairs["url_b"], strict=True)), Path(tmp), settings,
-                                          required_languages=(ctx.config.source, ctx.config.target),
+            url_training.train_configured(pages, list(zip(pairs["url_a"], pairs["url_b"], strict=True)), Path(tmp),
+                                          ctx.config.crawl, required_languages=(ctx.config.source, ctx.config.target),
                                           crawl_log_counts=counts.to_dict())  # fmt: skip
             uri = publish_url_models(ctx.store, ctx.config.pair, Path(tmp))
         # a pointer, not a counts.json: this side task may end after the release, which aggregates those

@@ -17,6 +17,10 @@ from bitextflow.errors import StorageError
 #: (``crawl-log.<group>.jsonl.gz``) when the crawl has several.
 CRAWL_LOG = "crawl-log.jsonl.gz"
 CRAWL_LOGS = re.compile(r"^crawl-log(\.hosts-\d+)?\.jsonl\.gz$")
+#: The language versions the crawled pages and sitemaps declare (one JSON line per URL: ``{"url", "alternates":
+#: {language: url}}``), in the crawl stage's folder; one per host group, as the log. Document alignment reads them.
+DECLARED_VERSIONS = "declared-versions.jsonl.gz"
+DECLARED_VERSION_FILES = re.compile(r"^declared-versions(\.hosts-\d+)?\.jsonl\.gz$")
 
 # Output shards of each stage, by name (a folder also holds side outputs: rejected rows, counts, reports).
 WARC_SHARDS = re.compile(r"\.warc\.gz$")

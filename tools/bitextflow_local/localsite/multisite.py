@@ -21,6 +21,12 @@ a translation this site does not publish is removed; a link to a page it does no
 version in another language where the site has one, else to the home page; the files pages use (stylesheets,
 images, downloads) are brought along. So every link of a site resolves on that site.
 
+With ``layouts``, site k publishes its language versions under the URL layout ``layouts[k % len(layouts)]`` instead
+of the local site's (:data:`LAYOUTS`: the language as a first folder, a language name, a one-letter suffix, a number,
+or the second language under opaque paths), and every link of its pages is rewritten to match: the crawl benchmark
+holds out one layout at a time (``bench/crawl_efficiency.py --leave-one-site-out``), so that a URL model meets a layout
+it was not trained on, some of which the URL rules cannot read either.
+
 Site k (from 0) is served on 127.0.0.(k + 2) (127.0.0.1 stays the local site's and the services'), all sites
 on one port (:func:`bitextflow_local.localsite.server.serve_sites`). The crawler knows a site by its registered
 domain, which for an address is the address itself, so every site is a host, a politeness queue and a site
@@ -41,7 +47,7 @@ import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from bitextflow.errors import StageError
 from bitextflow_local.localsite import generated
@@ -51,6 +57,7 @@ from bitextflow_local.localsite.layouts import DEBIAN_LANGUAGE_ORDER
 from bitextflow_local.localsite.pages import title_of
 from bitextflow_local.localsite.server import LOOPBACK
 from bitextflow_local.localsite.truth import Truth, site_path
+from bitextflow_local.localsite.url_layouts import LAYOUTS, laid_out
 
 # Bump whenever the output changes for the same local site, seed and number of sites.
 BUILDER_VERSION = "1"
@@ -79,6 +86,7 @@ class WebSite:
     address: str
     docroot: Path
     documents: tuple[Mapping[str, str], ...]
+    layout: str = LAYOUTS[0]
 
     @property
     def truth(self) -> Truth:
@@ -114,7 +122,10 @@ class Web:
             raise StageError(f"{path} does not exist: build the web first (bitextflow-local site multi --out {root})") from None
         except ValueError as error:
             raise StageError(f"{path} is not valid JSON ({error}): build the web again") from error
-        sites = tuple(WebSite(site["address"], Path(root) / site["docroot"], tuple(site["documents"])) for site in data["sites"])
+        sites = tuple(
+            WebSite(site["address"], Path(root) / site["docroot"], tuple(site["documents"]), site.get("layout", LAYOUTS[0]))
+            for site in data["sites"]
+        )
         return cls(Path(root), data["seed"], tuple(data["languages"]), sites)
 
     @property
@@ -142,14 +153,25 @@ class Web:
         }
 
 
-def build_web(source: Site, out: Path, sites: int, seed: int = 0, languages: Sequence[str] = DEFAULT_LANGUAGES) -> Web:
+def build_web(
+    source: Site,
+    out: Path,
+    sites: int,
+    seed: int = 0,
+    languages: Sequence[str] = DEFAULT_LANGUAGES,
+    layouts: Sequence[str] = (),
+) -> Web:
     """Write a web of `sites` sites in `languages`, dealt from the documents of the built local site `source`,
-    to `<out>/sites/<address>/`, and its truth to `<out>/web.json`.
+    to `<out>/sites/<address>/`, and its truth to `<out>/web.json`; site k laid out as `layouts[k % len(layouts)]`
+    (:data:`LAYOUTS`; none: the local site's own).
 
     The same local site, number of sites, seed and languages give the same bytes. The sites are written beside
     the old ones and swapped in, so a failed build leaves the previous web whole.
     """
     langs = _validated(source, sites, languages)
+    unknown = [layout for layout in layouts if layout not in LAYOUTS]
+    if unknown:
+        raise StageError(f"unknown site layout {', '.join(unknown)}; choose from {', '.join(LAYOUTS)}")
     truth = Truth.load(source.cache_dir)
     documents = [
         {lang: group[lang] for lang in langs if lang in group} for group in truth.groups if any(lang in group for lang in langs)
@@ -178,8 +200,11 @@ def build_web(source: Site, out: Path, sites: int, seed: int = 0, languages: Seq
     for index in range(sites):
         address = str(FIRST_ADDRESS + index)
         published = _site_documents(random.Random(f"{seed}:site:{index}"), langs, translated_deal, one_language_deal)
-        _write_site(carved, staging / address, f"Documentation site {index + 1}", published, langs)
-        built.append(WebSite(address, out / SITES_DIRNAME / address, tuple(published)))
+        layout = layouts[index % len(layouts)] if layouts else LAYOUTS[0]
+        moved = laid_out(published, layout, langs)
+        _write_site(carved, staging / address, f"Documentation site {index + 1}", published, langs, moved)
+        documents = tuple({lang: moved.get(path, path) for lang, path in document.items()} for document in published)
+        built.append(WebSite(address, out / SITES_DIRNAME / address, documents, layout))
     shutil.rmtree(out / SITES_DIRNAME, ignore_errors=True)
     staging.rename(out / SITES_DIRNAME)
     web = Web(out, seed, langs, tuple(built))
@@ -245,19 +270,25 @@ def _site_documents(
 
 
 def _write_site(
-    source: _Source, docroot: Path, title: str, published: Sequence[Mapping[str, str]], languages: Sequence[str]
+    source: _Source,
+    docroot: Path,
+    title: str,
+    published: Sequence[Mapping[str, str]],
+    languages: Sequence[str],
+    moved: Mapping[str, str],
 ) -> None:
-    """Write one site: its pages, their links mended (module docstring), the files they use, a home page that
-    lists each document in its first language (the others are a language switch away), robots.txt, a stylesheet."""
+    """Write one site: its pages (at their ``moved`` paths, where they move), their links mended (module docstring),
+    the files they use, a home page that lists each document in its first language (the others are a language switch
+    away), robots.txt, a stylesheet."""
     paths = {path for document in published for path in document.values()}
-    mender = _LinkMender(source, paths)
+    mender = _LinkMender(source, paths, moved)
     listed: dict[str, list[generated.Link]] = {lang: [] for lang in languages}
     for document in published:
         for lang, path in document.items():
             page = mender.mended(path, lang)
-            write_file(docroot, path, page)
+            write_file(docroot, moved.get(path, path), page)
             if lang == next(iter(document)):
-                listed[lang].append(generated.Link("/" + path, title_of(page, source.docroot / path), lang))
+                listed[lang].append(generated.Link("/" + moved.get(path, path), title_of(page, source.docroot / path), lang))
     for path in sorted(mender.files):
         _link_or_copy(source.docroot / path, docroot / path)
     sections = [generated.IndexSection(DEBIAN_LANGUAGE_ORDER[lang], links, lang) for lang, links in listed.items() if links]
@@ -276,12 +307,14 @@ class _Source:
 
 
 class _LinkMender:
-    """Rewrites the links of a local-site page for a site that publishes only `paths` of it; collects the other
+    """Rewrites the links of a local-site page for a site that publishes only `paths` of it, some of them `moved`
+    (local-site path -> site path: every link then becomes absolute, to where its target is); collects the other
     files (not pages) its pages link to in `files`."""
 
-    def __init__(self, source: _Source, paths: set[str]) -> None:
+    def __init__(self, source: _Source, paths: set[str], moved: Mapping[str, str]) -> None:
         self.source = source
         self.paths = paths
+        self.moved = moved
         self.files: set[str] = set()
 
     def mended(self, path: str, lang: str) -> str:
@@ -291,14 +324,23 @@ class _LinkMender:
         return _LINK.sub(lambda link: self._link(path, lang, link), text)
 
     def _link(self, page: str, lang: str, link: re.Match[str]) -> str:
-        target = _resolved(page, link.group(2))
-        if target is None or target in self.paths or target == page:
-            return link.group(0)  # off the site (another host, mailto:), published, or the page itself
+        href = link.group(2)
+        target = _resolved(page, href)
+        if target is None or href.startswith("#"):
+            return link.group(0)  # off the site (another host, mailto:), or within the page
         group = self.source.group_of.get(target, {})
-        if not group and target in self.source.files and not target.endswith(".html"):
+        if target in self.paths or target == page:
+            destination = target  # published, or the page itself
+        elif not group and target in self.source.files and not target.endswith(".html"):
             self.files.add(target)
+            destination = target
+        else:
+            stand_in = self._stand_in(group, lang)
+            return f'{link.group(1)}="/{self.moved.get(stand_in, stand_in)}"'
+        if not self.moved:
             return link.group(0)
-        return f'{link.group(1)}="/{self._stand_in(group, lang)}"'
+        fragment = urlsplit(href).fragment
+        return f'{link.group(1)}="/{self.moved.get(destination, destination)}{"#" + fragment if fragment else ""}"'
 
     def _stand_in(self, group: Mapping[str, str], lang: str) -> str:
         """Where a link to an unpublished page of `group` goes: the page's version in `lang` or another language
@@ -336,6 +378,7 @@ def _write_truth(web: Web) -> None:
             "documents": [dict(document) for document in site.documents],
             "pairs": {f"{a}-{b}": sorted(site.truth.pairs(a, b)) for a, b in language_pairs},
         }
+        | ({"layout": site.layout} if site.layout != LAYOUTS[0] else {})
         for site in web.sites
     ]
     truth = {"builder_version": BUILDER_VERSION, "seed": web.seed, "languages": list(web.languages), "sites": sites}

@@ -33,6 +33,8 @@ CONTENT_TYPES: dict[str, str] = {
     ".html": "text/html; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".txt": "text/plain; charset=utf-8",
+    ".xml": "application/xml",
+    ".js": "text/javascript; charset=utf-8",
     ".png": "image/png",
     ".gif": "image/gif",
     ".jpg": "image/jpeg",
