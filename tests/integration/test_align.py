@@ -1,5 +1,8 @@
 """Alignment stage: URL document matching, Debian dictionaries, Gale-Church and Hunalign-style sentence
-alignment, and the scorer."""
+alignment, and the scorer.
+
+The tests of this module against real services; those that need none are tests/unit/test_align.py's.
+"""
 
 from __future__ import annotations
 

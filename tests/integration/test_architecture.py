@@ -1,4 +1,7 @@
-"""The shape of the code: import-linter's layer contracts, module sizes, the stage registry as the one list."""
+"""The shape of the code: import-linter's layer contracts, module sizes, the stage registry as the one list.
+
+The tests of this module against real services; those that need none are tests/unit/test_architecture.py's.
+"""
 
 from __future__ import annotations
 

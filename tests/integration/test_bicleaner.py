@@ -3,6 +3,9 @@
 Tests marked ``needs_bicleaner`` run the real tools in ``.venv-bicleaner`` with the model ``make setup``
 trains; they skip only when that environment is absent and BITEXTFLOW_REQUIRE_BICLEANER is unset
 (``make test`` sets it, so CI cannot pass by skipping them).
+
+
+The tests of this module against real services; those that need none are tests/unit/test_bicleaner.py's.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import threading
 import time
 import zlib
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -39,7 +39,7 @@ from bitextflow.models.url_models import load_url_models
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
-from tests.support import ROOT
+from tests.support import ROOT, serving
 
 LOCAL = ["127.0.0.1"]
 
@@ -373,13 +373,8 @@ def hostile():
     HostileHandler.flaky_hits = Counter()
     HostileHandler.request_times = []
     HostileHandler.crawl_delay = 0.0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HostileHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with serving(HostileHandler) as host:
+        yield f"http://{host}/"
 
 
 def _crawl(config: CrawlConfig, pair: PairContext | None = None) -> tuple[Crawler, dict[str, bytes]]:

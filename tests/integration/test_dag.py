@@ -1,4 +1,7 @@
-"""Real Airflow DAG runs (dag.test()) against SeaweedFS and the local site, and DAG parsing errors."""
+"""Real Airflow DAG runs (dag.test()) against SeaweedFS and the local site, and DAG parsing errors.
+
+The tests of this module against real services; those that need none are tests/unit/test_dag.py's.
+"""
 
 import json
 import os

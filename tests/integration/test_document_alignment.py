@@ -1,4 +1,7 @@
-"""Document alignment beyond URLs: images, structure, TF-IDF, embeddings, and their 1-1 combination."""
+"""Document alignment beyond URLs: images, structure, TF-IDF, embeddings, and their 1-1 combination.
+
+The tests of this module against real services; those that need none are tests/unit/test_document_alignment.py's.
+"""
 
 from __future__ import annotations
 

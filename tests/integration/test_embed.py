@@ -14,19 +14,9 @@ from bitextflow.models.vectors import pair_vectors, text_hash, unpack
 from bitextflow.stages.registry import REGISTRY, run_context, run_stage
 from bitextflow.storage.tables import read_table, read_table_and_metadata, write_table
 from tests.support import ROOT
+from tests.support.texts import DOCUMENTATION
 
-ENGLISH = [
-    "The package manager installs the software and its dependencies.",
-    "Open a terminal and type the following command.",
-    "The system will restart after the installation.",
-    "Back up your files before you upgrade the system.",
-]
-SPANISH = [
-    "El gestor de paquetes instala el software y sus dependencias.",
-    "Abra una terminal y escriba la siguiente orden.",
-    "El sistema se reiniciará después de la instalación.",
-    "Haga una copia de seguridad de sus archivos antes de actualizar el sistema.",
-]
+ENGLISH, SPANISH = (list(side) for side in zip(*(DOCUMENTATION[i] for i in (0, 1, 2, 5)), strict=True))
 
 
 def sentences(doc: str, language: str, texts: list[str]) -> list[dict]:

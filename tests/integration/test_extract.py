@@ -1,5 +1,8 @@
 """The extract stage on crafted HTML and WARC bytes: reading, encoding, structure, language, relevance,
-de-duplication, sentences, and bad input. No network, no services."""
+de-duplication, sentences, and bad input. No network, no services.
+
+The tests of this module against real services; those that need none are tests/unit/test_extract.py's.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Incremental runs: unchanged page pairs carry their released sentence pairs over; the rest is re-aligned."""
+"""Incremental runs: unchanged page pairs carry their released sentence pairs over; the rest is re-aligned.
+
+The tests of this module against real services; those that need none are tests/unit/test_incremental.py's.
+"""
 
 from __future__ import annotations
 

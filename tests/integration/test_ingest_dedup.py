@@ -3,6 +3,9 @@
 Runs on the real SeaweedFS server: WARCs written by our own crawler's writer and by warcio the way other
 crawlers write them (response records only, gzip per record) are uploaded, ingested, extracted and
 de-duplicated before document alignment.
+
+
+The tests of this module against real services; those that need none are tests/unit/test_ingest_dedup.py's.
 """
 
 from __future__ import annotations

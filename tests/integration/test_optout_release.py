@@ -12,32 +12,15 @@ from bitextflow.catalog.releases import list_releases, release_prefix
 from bitextflow.config import load_pair_config
 from bitextflow.stages.registry import run_context, run_pipeline
 from tests.support import ROOT, serving
+from tests.support.texts import DOCUMENTATION
 
 ROBOTS = b"User-agent: GPTBot\nDisallow: /en/gpt/\nDisallow: /es/gpt/\n"
 TDM_META = '<meta name="tdm-reservation" content="1">'
-#: Documentation sentences and their translations, six a page.
-TEXTS = [
-    ("The package manager installs the software and its dependencies.", "El gestor de paquetes instala el software y sus dependencias."),
-    ("Open a terminal and type the following command.", "Abra una terminal y escriba la siguiente orden."),
-    ("The system will restart after the installation.", "El sistema se reiniciará después de la instalación."),
-    ("You can change the language of the keyboard later.", "Puede cambiar el idioma del teclado más tarde."),
-    ("Do not remove the disk while the computer is on.", "No quite el disco mientras el ordenador está encendido."),
-    ("Back up your files before you upgrade the system.", "Haga una copia de seguridad de sus archivos antes de actualizar el sistema."),
-    ("The network settings are stored in this file.", "La configuración de la red se guarda en este archivo."),
-    ("Press the power button to turn the computer on.", "Pulse el botón de encendido para encender el ordenador."),
-    ("Each user has a home directory for personal files.", "Cada usuario tiene un directorio personal para sus archivos."),
-    ("The kernel loads the drivers of the hardware at boot.", "El núcleo carga los controladores del hardware al arrancar."),
-    ("Read the manual page of a command before you use it.", "Lea la página del manual de una orden antes de usarla."),
-    ("The log files record what the services did.", "Los archivos de registro guardan lo que hicieron los servicios."),
-    ("A firewall blocks the connections you did not allow.", "Un cortafuegos bloquea las conexiones que no permitió."),
-    ("Mount the partition before you copy files to it.", "Monte la partición antes de copiar archivos en ella."),
-    ("The printer queue lists the documents waiting to print.", "La cola de impresión muestra los documentos que esperan."),
-    ("Update the package lists once a week at least.", "Actualice las listas de paquetes al menos una vez por semana."),
-    ("The desktop shows a panel with the running programs.", "El escritorio muestra un panel con los programas en ejecución."),
-    ("Remove the packages that nothing depends on any more.", "Elimine los paquetes de los que ya no depende nada."),
-]  # fmt: skip
+
 #: page -> (its sentence pairs, the markup of its English head): what the owner said is in the page's name
-PAGES = {"free": (TEXTS[0:6], ""), "gpt/refused": (TEXTS[6:12], ""), "tdm/reserved": (TEXTS[12:18], TDM_META)}
+PAGES = {
+    "free": (DOCUMENTATION[0:6], ""), "gpt/refused": (DOCUMENTATION[6:12], ""), "tdm/reserved": (DOCUMENTATION[12:18], TDM_META),
+}  # fmt: skip
 TITLES = {"en": "Software manual", "es": "Manual del software"}
 
 

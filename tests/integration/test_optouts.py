@@ -10,9 +10,8 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -22,7 +21,7 @@ from warcio.warcwriter import WARCWriter
 from bitextflow.config import load_pair_config
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage.tables import read_table
-from tests.support import ROOT
+from tests.support import ROOT, serving
 
 TEXT = (
     "The package manager installs the archives of the system and keeps the configuration files that you changed. "
@@ -119,12 +118,8 @@ class TinySite(BaseHTTPRequestHandler):
 @pytest.fixture
 def tiny_site() -> Iterator[str]:
     TinySite.requested = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), TinySite)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(TinySite) as host:
+        yield f"http://{host}"
 
 
 def _context(store, run_id: str, overrides: dict):

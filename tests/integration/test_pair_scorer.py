@@ -19,18 +19,10 @@ from bitextflow.stages.score import Score
 from bitextflow.storage.tables import read_table, write_table
 from bitextflow.text.comparison import pair_hash
 from tests.support import ROOT
+from tests.support.texts import DOCUMENTATION
 
 # Documentation sentences in page order, as one document pair of a shard gives them (none of them in the calibration data).
-DOCUMENT = [
-    ("The package manager installs the software and its dependencies.", "El gestor de paquetes instala el software y sus dependencias."),
-    ("Open a terminal and type the following command.", "Abra una terminal y escriba la siguiente orden."),
-    ("The system will restart after the installation.", "El sistema se reiniciará después de la instalación."),
-    ("You can change the language of the keyboard later.", "Puede cambiar el idioma del teclado más tarde."),
-    ("Do not remove the disk while the computer is on.", "No quite el disco mientras el ordenador está encendido."),
-    ("Back up your files before you upgrade the system.", "Haga una copia de seguridad de sus archivos antes de actualizar el sistema."),
-    ("The network settings are stored in this file.", "La configuración de la red se guarda en este archivo."),
-    ("Press the power button to turn the computer on.", "Pulse el botón de encendido para encender el ordenador."),
-]  # fmt: skip
+DOCUMENT = DOCUMENTATION[:8]
 UNRELATED = "El tiempo de mañana será soleado en toda la costa."
 
 

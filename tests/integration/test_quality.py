@@ -1,5 +1,8 @@
 """The gates: pass clean data, and each kind of bad data fails the expectation meant for it, in a partition's suite
-or in the run's."""
+or in the run's.
+
+The tests of this module against real services; those that need none are tests/unit/test_quality.py's.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The DVC data registry and `dvc repro`, for real: git + DVC subprocesses, a DVC remote on SeaweedFS.
 
 `dvc get` runs after the registry's DVC cache is deleted, so the files it returns come from S3.
+
+
+The tests of this module against real services; those that need none are tests/unit/test_registry.py's.
 """
 
 from __future__ import annotations

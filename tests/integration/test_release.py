@@ -1,4 +1,7 @@
-"""Releases against a real S3 server (SeaweedFS): numbering, idempotent retries, crash safety, file contents."""
+"""Releases against a real S3 server (SeaweedFS): numbering, idempotent retries, crash safety, file contents.
+
+The tests of this module against real services; those that need none are tests/unit/test_release.py's.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Runs over many shards stay within Airflow's limits: the extract stage maps over batches of WARC files."""
+"""Runs over many shards stay within Airflow's limits: the extract stage maps over batches of WARC files.
+
+The tests of this module against real services; those that need none are tests/unit/test_scale.py's.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Storage errors a user can act on, and every stage run from the CLI without Airflow."""
+"""Storage errors a user can act on, and every stage run from the CLI without Airflow.
+
+The tests of this module against real services; those that need none are tests/unit/test_storage_cli.py's.
+"""
 
 import json
 

@@ -31,6 +31,7 @@ def free_port() -> int:
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """``handler`` answering on a free port of 127.0.0.1, in a thread, for the block; yields ``127.0.0.1:<port>``."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True  # a request still open (a slow or hostile handler) does not hold up the shutdown
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"127.0.0.1:{server.server_address[1]}"

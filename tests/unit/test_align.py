@@ -1,5 +1,9 @@
 """Alignment stage: URL document matching, Debian dictionaries, Gale-Church and Hunalign-style sentence
-alignment, and the scorer."""
+alignment, and the scorer.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_align.py's.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The shape of the code: import-linter's layer contracts, module sizes, the stage registry as the one list."""
+"""The shape of the code: import-linter's layer contracts, module sizes, the stage registry as the one list.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_architecture.py's.
+"""
 
 from __future__ import annotations
 

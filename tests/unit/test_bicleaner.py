@@ -3,6 +3,10 @@
 Tests marked ``needs_bicleaner`` run the real tools in ``.venv-bicleaner`` with the model ``make setup``
 trains; they skip only when that environment is absent and BITEXTFLOW_REQUIRE_BICLEANER is unset
 (``make test`` sets it, so CI cannot pass by skipping them).
+
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_bicleaner.py's.
 """
 
 from __future__ import annotations

@@ -9,10 +9,9 @@ import asyncio
 import contextlib
 import gzip
 import io
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
@@ -26,7 +25,7 @@ from bitextflow.crawl.guard import AddressGuard, AddressRefused, guarded_transpo
 from bitextflow.crawl.urls import host_of, normalise_url, parse_html
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import ConfigError
-from tests.support import ROOT
+from tests.support import ROOT, serving
 
 PAIRS = ROOT / "include" / "pairs"
 
@@ -85,14 +84,8 @@ class _SiteHandler(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def _serve(pages: dict[str, tuple[int, bytes, dict[str, str]]]) -> Iterator[int]:
     _SiteHandler.pages, _SiteHandler.requests = pages, []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _SiteHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_SiteHandler) as host:
+        yield int(host.rsplit(":", 1)[1])
 
 
 def _page(*links: str) -> bytes:

@@ -1,4 +1,8 @@
-"""Real Airflow DAG runs (dag.test()) against SeaweedFS and the local site, and DAG parsing errors."""
+"""Real Airflow DAG runs (dag.test()) against SeaweedFS and the local site, and DAG parsing errors.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_dag.py's.
+"""
 
 from pathlib import Path
 

@@ -6,6 +6,10 @@ tests never claim a pod ran. They build the pod exactly as the operator would su
 client into the real manifest, and validate that manifest with ``kubernetes-validate --strict``
 against the Kubernetes API schema. The step's command itself is exercised on the in-process path,
 which runs it through the same CLI parser and entry point in a real ``dag.test()`` run.
+
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_dispatch.py's.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Document alignment beyond URLs: images, structure, TF-IDF, embeddings, and their 1-1 combination."""
+"""Document alignment beyond URLs: images, structure, TF-IDF, embeddings, and their 1-1 combination.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_document_alignment.py's.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """The extract stage on crafted HTML and WARC bytes: reading, encoding, structure, language, relevance,
-de-duplication, sentences, and bad input. No network, no services."""
+de-duplication, sentences, and bad input. No network, no services.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_extract.py's.
+"""
 
 from __future__ import annotations
 

@@ -4,10 +4,9 @@ crawl's event loop (docs/security.md). A real HTTP server on 127.0.0.1 plays the
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -15,7 +14,7 @@ from bitextflow.config import CrawlConfig, load_pair_config
 from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import ConfigError
-from tests.support import ROOT
+from tests.support import ROOT, serving
 
 CONFIG = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
 #: 27 letters and a mismatch: Python's re tries every way to split them between the two `+` (about 20 s here).
@@ -77,14 +76,8 @@ class _Site(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def _serve() -> Iterator[int]:
     _Site.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Site)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Site) as host:
+        yield int(host.rsplit(":", 1)[1])
 
 
 def test_a_backtracking_path_regex_does_not_stall_the_crawl() -> None:

@@ -1,4 +1,8 @@
-"""Incremental runs: unchanged page pairs carry their released sentence pairs over; the rest is re-aligned."""
+"""Incremental runs: unchanged page pairs carry their released sentence pairs over; the rest is re-aligned.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_incremental.py's.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,10 @@
 Runs on the real SeaweedFS server: WARCs written by our own crawler's writer and by warcio the way other
 crawlers write them (response records only, gzip per record) are uploaded, ingested, extracted and
 de-duplicated before document alignment.
+
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_ingest_dedup.py's.
 """
 
 from __future__ import annotations

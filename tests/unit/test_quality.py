@@ -1,5 +1,9 @@
 """The gates: pass clean data, and each kind of bad data fails the expectation meant for it, in a partition's suite
-or in the run's."""
+or in the run's.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_quality.py's.
+"""
 
 from __future__ import annotations
 

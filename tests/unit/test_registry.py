@@ -1,6 +1,10 @@
 """The DVC data registry and `dvc repro`, for real: git + DVC subprocesses, a DVC remote on SeaweedFS.
 
 `dvc get` runs after the registry's DVC cache is deleted, so the files it returns come from S3.
+
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_registry.py's.
 """
 
 from __future__ import annotations

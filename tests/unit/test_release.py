@@ -1,4 +1,8 @@
-"""Releases against a real S3 server (SeaweedFS): numbering, idempotent retries, crash safety, file contents."""
+"""Releases against a real S3 server (SeaweedFS): numbering, idempotent retries, crash safety, file contents.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_release.py's.
+"""
 
 from __future__ import annotations
 

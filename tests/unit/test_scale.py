@@ -1,4 +1,8 @@
-"""Runs over many shards stay within Airflow's limits: the extract stage maps over batches of WARC files."""
+"""Runs over many shards stay within Airflow's limits: the extract stage maps over batches of WARC files.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_scale.py's.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Storage errors a user can act on, and every stage run from the CLI without Airflow."""
+"""Storage errors a user can act on, and every stage run from the CLI without Airflow.
+
+The tests of this module that need no service; those against the S3 server, the local site or Airflow are
+tests/integration/test_storage_cli.py's.
+"""
 
 import socket
 
