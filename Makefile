@@ -40,6 +40,8 @@ venv: $(STAMP)
 
 $(STAMP): requirements.lock pyproject.toml tools/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 1; }
+	@# the locked set needs 3.11.5 or newer (soupsieve 4.1); Debian 12's own python3.11 is 3.11.2
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11, 5))' || { echo "make: $$(command -v $(PYTHON)) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); the locked packages need 3.11.5 or newer: install one (pyenv install 3.11) and run make PYTHON=/path/to/python3.11"; exit 1; }
 	@# lt-print dumps Apertium's bilingual transducers into the sentence aligner's dictionaries
 	$(call debian,command -v lt-print,lttoolbox-dev)
 	$(call step,Python environment $(VENV),test -x $(BIN)/python || $(PYTHON) -m venv $(VENV))
