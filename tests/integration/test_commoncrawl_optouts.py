@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
 
 import pytest
@@ -23,7 +22,7 @@ from bitextflow.storage.layout import safe_key_part
 from bitextflow_local.localsite.ccindex import PAGES, Capture, build_index, write_subset
 from bitextflow_local.localsite.warcs import parallel_text
 from tests.support import BUCKET as RUN_BUCKET
-from tests.support import ROOT, serving
+from tests.support import ROOT, QuietHandler, serving
 
 CRAWL = "CC-MAIN-2099-05"
 
@@ -110,24 +109,17 @@ def test_pages_their_site_or_they_themselves_opt_out_are_counted_and_never_reach
     assert documents["kept"] and not any(reason.startswith("optout_") for reason in documents["dropped"])
 
 
-class RobotsOnly(BaseHTTPRequestHandler):
+class RobotsOnly(QuietHandler):
     """A site that serves its robots.txt only: GPTBot may not fetch its Spanish pages."""
 
     protocol_version = "HTTP/1.1"
     requested: list[str] = []
 
-    def log_message(self, *args):
-        pass
-
     def do_GET(self):
         RobotsOnly.requested.append(self.path)
         found = self.path == "/robots.txt"
         body = b"User-agent: GPTBot\nDisallow: /es/\n" if found else b"not found"
-        self.send_response(200 if found else 404)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.answer(200 if found else 404, body, "text/plain")
 
 
 @pytest.fixture

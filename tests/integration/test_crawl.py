@@ -17,7 +17,6 @@ import threading
 import time
 import zlib
 from collections import Counter
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -39,7 +38,7 @@ from bitextflow.models.url_models import load_url_models
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
-from tests.support import ROOT, serving
+from tests.support import ROOT, QuietHandler, serving
 
 LOCAL = ["127.0.0.1"]
 
@@ -292,23 +291,11 @@ HOSTILE_LINKS = [
 _BOMB = gzip.compress(b" " * 50_000_000, compresslevel=9)  # 50 MB that travel as about 50 kB
 
 
-class HostileHandler(BaseHTTPRequestHandler):
+class HostileHandler(QuietHandler):
     protocol_version = "HTTP/1.1"
     flaky_hits: Counter[str] = Counter()
     request_times: list[tuple[str, float]] = []
     crawl_delay = 0.0
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str = "text/html; charset=utf-8", headers: dict | None = None):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
     def do_GET(self):  # noqa: C901 - one branch per hostile behaviour
         path = self.path
@@ -316,12 +303,12 @@ class HostileHandler(BaseHTTPRequestHandler):
         try:
             if path == "/robots.txt":
                 delay = f"Crawl-delay: {self.crawl_delay}\n" if self.crawl_delay else ""
-                self._send(200, f"User-agent: *\nDisallow: /secret/\n{delay}".encode(), "text/plain")
+                self.answer(200, f"User-agent: *\nDisallow: /secret/\n{delay}".encode(), "text/plain")
             elif path == "/":
-                self._send(200, _page("Home", HOSTILE_LINKS))
+                self.answer(200, _page("Home", HOSTILE_LINKS))
             elif path == "/slow":
                 time.sleep(3)
-                self._send(200, _page("Slow", []))
+                self.answer(200, _page("Slow", []))
             elif path == "/trickle":  # never silent long enough for the read timeout
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
@@ -340,30 +327,30 @@ class HostileHandler(BaseHTTPRequestHandler):
                 while True:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             elif path == "/bomb":
-                self._send(200, _BOMB, headers={"Content-Encoding": "gzip"})
+                self.answer(200, _BOMB, headers={"Content-Encoding": "gzip"})
             elif path in ("/loop-a", "/loop-b"):
-                self._send(302, b"", headers={"Location": "/loop-b" if path == "/loop-a" else "/loop-a"})
+                self.answer(302, b"", headers={"Location": "/loop-b" if path == "/loop-a" else "/loop-a"})
             elif path.startswith("/chain/"):
                 n = int(path.rsplit("/", 1)[1])
-                self._send(301, b"", headers={"Location": f"/chain/{n + 1}"})
+                self.answer(301, b"", headers={"Location": f"/chain/{n + 1}"})
             elif path == "/always-500":
-                self._send(500, b"<p>broken</p>")
+                self.answer(500, b"<p>broken</p>")
             elif path == "/flaky":
                 HostileHandler.flaky_hits[path] += 1
                 if HostileHandler.flaky_hits[path] == 1:
-                    self._send(503, b"busy")
+                    self.answer(503, b"busy")
                 else:
-                    self._send(200, _page("Flaky but fine", []))
+                    self.answer(200, _page("Flaky but fine", []))
             elif path == "/malformed":
-                self._send(200, b"<html><body><p>Unclosed <b>tags <a href='/ok2'>and a link</a><table><tr><td>cell")
+                self.answer(200, b"<html><body><p>Unclosed <b>tags <a href='/ok2'>and a link</a><table><tr><td>cell")
             elif path == "/latin1":
-                self._send(200, "<p>Un texto en español sobre la instalación del núcleo.</p>".encode("latin-1"))
+                self.answer(200, "<p>Un texto en español sobre la instalación del núcleo.</p>".encode("latin-1"))
             elif path == "/binary":
-                self._send(200, os.urandom(2048), "application/octet-stream")
+                self.answer(200, os.urandom(2048), "application/octet-stream")
             elif path in ("/ok", "/ok2"):
-                self._send(200, _page("OK", []))
+                self.answer(200, _page("OK", []))
             else:
-                self._send(404, b"not found")
+                self.answer(404, b"not found")
         except (BrokenPipeError, ConnectionResetError):
             pass
 

@@ -6,12 +6,10 @@ tests/integration/test_publishing_guards.py; the policy's decisions: tests/unit/
 
 from __future__ import annotations
 
-from http.server import BaseHTTPRequestHandler
-
 from bitextflow.catalog.releases import list_releases, release_prefix
 from bitextflow.config import load_pair_config
 from bitextflow.stages.registry import run_context, run_pipeline
-from tests.support import ROOT, serving
+from tests.support import ROOT, QuietHandler, serving
 from tests.support.texts import DOCUMENTATION
 
 ROBOTS = b"User-agent: GPTBot\nDisallow: /en/gpt/\nDisallow: /es/gpt/\n"
@@ -34,7 +32,7 @@ def page(language: str, name: str) -> bytes:
     ).encode()
 
 
-class BilingualSite(BaseHTTPRequestHandler):
+class BilingualSite(QuietHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         links = "".join(f'<a href="/{lang}/{name}.html">{lang} {name}</a> ' for lang in ("en", "es") for name in PAGES)
         if self.path == "/robots.txt":
@@ -46,14 +44,7 @@ class BilingualSite(BaseHTTPRequestHandler):
         else:
             self.send_error(404)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args) -> None:
-        pass
+        self.answer(200, body, kind)
 
 
 def test_no_page_whose_owner_opted_out_reaches_the_release(store) -> None:

@@ -11,7 +11,6 @@ import gzip
 import io
 import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -21,7 +20,7 @@ from warcio.warcwriter import WARCWriter
 from bitextflow.config import load_pair_config
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage.tables import read_table
-from tests.support import ROOT, serving
+from tests.support import ROOT, QuietHandler, serving
 
 TEXT = (
     "The package manager installs the archives of the system and keeps the configuration files that you changed. "
@@ -87,32 +86,23 @@ CRAWL_OUTCOMES = {
 }
 
 
-class TinySite(BaseHTTPRequestHandler):
+class TinySite(QuietHandler):
     protocol_version = "HTTP/1.1"
     requested: list[str] = []
-
-    def log_message(self, *args):
-        pass
 
     def do_GET(self):
         TinySite.requested.append(self.path)
         if self.path == "/":
-            self._send(200, {}, html("Home", links=tuple(PAGES)))
+            self.answer(200, html("Home", links=tuple(PAGES)))
         elif self.path == "/robots.txt":
-            self._send(200, {"Content-Type": "text/plain"}, ROBOTS)
+            self.answer(200, ROBOTS, "text/plain")
         elif self.path == "/.well-known/tdmrep.json":
-            self._send(200, {"Content-Type": "application/json"}, TDMREP)
+            self.answer(200, TDMREP, "application/json")
         elif self.path in PAGES:
-            self._send(200, *PAGES[self.path])
+            headers, body = PAGES[self.path]
+            self.answer(200, body, headers=headers)
         else:
-            self._send(404, {}, b"not found")
-
-    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.send_response(status)
-        for name, value in {"Content-Type": "text/html; charset=utf-8", **headers, "Content-Length": str(len(body))}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+            self.answer(404, b"not found")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,6 +38,25 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A test site's request handler: it logs nothing and answers whole responses with :meth:`answer`."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def answer(
+        self, status: int, body: bytes, content_type: str = "text/html; charset=utf-8", headers: Mapping[str, str] | None = None
+    ) -> None:
+        """One response: ``status``, ``content_type``, ``headers`` and ``body`` with its length."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
 
 
 def env_file(path: Path) -> dict[str, str]:

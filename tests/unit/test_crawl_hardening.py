@@ -11,7 +11,6 @@ import gzip
 import io
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx
@@ -25,7 +24,7 @@ from bitextflow.crawl.guard import AddressGuard, AddressRefused, guarded_transpo
 from bitextflow.crawl.urls import host_of, normalise_url, parse_html
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import ConfigError
-from tests.support import ROOT, serving
+from tests.support import ROOT, QuietHandler, serving
 
 PAIRS = ROOT / "include" / "pairs"
 
@@ -59,26 +58,18 @@ def test_link_context_is_taken_where_the_link_is_not_where_its_text_first_appear
 
 
 # -- scope: one host, one string; allowed ports; redirects under the normal rules -------------------------
-class _SiteHandler(BaseHTTPRequestHandler):
+class _SiteHandler(QuietHandler):
     """A small site whose pages say where they link; every request is recorded with its Authorization."""
 
     protocol_version = "HTTP/1.1"
     pages: dict[str, tuple[int, bytes, dict[str, str]]] = {}
     requests: list[tuple[str, str, str]] = []
 
-    def log_message(self, *args):
-        pass
-
     def do_GET(self):
         _SiteHandler.requests.append((self.headers.get("Host", ""), self.path, self.headers.get("Authorization", "")))
         status, body, headers = self.pages.get(self.path, (404, b"not found", {}))
-        self.send_response(status)
-        self.send_header("Content-Type", headers.pop("Content-Type", "text/html; charset=utf-8"))
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+        headers = dict(headers)  # the page table is the class's: each request reads it as set
+        self.answer(status, body, headers.pop("Content-Type", "text/html; charset=utf-8"), headers)
 
 
 @contextlib.contextmanager

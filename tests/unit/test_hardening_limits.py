@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -14,7 +13,7 @@ from bitextflow.config import CrawlConfig, load_pair_config
 from bitextflow.crawl.crawler import Crawler
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import ConfigError
-from tests.support import ROOT, serving
+from tests.support import ROOT, QuietHandler, serving
 
 CONFIG = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
 #: 27 letters and a mismatch: Python's re tries every way to split them between the two `+` (about 20 s here).
@@ -55,22 +54,15 @@ def test_a_path_regex_re2_cannot_take_is_one_line_naming_the_option_and_the_fix(
     assert "\n" not in message
 
 
-class _Site(BaseHTTPRequestHandler):
+class _Site(QuietHandler):
     protocol_version = "HTTP/1.1"
     requests: list[str] = []
-
-    def log_message(self, *args) -> None:
-        pass
 
     def do_GET(self) -> None:
         _Site.requests.append(self.path)
         links = "".join(f'<p><a href="{path}">{path}</a></p>' for path in ("/docs/aaaa", HOSTILE_PATH))
         body = f"<html><body>{links}</body></html>".encode() if self.path != "/robots.txt" else b""
-        self.send_response(200 if body else 404)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.answer(200 if body else 404, body)
 
 
 @contextlib.contextmanager
