@@ -22,8 +22,7 @@ from usp.objects.sitemap import AbstractIndexSitemap, InvalidSitemap
 from usp.tree import sitemap_from_str
 
 from bitextflow.crawl.fetcher import DecodingError, gunzip_bounded
-from bitextflow.crawl.urls import normalise_url
-from bitextflow.text.languages import normalise_language
+from bitextflow.crawl.urls import add_alternate, normalise_url
 
 # its messages name the placeholder URL it parses strings under; the crawler counts and logs what failed itself
 logging.getLogger("usp").setLevel(logging.CRITICAL)
@@ -76,8 +75,6 @@ def parse_sitemap(body: bytes, url: str, max_bytes: int) -> Sitemap:
             continue
         alternates: dict[str, str] = {}
         for hreflang, href in page.alternates or ():
-            alternate = normalise_url(href, url)
-            if alternate and hreflang.strip().lower() != "x-default":
-                alternates.setdefault(normalise_language(hreflang), alternate)
+            add_alternate(alternates, hreflang, href, url)
         pages.append(SitemapPage(page_url, alternates))
     return Sitemap(pages, [child for child in (normalise_url(s.url, url) for s in children) if child])

@@ -296,17 +296,23 @@ def parse_html(body: bytes, base_url: str, content_type: str = "") -> ParsedPage
 
 
 def declared_alternates(tree: lxml.html.HtmlElement, base: str) -> dict[str, str]:
-    """The language versions a page declares: ``<link rel="alternate" hreflang="es" href="...">`` -> {language:
-    canonical URL} (``x-default`` and undecodable languages left out; the first of a language wins)."""
+    """The language versions a page declares with ``<link rel="alternate" hreflang="es" href="...">`` (:func:`add_alternate`)."""
     found: dict[str, str] = {}
     for element in tree.xpath("//link[@hreflang][@href]"):
-        hreflang = (element.get("hreflang") or "").strip()
-        if "alternate" not in (element.get("rel") or "").lower().split() or hreflang.lower() in ("", "x-default"):
-            continue
-        url = normalise_url(element.get("href") or "", base)
-        if url:
-            found.setdefault(normalise_language(hreflang), url)
+        if "alternate" in (element.get("rel") or "").lower().split():
+            add_alternate(found, element.get("hreflang") or "", element.get("href") or "", base)
     return found
+
+
+def add_alternate(found: dict[str, str], hreflang: str, href: str, base: str) -> None:
+    """Add a language version that a page or sitemap declares to ``found`` (language -> canonical URL): ``x-default``,
+    an empty language and an ``href`` that gives no http(s) URL are left out; the first of a language wins."""
+    hreflang = hreflang.strip()
+    if hreflang.lower() in ("", "x-default"):
+        return
+    url = normalise_url(href, base)
+    if url:
+        found.setdefault(normalise_language(hreflang), url)
 
 
 def extract_links(html: bytes, base_url: str) -> list[str]:
