@@ -18,6 +18,13 @@ of encoding on 2 busy cores with torch in float32, 5 with int8), once per encode
    negatives) is kept, and the threshold is the one that maximises Youden's J (translations kept minus
    non-translations kept) over the out-of-fold scores. The calibration itself is then fitted on all the data.
    The cosine alone goes through the same cross-validation (``cosine``), for comparison.
+4. **Variants compared, not chosen** (``variants``): the same cross-validation of the chosen ``k`` with the pool
+   being each pair's document instead of its shard (a score that no longer depends on what shares the shard), and
+   of Platt scaling on the margin with the cosine, and with the cosine and the log word count, as further features
+   (Chaudhary et al. 2019, "Low-Resource Corpus Filtering Using Multilingual Sentence Embeddings", WMT, score with
+   both). Each is given its out-of-fold Youden's J at its own threshold and the 5th, 50th and 95th percentiles of its
+   J minus the calibration's over :data:`BOOTSTRAP_ROUNDS` resamples of the documents: a variant earns a place in
+   :mod:`bitextflow.score.margin` only where the whole interval is above zero.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +54,7 @@ SHARD_DOCUMENTS = 25
 ROUNDS = 5
 FOLDS = 5
 NEIGHBOUR_CHOICES = (2, 3, 4)
+BOOTSTRAP_ROUNDS = 200
 SEED = 1
 KINDS = ("translation", "neighbour", "shuffled")
 
@@ -80,19 +89,38 @@ def calibration_documents(tatoeba: Path, lang_a: str = "en", lang_b: str = "es")
 @dataclass
 class Examples:
     """One row per scored pair: its source, document (the cross-validation group), kind, margin for each ``k`` and
-    cosine (under the key 0)."""
+    cosine (under the key 0) with the shard as the pool, the margins with its document as the pool, and its two
+    texts."""
 
     source: list[str]
     document: list[str]
     kind: list[str]
     margins: dict[int, list[float]]
+    document_margins: dict[int, list[float]]
+    pairs: list[tuple[str, str]]
 
-    def extend(self, source: str, document: str, kinds: Sequence[str], margins: dict[int, np.ndarray]) -> None:
-        self.source += [source] * len(kinds)
-        self.document += [document] * len(kinds)
+    @classmethod
+    def empty(cls) -> Examples:
+        keys = (COSINE, *NEIGHBOUR_CHOICES)
+        return cls([], [], [], {k: [] for k in keys}, {k: [] for k in keys}, [])
+
+    def extend(
+        self,
+        source: str,
+        document: str,
+        pairs: Document,
+        kinds: Sequence[str],
+        margins: dict[int, np.ndarray],
+        document_margins: dict[int, np.ndarray],
+    ) -> None:
+        self.source += [source] * len(pairs)
+        self.document += [document] * len(pairs)
         self.kind += list(kinds)
+        self.pairs += pairs
         for k, values in margins.items():
             self.margins[k] += values.tolist()
+        for k, values in document_margins.items():
+            self.document_margins[k] += values.tolist()
 
 
 #: The key of :attr:`Examples.margins` that holds the plain cosine.
@@ -117,7 +145,7 @@ def corrupted(document: Document, others: list[Document], rng: random.Random) ->
 def examples(documents: dict[str, list[Document]], vectors: dict[str, np.ndarray]) -> Examples:
     """Every source's documents corrupted :data:`ROUNDS` times and scored shard by shard with each ``k``."""
     rng = random.Random(SEED)
-    rows = Examples([], [], [], {k: [] for k in (COSINE, *NEIGHBOUR_CHOICES)})
+    rows = Examples.empty()
     for source, docs in documents.items():
         for round_ in range(ROUNDS):
             for first in range(0, len(docs), SHARD_DOCUMENTS):
@@ -126,11 +154,14 @@ def examples(documents: dict[str, list[Document]], vectors: dict[str, np.ndarray
                 pairs = [pair for _, doc_pairs, _ in shard for pair in doc_pairs]
                 margins = shard_margins(pairs, vectors)
                 start = 0
-                for number, _pairs, kinds in shard:
+                for number, doc_pairs, kinds in shard:
                     # translations once (the first round), wrong pairs every round
                     keep = [i for i, kind in enumerate(kinds) if kind != "translation" or round_ == 0]
                     chosen = {k: values[start : start + len(kinds)][keep] for k, values in margins.items()}
-                    rows.extend(source, f"{source}/{number}", [kinds[i] for i in keep], chosen)
+                    in_document = {k: values[keep] for k, values in shard_margins(doc_pairs, vectors).items()}
+                    rows.extend(
+                        source, f"{source}/{number}", [doc_pairs[i] for i in keep], [kinds[i] for i in keep], chosen, in_document
+                    )
                     start += len(kinds)
     return rows
 
@@ -145,13 +176,17 @@ def shard_margins(pairs: Document, vectors: dict[str, np.ndarray]) -> dict[int, 
     return {COSINE: cosines} | {k: ratio_margins(vectors_a, vectors_b, rows_a, rows_b, k) for k in NEIGHBOUR_CHOICES}
 
 
-def out_of_fold(margins: np.ndarray, labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Each row scored by a Platt scaling fitted on the other folds (grouped by document)."""
+def out_of_fold(features: np.ndarray, labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each row scored by a logistic regression fitted on the other folds (grouped by document) as :func:`platt` fits
+    one: Platt scaling where ``features`` is the margin alone, one column per feature where there are more."""
+    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
-    scores = np.zeros(len(margins))
-    for train, test in GroupKFold(FOLDS).split(margins, labels, groups):
-        scores[test] = platt(margins[train], labels[train]).probability(margins[test])
+    features = features.reshape(len(features), -1)
+    scores = np.zeros(len(features))
+    for train, test in GroupKFold(FOLDS).split(features, labels, groups):
+        model = LogisticRegression(class_weight="balanced", C=1e4, max_iter=1000).fit(features[train], labels[train])
+        scores[test] = model.predict_proba(features[test])[:, 1]
     return scores
 
 
@@ -164,12 +199,39 @@ def platt(margins: np.ndarray, labels: np.ndarray, neighbours: int = 0) -> Margi
     return MarginCalibration(neighbours, round(float(model.coef_[0, 0]), 4), round(float(model.intercept_[0]), 4))
 
 
+def youden_j(scores: np.ndarray, labels: np.ndarray, cut: float) -> float:
+    """Translations kept minus non-translations kept at ``cut``."""
+    return float((scores[labels == 1] >= cut).mean() - (scores[labels == 0] >= cut).mean())
+
+
 def youden_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
-    """The score cut that maximises translations kept minus non-translations kept, rounded to two decimals."""
+    """The score cut that maximises :func:`youden_j`, rounded to two decimals."""
     candidates = np.round(np.arange(0.01, 1.0, 0.01), 2)
-    good, bad = scores[labels == 1], scores[labels == 0]
-    gains = [(good >= cut).mean() - (bad >= cut).mean() for cut in candidates]
-    return float(candidates[int(np.argmax(gains))])
+    return float(candidates[int(np.argmax([youden_j(scores, labels, cut) for cut in candidates]))])
+
+
+def compared(
+    variant: np.ndarray, chosen: np.ndarray, chosen_threshold: float, kinds: np.ndarray, groups: np.ndarray
+) -> dict[str, Any]:
+    """A variant's out-of-fold scores against the calibration's: its own Youden threshold, J and :func:`separation`
+    there, and the 5th, 50th and 95th percentiles of its J minus the calibration's (each at its threshold) over
+    documents resampled with replacement."""
+    labels = (kinds == "translation").astype(int)
+    threshold = youden_threshold(variant, labels)
+    rows_of = [np.flatnonzero(groups == group) for group in np.unique(groups)]
+    rng = np.random.default_rng(SEED)
+    differences = []
+    for _ in range(BOOTSTRAP_ROUNDS):
+        rows = np.concatenate([rows_of[i] for i in rng.integers(0, len(rows_of), len(rows_of))])
+        differences.append(
+            youden_j(variant[rows], labels[rows], threshold) - youden_j(chosen[rows], labels[rows], chosen_threshold)
+        )
+    return {
+        "threshold": threshold,
+        "youden_j": round(youden_j(variant, labels, threshold), 4),
+        "j_difference_5_50_95": [round(float(value), 4) for value in np.percentile(differences, [5, 50, 95])],
+        "out_of_fold": separation(variant, kinds, threshold),
+    }
 
 
 def separation(scores: np.ndarray, kinds: np.ndarray, threshold: float) -> dict[str, float]:
@@ -196,9 +258,22 @@ def calibrate(rows: Examples) -> dict:
     calibration = platt(np.asarray(rows.margins[best]), labels, best)
     cosine = out_of_fold(np.asarray(rows.margins[COSINE]), labels, groups)
     cosine_threshold = youden_threshold(cosine, labels)
+    margins, cosines = np.asarray(rows.margins[best]), np.asarray(rows.margins[COSINE])
+    variants = {
+        "document_pool": np.asarray(rows.document_margins[best]),
+        "margin_and_cosine": np.column_stack([margins, cosines]),
+        "margin_cosine_and_length": np.column_stack(
+            [margins, cosines, np.log1p([min(len(a.split()), len(b.split())) for a, b in rows.pairs])]
+        ),
+    }
     return {
         "calibration": {"neighbours": best, "slope": calibration.slope, "intercept": calibration.intercept},
         "threshold": threshold,
+        "youden_j": round(youden_j(scores, labels, threshold), 4),
+        "variants": {
+            name: compared(out_of_fold(features, labels, groups), scores, threshold, kinds, groups)
+            for name, features in variants.items()
+        },
         "out_of_fold": separation(scores, kinds, threshold),
         "out_of_fold_by_source": {
             source: separation(scores[sources == source], kinds[sources == source], threshold) for source in np.unique(sources)
@@ -242,7 +317,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     result["seconds"] = round(time.monotonic() - started, 1)
     print(f"MarginCalibration(**{ {**result['calibration'], 'threshold': result['threshold']} })")
     for name, figures in [("all", result["out_of_fold"]), *result["out_of_fold_by_source"].items()]:
-        print(f"{name:>20}: " + ", ".join(f"{key} {value:.4f}" for key, value in figures.items()))
+        print(f"{name:>24}: " + ", ".join(f"{key} {value:.4f}" for key, value in figures.items()))
+    print(f"{'Youden J':>24}: {result['youden_j']:.4f} at {result['threshold']}")
+    for name, figures in result["variants"].items():
+        low, middle, high = figures["j_difference_5_50_95"]
+        print(f"{name:>24}: Youden J {figures['youden_j']:.4f} at {figures['threshold']}, "
+              f"difference {middle:+.4f} (5-95%: {low:+.4f} to {high:+.4f})")  # fmt: skip
     if args.json:
         print(json.dumps(result))
     return 0
