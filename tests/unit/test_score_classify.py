@@ -3,7 +3,7 @@
 import pytest
 
 from bitextflow.config import ScoreConfig
-from bitextflow.score import hard_rule_violations, numbers_of
+from bitextflow.score import hard_rule_violations, numbers_of, numbers_read
 from bitextflow.text.terms import relevance, term_matches
 
 RULES = ScoreConfig()
@@ -25,6 +25,31 @@ def test_hard_rules(a, b, tags):
 
 def test_numbers_ignore_separator_conventions():
     assert numbers_of("1,000.5 MB and 2 disks") == numbers_of("2 discos y 1.000,5 MB")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "tags"),
+    [
+        # a number in digits on one side may be spelled on the other, cardinals and ordinals alike
+        ("There are 2 types of device files.", "Hay dos tipos de archivos de dispositivos.", []),
+        ("You should at least read the first 35 lines.", "Debería al menos leer las primeras treinta y cinco líneas.", []),
+        ("The 1st argument is the root URL.", "El primer elemento es la URL raíz.", []),
+        ('"4*" means 0 or more repeats of "4".', '"4*" significa cero o más repeticiones de "4".', []),
+        # an article read as 1 offers a number, never requires one
+        ("Install a package.", "Instale un paquete.", []),
+        # a number missing or changed is still a mismatch, spelled or not
+        ("Chapter 12 has 3 parts.", "El capítulo 13 tiene tres partes.", ["numbers_mismatch"]),
+        ("Read the first 35 lines.", "Lea las primeras treinta líneas.", ["numbers_mismatch"]),
+        ("Read 2 lines and 2 more.", "Lea dos líneas.", ["numbers_mismatch"]),
+    ],
+)
+def test_numbers_match_in_digits_or_in_the_other_sides_words(a, b, tags):
+    assert hard_rule_violations(a, b, RULES, "en", "es") == tags
+
+
+def test_numbers_are_digits_only_where_the_languages_are_unknown_or_unread():
+    assert hard_rule_violations("There are 2 types.", "Hay dos tipos.", RULES) == ["numbers_mismatch"]
+    assert numbers_read("Есть два типа.", "ru") == [] and numbers_read("Hay dos tipos.", "es-MX") == ["2"]
 
 
 TERMS = {"package": 2.0, "package manager": 1.0, "kernel": 1.5}

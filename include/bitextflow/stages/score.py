@@ -126,7 +126,8 @@ class Score(Stage):
         shard = shard_name(sentence_pairs_key)
         frame, metadata = read_table_and_metadata(ctx.store, sentence_pairs_key)
         frame["rule_tags"] = [
-            ";".join(hard_rule_violations(a, b, ctx.config.score)) for a, b in zip(frame["text_a"], frame["text_b"], strict=True)
+            ";".join(hard_rule_violations(a, b, ctx.config.score, lang_a, lang_b))
+            for a, b, lang_a, lang_b in zip(frame["text_a"], frame["text_b"], frame["lang_a"], frame["lang_b"], strict=True)
         ]
         if self.margin_scorer is not None:
             frame["margin_score"], calibration = self.margin_scorer.scores(
