@@ -48,9 +48,8 @@ def test_every_row_has_its_kind_words_and_margins_with_the_shard_and_the_documen
 def test_a_variant_with_a_feature_the_margin_lacks_shows_a_positive_difference_and_itself_none():
     rng = np.random.default_rng(1)
     documents = 60
-    kinds = np.tile(
-        ["translation", "translation", "translation", "neighbour", "translation", "shuffled"], 200
-    )  # 20 rows a document
+    pattern = ["translation", "translation", "translation", "neighbour", "translation", "shuffled"]
+    kinds = np.tile(pattern, 200)  # 20 rows a document
     labels = (kinds == "translation").astype(int)
     groups = np.repeat(np.arange(documents), 20)
     margin = labels + rng.normal(scale=1.0, size=len(labels))  # overlapping classes

@@ -179,23 +179,25 @@ def shard_margins(pairs: Document, vectors: dict[str, np.ndarray]) -> dict[int, 
 def out_of_fold(features: np.ndarray, labels: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Each row scored by a logistic regression fitted on the other folds (grouped by document) as :func:`platt` fits
     one: Platt scaling where ``features`` is the margin alone, one column per feature where there are more."""
-    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
     features = features.reshape(len(features), -1)
     scores = np.zeros(len(features))
     for train, test in GroupKFold(FOLDS).split(features, labels, groups):
-        model = LogisticRegression(class_weight="balanced", C=1e4, max_iter=1000).fit(features[train], labels[train])
-        scores[test] = model.predict_proba(features[test])[:, 1]
+        scores[test] = logistic_regression().fit(features[train], labels[train]).predict_proba(features[test])[:, 1]
     return scores
 
 
-def platt(margins: np.ndarray, labels: np.ndarray, neighbours: int = 0) -> MarginCalibration:
-    """Logistic regression of the label on the margin, classes weighted to balance (0.5 = even odds); no penalty to
-    speak of, since there is one feature."""
+def logistic_regression() -> Any:
+    """Classes weighted to balance (0.5 = even odds); no penalty to speak of, since there are one to three features."""
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(class_weight="balanced", C=1e4).fit(margins[:, None], labels)
+    return LogisticRegression(class_weight="balanced", C=1e4, max_iter=1000)
+
+
+def platt(margins: np.ndarray, labels: np.ndarray, neighbours: int = 0) -> MarginCalibration:
+    """:func:`logistic_regression` of the label on the margin, as Platt scaling."""
+    model = logistic_regression().fit(margins[:, None], labels)
     return MarginCalibration(neighbours, round(float(model.coef_[0, 0]), 4), round(float(model.intercept_[0]), 4))
 
 
