@@ -8,6 +8,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-complete
 # An unpinned torch pulls several GB of CUDA packages: install the pinned CPU wheel first, alone.
 TORCH := torch==2.13.0
+# The locked set installs with uv, pinned where the bicleaner environment pins it: 17 s from an empty cache where pip
+# took 330 s on the same 2-core machine (docs/operations.md). torch stays with pip, which finds the CPU wheel where
+# pip's own settings say (pip.conf, PIP_FIND_LINKS) and uv does not look.
+UV := $(shell grep '^uv==' requirements-bicleaner.lock)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PIP := $(BIN)/pip install --disable-pip-version-check
 # bifixer, bicleaner-hardrules and bicleaner-ai need numpy<2 and tensorflow 2.20: an environment of their own,
@@ -24,10 +28,6 @@ STARTED := $(shell date +%s)
 step = @printf '==> %s\n' '$(1)'; SECONDS=0; $(2) && printf '    %s: %d s\n' '$(1)' $$SECONDS
 # $(call debian,check,packages): install Debian packages when the check (a shell command) fails.
 debian = $(call step,Debian packages $(2),$(1) >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $(2); })
-# pip's output reduced to a count every 25 packages collected and a line when it starts installing them, so that
-# the longest step shows progress (warnings and errors go to stderr, unfiltered)
-PIP_PROGRESS := awk '/^(Collecting|Processing)/ && ++n % 25 == 0 { printf "    %d of $(shell grep -c '==' requirements.lock) packages\n", n; fflush() } \
-	/^Installing collected packages/ { print "    installing them (2 minutes on a busy machine)"; fflush() }'
 
 .PHONY: setup venv debian-extras models demo test test-quick fuzz stop lock clean
 
@@ -45,8 +45,8 @@ $(STAMP): requirements.lock pyproject.toml tools/pyproject.toml
 	@# lt-print dumps Apertium's bilingual transducers into the sentence aligner's dictionaries
 	$(call debian,command -v lt-print,lttoolbox-dev)
 	$(call step,Python environment $(VENV),test -x $(BIN)/python || $(PYTHON) -m venv $(VENV))
-	$(call step,$(TORCH) (the CPU wheel),$(PIP) --quiet $(TORCH))
-	$(call step,the locked set (requirements.lock),$(PIP) -r requirements.lock | $(PIP_PROGRESS))
+	$(call step,$(TORCH) (the CPU wheel) and $(UV),$(PIP) --quiet $(TORCH) $(UV))
+	$(call step,the locked set (requirements.lock),$(BIN)/uv pip install --python $(BIN)/python -r requirements.lock)
 	@# the library and, beside it, the local services, site and demo (tools/): a second package
 	$(call step,bitextflow and bitextflow-local (editable),$(PIP) --quiet --no-deps --no-build-isolation -e . -e tools)
 	$(call step,pip check,$(BIN)/pip check)
