@@ -141,7 +141,7 @@ def offline_set_step(language: str) -> Step:
         return str(offline_set(language))
 
     what = "labelled sentences from Debian packages, to train a domain classifier without labelled crawls"
-    return Step("offline domain set", f"offline domain set {language}", what, "1-2 min", build)
+    return Step("offline domain set", f"offline domain set {language}", what, "10-30 s", build)
 
 
 def offline_classifier_step(language: str) -> Step:

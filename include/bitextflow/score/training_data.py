@@ -31,6 +31,7 @@ from bitextflow.classify.offline import BIBLES  # language -> (Debian package, S
 from bitextflow.errors import StageError
 from bitextflow.settings import cache_dir
 from bitextflow.training.debian import FetchedPackage, fetch_packages
+from bitextflow.training.sword import open_bible
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,8 @@ def _read_verse_pairs(lang_a: str, lang_b: str, cache_dir: Path) -> Iterator[tup
     if missing:
         raise StageError(f"no Bible package known for {', '.join(missing)}; known: {', '.join(sorted(BIBLES))}")
     fetched = fetch_packages([BIBLES[lang_a][0], BIBLES[lang_b][0]], cache_dir)
-    bible_a = _open_bible(fetched[BIBLES[lang_a][0]].root, BIBLES[lang_a][1])
-    bible_b = _open_bible(fetched[BIBLES[lang_b][0]].root, BIBLES[lang_b][1])
+    bible_a = open_bible(fetched[BIBLES[lang_a][0]].root, BIBLES[lang_a][1])
+    bible_b = open_bible(fetched[BIBLES[lang_b][0]].root, BIBLES[lang_b][1])
     books_b = {book.name: book for testament in bible_b.get_structure().get_books().values() for book in testament}
     for testament in ("ot", "nt"):
         # The English WEB has the deuterocanonical books, the Reina-Valera does not: only shared books pair up.
@@ -300,15 +301,6 @@ def message_pairs(msgid: str, msgstr: str) -> Iterator[tuple[str, str]]:
 def _chapters(verses: list[str], lengths: list[int]) -> list[list[str]]:
     starts = [sum(lengths[:i]) for i in range(len(lengths))]
     return [verses[start : start + length] for start, length in zip(starts, lengths, strict=True)]
-
-
-def _open_bible(package_root: Path, module: str):  # noqa: ANN202 - pysword has no type hints
-    from pysword.modules import SwordModules
-
-    modules = SwordModules(str(package_root / "usr" / "share" / "sword"))
-    if module not in modules.parse_modules():
-        raise StageError(f"SWORD module {module} not found under {package_root}; delete that folder to unpack the package again")
-    return modules.get_bible_from_module(module)
 
 
 def _clean(verse: str) -> str:
