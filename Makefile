@@ -65,9 +65,12 @@ debian-extras:
 models: venv
 	$(BIN)/bitextflow-local prepare --all
 
+# The services start while the models build: a cold start spends most of its 85 s in Airflow's database migration
+# and components starting up, time the model steps fill on the other core.
 demo: venv
-	$(BIN)/bitextflow-local prepare $(DEMO_PAIR)
-	$(call step,local services (S3 and site and Airflow),$(BIN)/bitextflow-local services up)
+	$(call step,the models of $(DEMO_PAIR) and the local services (S3 and site and Airflow) alongside,\
+		$(BIN)/bitextflow-local services up & services=$$!; $(BIN)/bitextflow-local prepare $(DEMO_PAIR); \
+		prepared=$$?; wait $$services && test $$prepared = 0)
 	$(BIN)/bitextflow-local demo $(DEMO_PAIR)
 	@echo "make demo: done in $$(( $$(date +%s) - $(STARTED) )) s"
 
