@@ -6,12 +6,14 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-complete
+# pip installs uv, pinned where the bicleaner environment pins it, and uv installs the rest: from empty caches on a
+# 2-core Intel Xeon, 17 s for the locked set where pip took 330 s, 7 s for torch's wheel where pip took 50 s
+# (docs/operations.md). Like pip, uv is pointed at PIP_FIND_LINKS when it is set (uv reads no pip.conf; UV_FIND_LINKS
+# and UV_INDEX are its own settings).
+UV := $(shell grep '^uv==' requirements-bicleaner.lock)
+UV_PIP := $(BIN)/uv pip install --python $(BIN)/python $${PIP_FIND_LINKS:+--find-links "$$PIP_FIND_LINKS"}
 # An unpinned torch pulls several GB of CUDA packages: install the pinned CPU wheel first, alone.
 TORCH := torch==2.13.0
-# The locked set installs with uv, pinned where the bicleaner environment pins it: 17 s from an empty cache where pip
-# took 330 s on the same 2-core machine (docs/operations.md). torch stays with pip, which finds the CPU wheel where
-# pip's own settings say (pip.conf, PIP_FIND_LINKS) and uv does not look.
-UV := $(shell grep '^uv==' requirements-bicleaner.lock)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PIP := $(BIN)/pip install --disable-pip-version-check
 # bifixer, bicleaner-hardrules and bicleaner-ai need numpy<2 and tensorflow 2.20: an environment of their own,
@@ -45,11 +47,12 @@ $(STAMP): requirements.lock pyproject.toml tools/pyproject.toml
 	@# lt-print dumps Apertium's bilingual transducers into the sentence aligner's dictionaries
 	$(call debian,command -v lt-print,lttoolbox-dev)
 	$(call step,Python environment $(VENV),test -x $(BIN)/python || $(PYTHON) -m venv $(VENV))
-	$(call step,$(TORCH) (the CPU wheel) and $(UV),$(PIP) --quiet $(TORCH) $(UV))
-	$(call step,the locked set (requirements.lock),$(BIN)/uv pip install --python $(BIN)/python -r requirements.lock)
+	$(call step,$(UV),$(PIP) --quiet $(UV))
+	$(call step,$(TORCH) (the CPU wheel),$(UV_PIP) $(TORCH))
+	$(call step,the locked set (requirements.lock),$(UV_PIP) -r requirements.lock)
 	@# the library and, beside it, the local services, site and demo (tools/): a second package
-	$(call step,bitextflow and bitextflow-local (editable),$(PIP) --quiet --no-deps --no-build-isolation -e . -e tools)
-	$(call step,pip check,$(BIN)/pip check)
+	$(call step,bitextflow and bitextflow-local (editable),$(UV_PIP) --no-deps --no-build-isolation -e . -e tools)
+	$(call step,uv pip check,$(BIN)/uv pip check --python $(BIN)/python)
 	@touch $(STAMP)
 
 # Debian packages of what the demo does not run: groff (the crawl benchmark's full local site), Redis and
