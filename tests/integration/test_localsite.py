@@ -349,8 +349,8 @@ BARE = {"domain.classifier": None, "score.pair_scorer": "none", "align.sentence_
     ("overrides", "expected"),
     [
         # the shipped config: hunalign's dictionary, the margin scorer's encoder, the offline domain classifier (a
-        # probe on the encoder, trained on the source language's offline set)
-        ({}, ["local site", "dictionary en-es", "encoder", "offline domain set en", "offline classifier en"]),
+        # probe on the encoder, copied from the package: no offline set to build)
+        ({}, ["local site", "dictionary en-es", "encoder", "offline classifier en"]),
         (BARE, ["local site", "dictionary en-es"]),
         ({**BARE, "score.pair_scorer": "margin"}, ["local site", "dictionary en-es", "encoder"]),
         ({**BARE, "align.sentence_aligner": "hybrid-e5"}, ["local site", "dictionary en-es", "encoder"]),
@@ -358,10 +358,7 @@ BARE = {"domain.classifier": None, "score.pair_scorer": "none", "align.sentence_
         ({**BARE, "align.sentence_aligner": "hybrid"}, ["local site", "dictionary en-es", "encoder", "static embeddings"]),
         # document alignment's tfidf method translates with the dictionary
         ({**BARE, "align.sentence_aligner": "gale-church"}, ["local site", "dictionary en-es"]),
-        (
-            {**BARE, "domain.classifier": "offline"},
-            ["local site", "dictionary en-es", "encoder", "offline domain set en", "offline classifier en"],
-        ),
+        ({**BARE, "domain.classifier": "offline"}, ["local site", "dictionary en-es", "encoder", "offline classifier en"]),
     ],
 )
 def test_prepare_builds_what_the_pair_config_uses(overrides: dict[str, str], expected: list[str]) -> None:
@@ -370,3 +367,13 @@ def test_prepare_builds_what_the_pair_config_uses(overrides: dict[str, str], exp
 
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(overrides)
     assert [step.name for step in steps_for(config)] == expected
+
+
+def test_prepare_builds_the_offline_set_where_the_package_ships_no_probe(tmp_path, monkeypatch) -> None:
+    from bitextflow.classify import offline_model
+    from bitextflow.config import load_pair_config
+    from bitextflow_local.prepare import steps_for
+
+    monkeypatch.setattr(offline_model, "SHIPPED_DIR", tmp_path)  # a package that ships no probe
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    assert [step.name for step in steps_for(config)][-2:] == ["offline domain set en", "offline classifier en"]

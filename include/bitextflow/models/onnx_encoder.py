@@ -49,7 +49,8 @@ OPSET = 17
 WEIGHTS_FILENAMES = ("model.safetensors", "pytorch_model.bin")
 
 
-def _weights_file(model_dir: Path) -> Path:
+def weights_file(model_dir: Path) -> Path:
+    """The file that holds the weights of the transformers folder ``model_dir``."""
     for name in WEIGHTS_FILENAMES:
         if (model_dir / name).is_file():
             return model_dir / name
@@ -58,7 +59,7 @@ def _weights_file(model_dir: Path) -> Path:
 
 def _source_signature(model_dir: Path) -> dict[str, Any]:
     """What identifies the source cheaply on every load: its weights file's size and modification time."""
-    weights = _weights_file(model_dir)
+    weights = weights_file(model_dir)
     status = weights.stat()
     return {"weights": weights.name, "size": status.st_size, "mtime_ns": status.st_mtime_ns}
 
@@ -100,7 +101,7 @@ def ensure_exported(model_dir: Path) -> Path:
             "export_version": EXPORT_VERSION,
             "source": signature,
             "source_dir": str(model_dir),
-            "source_sha256": file_sha256(_weights_file(model_dir)),
+            "source_sha256": file_sha256(weights_file(model_dir)),
             "opset": OPSET,
             "quantization": "dynamic int8, weights per channel, feed-forward output projections in float32",
             "seconds": round(time.perf_counter() - started, 1),
