@@ -160,15 +160,6 @@ def offline_classifier_step(language: str) -> Step:
     return Step("offline classifier", f"offline classifier {language}", what, "1 s copied, 1.5-3 min trained", build)
 
 
-def ships_offline_probe(config: PairConfig) -> bool:
-    """Whether the package ships the offline probe ``config`` classifies with, so that its offline set is not needed."""
-    from bitextflow.classify.offline_model import shipped_probe
-    from bitextflow.models.encoder import resolve_runtime  # torch: only where an offline classifier is planned
-    from bitextflow.models.inference import default_device
-
-    return shipped_probe(config.source, resolve_runtime(config.embed.runtime, default_device())) is not None
-
-
 def bicleaner_environment_step() -> Step:
     what = f"{BICLEANER_LOCK} (bicleaner-ai, tensorflow: about 1.8 GB) in an environment of its own"
     return Step(
@@ -258,7 +249,9 @@ def steps_for(config: PairConfig) -> list[Step]:
         if training.zero_shot_data is None and config.target in LANGUAGES:
             steps.append(offline_set_step(config.target))
     if config.domain.classifier == "offline":
-        if not ships_offline_probe(config):
+        from bitextflow.classify.offline_model import shipped_probe
+
+        if shipped_probe(config.source, config.embed.runtime) is None:  # a shipped probe needs no offline set
             steps.append(offline_set_step(config.source))
         steps.append(offline_classifier_step(config.source))
     if score.use_bicleaner != "no":

