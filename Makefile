@@ -8,10 +8,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-complete
 # pip installs uv, pinned where the bicleaner environment pins it, and uv installs the rest: from empty caches on a
 # 2-core Intel Xeon, 17 s for the locked set where pip took 330 s, 7 s for torch's wheel where pip took 50 s
-# (docs/operations.md). Like pip, uv is pointed at PIP_FIND_LINKS when it is set (uv reads no pip.conf; UV_FIND_LINKS
-# and UV_INDEX are its own settings).
+# (docs/operations.md). uv reads no pip.conf, so it is given the wheel folder pip would look in: PIP_FIND_LINKS, else
+# pip's configured find-links (UV_FIND_LINKS and UV_INDEX are uv's own settings).
 UV := $(shell grep '^uv==' requirements-bicleaner.lock)
-UV_PIP := $(BIN)/uv pip install --python $(BIN)/python $${PIP_FIND_LINKS:+--find-links "$$PIP_FIND_LINKS"}
+FIND_LINKS := $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+UV_PIP := $(BIN)/uv pip install --python $(BIN)/python $(if $(FIND_LINKS),--find-links "$(FIND_LINKS)")
 # An unpinned torch pulls several GB of CUDA packages: install the pinned CPU wheel first, alone.
 TORCH := torch==2.13.0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
