@@ -57,6 +57,8 @@ REFERENCE_PAGES = r"^/reference/.*\.(en|es)\.html$"
 OVERRIDES = {
     "crawl.max_pages": 100, "crawl.include_paths": {"*": ["^/$", REFERENCE_PAGES]},
     "gate.min_sentence_pairs": 1, "gate.max_volume_drop": None, "release.record_in_registry": False,
+    # every figure from vectors made in this run, not from what the machine embedded before
+    "embed.cache": False,
 }  # fmt: skip
 #: The stages a setting runs again, from the sentence aligner on (the stages before it are shared).
 FIRST_OWN_STAGE = "align_sentences"

@@ -43,6 +43,11 @@ os.environ.update(
         "BITEXTFLOW_REGISTRY": str(_AIRFLOW_HOME / "registry"),
     }
 )
+# One embedding cache for the session, shared by its xdist workers (they inherit the controller's environment) and the
+# stacks they start: a pipeline run over the local site after the first takes its vectors from it, as a run does on a
+# machine that embedded the same pages before; never the user's own cache.
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ["BITEXTFLOW_EMBEDDING_CACHE"] = tempfile.mkdtemp(prefix="bitextflow-embedding-cache-")
 for _name in ("BITEXTFLOW_S3_ENDPOINT_URL", "BITEXTFLOW_S3_ACCESS_KEY_ID", "BITEXTFLOW_S3_SECRET_ACCESS_KEY"):
     os.environ.pop(_name, None)
 # Airflow puts the plugins folder on sys.path when it runs; tests that import the glue need it too.

@@ -652,6 +652,17 @@ class EmbedConfig(_Section):
         "(torch on a GPU or a CPU with AMX, onnx-int8 elsewhere). Vectors of the two agree to a cosine of 0.99 on average; "
         "docs/benchmarks.md has the speeds.",
     )  # fmt: skip
+    cache: bool = Field(
+        True, description="`true`: look each sentence up in this machine's embedding cache first and encode only the "
+        "rest, keeping what it encodes (`$BITEXTFLOW_EMBEDDING_CACHE`, else `<cache>/embeddings`, on a local disk): runs "
+        "over unchanged pages, backfills and the pairs that share a language embed a sentence once. A cached int8 "
+        "vector was made in another batch and may differ from a fresh one by a cosine of about 0.001 "
+        "(docs/architecture.md); `false` encodes every sentence of the run.",
+    )  # fmt: skip
+    cache_max_gb: float = Field(
+        4.0, gt=0, description="The embedding cache's size per encoder, in GB (about 1.3 million sentences of "
+        "multilingual-e5-small); past it the oldest vectors go first.",
+    )  # fmt: skip
 
 
 class ScoreConfig(_Section):

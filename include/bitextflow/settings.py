@@ -7,6 +7,8 @@
 - **Cache**: data and models built once, offline (dictionaries, converted encoders, trained models,
   downloaded Debian packages). ``$BITEXTFLOW_CACHE``, else ``$XDG_CACHE_HOME/bitextflow``, else
   ``~/.cache/bitextflow``.
+- **Embedding cache**: the vectors the ``embed`` stage made on this machine (:mod:`bitextflow.models.embedding_cache`).
+  ``$BITEXTFLOW_EMBEDDING_CACHE``, else ``<cache>/embeddings``; it must be on a local disk.
 
 Storage settings (S3 endpoint and credentials) are not here: see :class:`bitextflow.storage.StorageSettings`.
 """
@@ -52,6 +54,12 @@ def cache_dir(*parts: str) -> Path:
         xdg = os.environ.get("XDG_CACHE_HOME")
         root = str(Path(xdg) / "bitextflow") if xdg else str(Path.home() / ".cache" / "bitextflow")
     return Path(root).joinpath(*parts)
+
+
+def embedding_cache_dir() -> Path:
+    """The folder of this machine's embedding cache (see the module docstring)."""
+    configured = os.environ.get("BITEXTFLOW_EMBEDDING_CACHE")
+    return Path(configured) if configured else cache_dir("embeddings")
 
 
 def bicleaner_python() -> Path:

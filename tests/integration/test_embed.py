@@ -88,3 +88,33 @@ def test_each_sentence_is_embedded_once_and_every_stage_after_reads_the_vectors(
     classified = read_table(store, classified_key)
     assert classified["domain_probs_a"].str.contains("computing").all()
     assert "vector_a" not in classified.columns, "vectors stop at classify: nothing after it reads them"
+
+
+def test_a_second_run_takes_its_vectors_from_the_machines_cache_and_stores_the_same_bytes(
+    store, document_pairs_key, monkeypatch, tmp_path
+):
+    """What another run (here: another run id over the same shard) embedded on this machine is not encoded again, and
+    ``embed.cache: false`` encodes everything."""
+    from bitextflow.stages import embed
+
+    monkeypatch.setenv("BITEXTFLOW_EMBEDDING_CACHE", str(tmp_path))
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    first = run_context(config, store, "manual__embed_once")
+    run_stage(first, REGISTRY.get("embed"), [document_pairs_key])
+    stored = store.get_bytes(first.key("embed", "docpairs-part-00000-00000.embeddings.parquet"))
+
+    encoded: list[str] = []
+    real_encoder = embed.configured_encoder(config)
+    monkeypatch.setattr(real_encoder, "encode", lambda texts, **kwargs: encoded.extend(texts) or np.zeros((len(texts), 384)))
+    for run_id, overrides, expected in (("manual__cached", {}, 0), ("manual__uncached", {"embed.cache": False}, 8)):
+        ctx = run_context(config.with_overrides(overrides), store, run_id)
+        key = ctx.key("align_documents", "docpairs-part-00000-00000.parquet")
+        store.put_bytes(key, store.get_bytes(document_pairs_key))
+        store.put_bytes(
+            ctx.key("partitions", "part-00000.sentences.parquet"),
+            store.get_bytes(first.key("partitions", "part-00000.sentences.parquet")),
+        )
+        run_stage(ctx, REGISTRY.get("embed"), [key])
+        assert len(encoded) == expected, run_id
+        if not expected:
+            assert store.get_bytes(ctx.key("embed", "docpairs-part-00000-00000.embeddings.parquet")) == stored

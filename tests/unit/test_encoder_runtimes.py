@@ -11,7 +11,7 @@ import torch
 
 from bitextflow.errors import StageError
 from bitextflow.models.encoder import resolve_runtime, shared_encoder
-from bitextflow.models.onnx_encoder import STAMP_FILENAME, _is_current, _source_signature, ensure_exported, export_dir
+from bitextflow.models.onnx_encoder import STAMP_FILENAME, _is_current, ensure_exported, export_dir, source_signature
 from tests.support import EVAL_DIR
 
 TEXTS = [
@@ -83,5 +83,5 @@ def test_the_export_is_built_once_per_model_folder_and_again_when_the_folder_cha
     built = model_file.stat().st_mtime_ns
     assert ensure_exported(model_dir) == model_file and model_file.stat().st_mtime_ns == built, "current: not built again"
     stamp = json.loads((model_file.parent / STAMP_FILENAME).read_text())
-    assert stamp["source"] == _source_signature(model_dir) and len(stamp["source_sha256"]) == 64
+    assert stamp["source"] == source_signature(model_dir) and len(stamp["source_sha256"]) == 64
     assert not _is_current(model_file.parent, {**stamp["source"], "mtime_ns": 0}), "a rewritten weights file is exported again"

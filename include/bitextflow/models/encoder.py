@@ -20,6 +20,8 @@ runtime's vectors say which (:mod:`bitextflow.score.margin`). A run embeds each 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -38,8 +40,9 @@ from bitextflow.models.inference import (
     default_device,
     inference_precision,
     length_sorted_batches,
+    native_bfloat16,
 )
-from bitextflow.models.onnx_encoder import OnnxForward, ensure_exported, mean_pooled
+from bitextflow.models.onnx_encoder import EXPORT_VERSION, OnnxForward, ensure_exported, mean_pooled, source_signature
 
 #: E5 was trained with "query: " / "passage: " in front of every input and embeds worse without one.
 #: Its model card asks for "query: " on both sides of symmetric tasks (bitext mining, paraphrase,
@@ -136,6 +139,25 @@ class SentenceEncoder:
                 f"model folder {path} cannot be loaded ({detail}); if it is the converted multilingual-e5-small, rebuild it with `{BUILD_COMMAND} --out {path} --force`"
             ) from exc
         return cls(forward, tokenizer, resolved_device, path, dim, resolved_runtime)
+
+    @property
+    def precision(self) -> str:
+        """What the matrix products run in: ``int8`` (ONNX), ``bfloat16`` (torch where the device has it natively) or
+        ``float32``."""
+        if self.runtime == "onnx-int8":
+            return "int8"
+        return "bfloat16" if native_bfloat16(self.device) else "float32"
+
+    def identity(self, prefix: str = E5_SYMMETRIC_PREFIX) -> str:
+        """A name for what this encoder's vectors depend on: the model folder and its weights (their size and
+        modification time), the runtime, its precision and export, and the ``prefix`` of the inputs. Two encoders with
+        the same identity make the same vector of a text in the same batch."""
+        source = {
+            "folder": str(self.path.resolve()), "weights": source_signature(self.path), "runtime": self.runtime,
+            "precision": self.precision, "export": EXPORT_VERSION if self.runtime == "onnx-int8" else None, "prefix": prefix,
+        }  # fmt: skip
+        digest = hashlib.blake2b(json.dumps(source, sort_keys=True).encode(), digest_size=8).hexdigest()
+        return f"{self.path.name}-{self.precision}-{digest}"
 
     def encode(
         self,

@@ -57,7 +57,7 @@ def weights_file(model_dir: Path) -> Path:
     raise StageError(f"model folder {model_dir} has no {' or '.join(WEIGHTS_FILENAMES)}; pass a transformers encoder folder")
 
 
-def _source_signature(model_dir: Path) -> dict[str, Any]:
+def source_signature(model_dir: Path) -> dict[str, Any]:
     """What identifies the source cheaply on every load: its weights file's size and modification time."""
     weights = weights_file(model_dir)
     status = weights.stat()
@@ -86,7 +86,7 @@ def ensure_exported(model_dir: Path) -> Path:
     """The int8 ONNX model of the transformers encoder folder ``model_dir``, exported and quantized when missing or
     outdated (about 15 s on 2 cores); returns the model file."""
     model_dir = Path(model_dir)
-    signature = _source_signature(model_dir)
+    signature = source_signature(model_dir)
     out_dir = export_dir(model_dir)
     if _is_current(out_dir, signature):
         return out_dir / MODEL_FILENAME

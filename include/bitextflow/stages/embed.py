@@ -12,7 +12,9 @@ It passes its input shards on unchanged (its ``outputs`` are the document-pair s
 reads the same keys whether or not a run embeds: the stage is in a run when ``embed.shared`` is on and some stage of
 the pair uses vectors (:meth:`Embed.enabled`). On Kubernetes (``gpu.mode``) it is one GPU step for every shard, the
 model loaded once in a GPU pod, in batches of 512; in the worker it maps over the shards like the stages around it,
-on whatever device and runtime the worker has (``embed.runtime``).
+on whatever device and runtime the worker has (``embed.runtime``). A sentence the machine embedded before, in any run
+of any pair, comes from its embedding cache (``embed.cache``, :mod:`bitextflow.models.embedding_cache`); the counts
+do not say how many did, so that a run's outputs never depend on what the machine ran before.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from bitextflow.align.aligners import NEEDS_ENCODER
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.models.embedding_cache import EmbeddingCache, encode_through_cache
 from bitextflow.models.vectors import embeddings_frame
+from bitextflow.settings import embedding_cache_dir
 from bitextflow.stages.base import Resources, RunContext, Stage, shard_name
 from bitextflow.stages.document_sides import pair_sentences
 from bitextflow.storage.layout import DOCUMENT_PAIR_SHARDS, partition_of_key
@@ -81,6 +85,10 @@ class Embed(Stage):
         log.info(
             "%s: encoder %s on %s, runtime %s", self.ctx.config.pair, self.encoder.path, self.encoder.device, self.encoder.runtime
         )
+        settings = self.ctx.config.embed
+        self.cache: EmbeddingCache | None = None
+        if settings.cache:
+            self.cache = EmbeddingCache(embedding_cache_dir(), self.encoder.identity(), int(settings.cache_max_gb * 1e9))
 
     def run(self, document_pairs_key: str) -> str:
         """Embeds the shard's distinct sentences (counted: every sentence seen, each distinct text kept once, the rest
@@ -94,15 +102,13 @@ class Embed(Stage):
         ]
         distinct = list(dict.fromkeys(texts))
         started = time.perf_counter()
-        vectors = self.encoder.encode(distinct)
+        vectors, cached = encode_through_cache(self.encoder, distinct, self.cache)
         elapsed = time.perf_counter() - started
         log.info(
-            "%s: %d sentences embedded in %.1f s (%.0f a second)",
-            shard_name(document_pairs_key),
-            len(distinct),
-            elapsed,
-            len(distinct) / max(elapsed, 1e-9),
-        )
+            "%s: %d sentences, %d of them from the embedding cache, %d encoded in %.1f s (%.0f a second)",
+            shard_name(document_pairs_key), len(distinct), cached, len(distinct) - cached, elapsed,
+            (len(distinct) - cached) / max(elapsed, 1e-9),
+        )  # fmt: skip
         write_table(
             ctx.store, self.embeddings_key(ctx, document_pairs_key), embeddings_frame(distinct, vectors),
             records.SENTENCE_EMBEDDINGS, metadata={RUNTIME_METADATA: self.encoder.runtime},
