@@ -16,6 +16,7 @@ any test imports it, with its own SQLite database in a temporary AIRFLOW_HOME.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,12 @@ hypothesis_settings.load_profile("ci")
 #: conftest is out of reach of the other tiers anyway).
 SERVICE_FIXTURES = {"s3_server": "integration", "site": "integration", "airflow_db": "integration"}
 TIERS = ("unit", "integration", "stack")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's embedding cache goes with it (the controller's, once every worker and stack has stopped)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        shutil.rmtree(os.environ["BITEXTFLOW_EMBEDDING_CACHE"], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
