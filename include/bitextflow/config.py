@@ -660,8 +660,8 @@ class EmbedConfig(_Section):
         "(docs/architecture.md); `false` encodes every sentence of the run.",
     )  # fmt: skip
     cache_max_gb: float = Field(
-        4.0, gt=0, description="The embedding cache's size per encoder, in GB (about 1.3 million sentences of "
-        "multilingual-e5-small); past it the oldest vectors go first.",
+        4.0, gt=0, description="The embedding cache's size per encoder, in GB (840 bytes a sentence of "
+        "multilingual-e5-small: about 4.7 million sentences in 4 GB); past it the oldest vectors go first.",
     )  # fmt: skip
 
 
