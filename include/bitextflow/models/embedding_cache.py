@@ -36,12 +36,12 @@ if TYPE_CHECKING:
     from bitextflow.models.encoder import SentenceEncoder
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Hashes per SELECT: under SQLite's bound on a statement's parameters (999 before 3.32).
 _LOOKUP_CHUNK = 900
 #: How long a writer waits for another task's write to end before giving up on the cache for this batch.
 _BUSY_TIMEOUT_S = 60
-T = TypeVar("T")
 _SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (text_hash BLOB PRIMARY KEY, vector BLOB NOT NULL)"
 
 
