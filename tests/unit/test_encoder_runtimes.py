@@ -11,7 +11,14 @@ import torch
 
 from bitextflow.errors import StageError
 from bitextflow.models.encoder import resolve_runtime, shared_encoder
-from bitextflow.models.onnx_encoder import STAMP_FILENAME, _is_current, ensure_exported, export_dir, source_signature
+from bitextflow.models.onnx_encoder import (
+    STAMP_FILENAME,
+    _is_current,
+    ensure_exported,
+    export_dir,
+    outlier_layers,
+    source_signature,
+)
 from tests.support import EVAL_DIR
 
 TEXTS = [
@@ -85,3 +92,25 @@ def test_the_export_is_built_once_per_model_folder_and_again_when_the_folder_cha
     stamp = json.loads((model_file.parent / STAMP_FILENAME).read_text())
     assert stamp["source"] == source_signature(model_dir) and len(stamp["source_sha256"]) == 64
     assert not _is_current(model_file.parent, {**stamp["source"], "mtime_ns": 0}), "a rewritten weights file is exported again"
+
+
+def test_layers_whose_feed_forward_activations_are_outliers_stay_float32():
+    # multilingual-e5-small's maxima on the calibration sentences: layers 0, 4 and 5 carry the outliers
+    maxima = [33.1, 13.9, 12.1, 6.7, 69.6, 32.0, 11.7, 11.3, 6.7, 5.4, 4.9, 1.0]
+    assert outlier_layers(maxima) == [0, 4, 5]
+    assert outlier_layers([5.0] * 12) == []
+
+
+def test_the_export_keeps_exactly_the_outlier_layers_feed_forward_projections_in_float32(runtimes):
+    import onnx
+
+    model_file = ensure_exported(runtimes[0].path)
+    stamp = json.loads((model_file.parent / STAMP_FILENAME).read_text())
+    float_layers = stamp["float32_feed_forward_layers"]
+    assert len(stamp["feed_forward_input_maxima"]) == 12 and float_layers == outlier_layers(stamp["feed_forward_input_maxima"])
+    assert 0 < len(float_layers) < 12
+    graph = onnx.load(str(model_file), load_external_data=False).graph
+    float_products = sorted(node.name for node in graph.node if node.op_type == "MatMul" and "/attention/" not in node.name)
+    assert float_products == sorted(f"/model/encoder/layer.{index}/output/dense/MatMul" for index in float_layers)
+    quantized = [node for node in graph.node if node.op_type in ("DynamicQuantizeMatMul", "MatMulInteger")]
+    assert len(quantized) == 12 * 6 - len(float_layers), "query, key, value, attention output, intermediate, output"

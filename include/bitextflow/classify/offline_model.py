@@ -36,6 +36,7 @@ from bitextflow.config import DomainTrainingConfig
 from bitextflow.errors import StageError
 from bitextflow.hashing import file_sha256
 from bitextflow.models.folders import built_in_place
+from bitextflow.models.onnx_encoder import EXPORT_VERSION
 from bitextflow.settings import cache_dir
 
 log = logging.getLogger(__name__)
@@ -49,8 +50,10 @@ SHIPPED_RUNTIMES = ("onnx-int8", "torch")
 
 
 def offline_model_dir(language: str, runtime: str) -> Path:
-    """The folder of the offline probe of ``language`` fitted on vectors of the encoder ``runtime`` (torch, onnx-int8)."""
-    name = f"probe-{language}-set-v{OFFLINE_SET_VERSION}-v{OFFLINE_MODEL_VERSION}-{runtime}"
+    """The folder of the offline probe of ``language`` fitted on vectors of the encoder ``runtime`` (torch, onnx-int8).
+    An int8 probe's name carries the export's version: a new export's vectors get a probe of their own."""
+    vectors = f"{runtime}-export{EXPORT_VERSION}" if runtime == "onnx-int8" else runtime
+    name = f"probe-{language}-set-v{OFFLINE_SET_VERSION}-v{OFFLINE_MODEL_VERSION}-{vectors}"
     return cache_dir("models", "domain", OFFLINE, name)
 
 
