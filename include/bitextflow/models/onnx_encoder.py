@@ -96,14 +96,14 @@ def _is_current(folder: Path, signature: dict[str, Any]) -> bool:
 
 def ensure_exported(model_dir: Path) -> Path:
     """The int8 ONNX model of the transformers encoder folder ``model_dir``, exported and quantized when missing or
-    outdated (about 15 s on 2 cores); returns the model file."""
+    outdated (about 30 s on 2 cores); returns the model file."""
     model_dir = Path(model_dir)
     signature = source_signature(model_dir)
     out_dir = export_dir(model_dir)
     if _is_current(out_dir, signature):
         return out_dir / MODEL_FILENAME
     started = time.perf_counter()
-    log.info("exporting the encoder %s to ONNX int8 in %s (about 20 s; once per model folder)", model_dir, out_dir)
+    log.info("exporting the encoder %s to ONNX int8 in %s (about 30 s; once per model folder)", model_dir, out_dir)
     with built_in_place(out_dir, lambda folder: _is_current(folder, signature)) as staging:
         float_model = staging / "encoder.float32.onnx"
         maxima = _export(model_dir, float_model)
