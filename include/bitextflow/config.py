@@ -693,7 +693,7 @@ class ScoreConfig(_Section):
     margin_threshold: float | None = Field(
         None, ge=0, le=1, description="Pairs with a lower calibrated margin score are dropped (counted); empty: the "
         "threshold chosen by cross-validation with the calibration of the runtime that made the vectors (multilingual-e5-small: "
-        "0.53 torch, 0.43 onnx-int8; docs/score.md).",
+        "0.53 torch, 0.62 onnx-int8; docs/score.md).",
     )  # fmt: skip
 
 

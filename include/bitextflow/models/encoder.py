@@ -186,7 +186,7 @@ class SentenceEncoder:
             tqdm(total=len(texts), unit="sent", desc="encode", disable=None if show_bar else True) as bar,
         ):
             for positions, inputs in length_sorted_batches(
-                token_ids, self.tokenizer.pad_token_id, batch_size or batch_size_for(self.device, self.runtime), self.device
+                token_ids, self.tokenizer.pad_token_id, batch_size or batch_size_for(self.device), self.device
             ):
                 embeddings[positions] = self.forward(inputs)
                 done += len(positions)

@@ -3,8 +3,7 @@
 The sentence encoder (embedding alignment, mining) and the domain classifier both run a transformers
 encoder over many short texts. What makes that fast differs by device:
 
-- on a CPU the arithmetic dominates, and batches of 64 texts sorted by token length pad little (32 for the int8
-  ONNX runtime, whose smaller activations stay in the cores' caches);
+- on a CPU the arithmetic dominates, and batches of 64 texts sorted by token length pad little;
 - on a GPU a batch of 64 short sentences leaves the chip idle: the cost is per batch (kernel launches,
   padding, copying the result back), so batches are larger, and the matrix products run in bfloat16
   (``torch.autocast``), which Hopper and Ampere chips compute far faster than float32 (2.2x end to end
@@ -31,9 +30,6 @@ from bitextflow.errors import StageError
 #: Texts per batch: measured on the 2-core CPU and on an H100 (docs/benchmarks.md).
 CPU_BATCH_SIZE = 64
 GPU_BATCH_SIZE = 512
-#: The int8 ONNX encoder's batches (CPU only): half the torch CPU batch, since its activations then stay in the cores'
-#: caches (8,534 documentation sentences on a 2-core Intel Xeon: 172-180 sentences/s at 32, 142-154 at 64).
-INT8_BATCH_SIZE = 32
 
 
 def default_device() -> torch.device:
@@ -41,11 +37,8 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def batch_size_for(device: torch.device, runtime: str = "torch") -> int:
-    """Texts per batch on `device` and `runtime` (`CPU_BATCH_SIZE`, `GPU_BATCH_SIZE`, or `INT8_BATCH_SIZE` for the
-    int8 ONNX runtime)."""
-    if runtime == "onnx-int8":
-        return INT8_BATCH_SIZE
+def batch_size_for(device: torch.device) -> int:
+    """Texts per batch on `device` (`CPU_BATCH_SIZE` or `GPU_BATCH_SIZE`)."""
     return GPU_BATCH_SIZE if device.type == "cuda" else CPU_BATCH_SIZE
 
 
