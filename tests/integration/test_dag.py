@@ -40,10 +40,9 @@ def test_dag_run_end_to_end_publishes_a_precise_release(en_es_dag, s3_env, store
     assert precision >= 0.9
     # the shipped config's best path: every pair scored by the margin scorer and classified on both sides
     records = read_release_records(store, release)
-    assert (
-        len(records) == release.sentence_pairs
-        and records["margin_score"].between(min(c.threshold for c in E5_SMALL_CALIBRATIONS.values()), 1).all()
-    )
+    # kept at or above the threshold of the runtime that embedded them (int8 or torch, by the CPU)
+    lowest_threshold = min(calibration.threshold for calibration in E5_SMALL_CALIBRATIONS.values())
+    assert len(records) == release.sentence_pairs and records["margin_score"].between(lowest_threshold, 1).all()
     distributions = [json.loads(probs) for probs in [*records["domain_probs_a"], *records["domain_probs_b"]]]
     assert all(set(d) == {"computing", "religion", "legal", "Other"} and abs(sum(d.values()) - 1) < 1e-3 for d in distributions)
     assert_visible_in_the_ui(run, release.version)
