@@ -42,12 +42,15 @@ from bitextflow.models.inference import (
     length_sorted_batches,
     native_bfloat16,
 )
-from bitextflow.models.onnx_encoder import EXPORT_VERSION, OnnxForward, ensure_exported, mean_pooled, source_signature
+from bitextflow.models.onnx_encoder import (
+    E5_SYMMETRIC_PREFIX,
+    EXPORT_VERSION,
+    OnnxForward,
+    ensure_exported,
+    mean_pooled,
+    source_signature,
+)
 
-#: E5 was trained with "query: " / "passage: " in front of every input and embeds worse without one.
-#: Its model card asks for "query: " on both sides of symmetric tasks (bitext mining, paraphrase,
-#: similarity), which is what aligning two languages is; use "" for models trained without prefixes.
-E5_SYMMETRIC_PREFIX = "query: "
 #: Inputs this long get a progress bar (only on a terminal: tqdm's disable=None) when no callback is given.
 LONG_INPUT = 10_000
 
