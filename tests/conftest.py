@@ -69,6 +69,33 @@ SERVICE_FIXTURES = {"s3_server": "integration", "site": "integration", "airflow_
 TIERS = ("unit", "integration", "stack")
 
 
+class TierClock:
+    """Each tier's wall time, from its first test's setup to its last test's teardown, printed at the end of the run
+    (``make test`` and CI logs say where the time went; docs/testing.md keeps the table). Tiers overlap under
+    pytest-xdist: the stack tier runs on one worker while the others share the second."""
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[float]] = {}
+        self.tests: dict[str, int] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        tier = report.nodeid.split("/", 2)[1]
+        span = self.spans.setdefault(tier, [report.start, report.stop])
+        span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
+        if report.when == "call":
+            self.tests[tier] = self.tests.get(tier, 0) + 1
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        for tier in (tier for tier in TIERS if tier in self.spans):
+            started, stopped = self.spans[tier]
+            terminalreporter.write_line(f"tier {tier}: {stopped - started:.0f} s of wall time, {self.tests.get(tier, 0)} tests")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller sees every worker's reports
+        config.pluginmanager.register(TierClock(), "bitextflow-tier-clock")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The session's embedding cache goes with it (the controller's, once every worker and stack has stopped)."""
     if "PYTEST_XDIST_WORKER" not in os.environ:

@@ -38,7 +38,7 @@ from bitextflow.models.url_models import load_url_models
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage import ObjectStore, StorageSettings
-from tests.support import ROOT, QuietHandler, serving
+from tests.support import ROOT, QuietHandler, serving, wait_for
 
 LOCAL = ["127.0.0.1"]
 
@@ -592,16 +592,17 @@ def test_crawl_killed_with_sigkill_resumes_with_no_page_lost_or_fetched_twice(si
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)
     reader.start()
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and process.poll() is None:
+        progress = {"committed": 0, "fetched": 0}
+
+        def between_checkpoints() -> bool:
+            assert process.poll() is None, "the crawl ended before it could be killed: " + "".join(lines)[-2000:]
             if ctx.store.exists(state_key):
-                committed = json.loads(gzip.decompress(ctx.store.get_bytes(state_key)))["fetched"]
-                fetched = sum("crawl: fetched " in line for line in list(lines))
-                # kill between checkpoints: some pages fetched but not committed
-                if committed >= 120 and fetched >= committed + 5:
-                    break
-            time.sleep(0.02)
-        assert process.poll() is None, "the crawl ended before it could be killed: " + "".join(lines)[-2000:]
+                progress["committed"] = json.loads(gzip.decompress(ctx.store.get_bytes(state_key)))["fetched"]
+                progress["fetched"] = sum("crawl: fetched " in line for line in list(lines))
+            # kill between checkpoints: some pages fetched but not committed
+            return progress["committed"] >= 120 and progress["fetched"] >= progress["committed"] + 5
+
+        wait_for(between_checkpoints, "5 pages fetched past a checkpoint of 120 or more", seen=lambda: progress, poll_s=0.02)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
         reader.join(timeout=30)

@@ -47,7 +47,8 @@ CHROMIUM_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--window-size=1280,800",
 )  # fmt: skip
-WAIT_S = 60
+#: an element the UI has not drawn in five minutes, on a loaded machine too, it never will: a hang, not a slow machine
+WAIT_S = 300
 REPORT_SECTIONS = (
     "Summary", "Quality gates", "Sentence length", "Score: alignment_score", "Yield per site", "Counts per stage", "Crawl efficiency",
 )  # fmt: skip

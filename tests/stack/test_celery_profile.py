@@ -8,7 +8,6 @@ import json
 import signal
 import stat
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +16,8 @@ import psycopg2
 import pytest
 import redis
 
-from tests.support import env_file
-from tests.support.stack import COMPARED_RUN_ID, DAG_ID, RUN_TIMEOUT_S, Stack, new_stack
+from tests.support import env_file, wait_for
+from tests.support.stack import COMPARED_RUN_ID, DAG_ID, Stack, new_stack, task_states
 
 BIN = Path(sys.executable).parent
 WORKERS = {"worker1@bitextflow", "worker2@bitextflow"}
@@ -79,16 +78,17 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(celery_stack: Stac
     Airflow retries it and the run succeeds; the release is compared with the LocalExecutor's below."""
     with celery_stack.api() as api:
         celery_stack.trigger(api, COMPARED_RUN_ID)
-        deadline = time.monotonic() + RUN_TIMEOUT_S
-        while True:
+
+        def killed_task_running() -> dict | None:
             answer = api.get(f"{DAG_ID}/dagRuns/{COMPARED_RUN_ID}/taskInstances/{KILLED_TASK}")
             # a mapped task instance exists once its upstream has run and Airflow expanded it: 404 until then
-            running = answer.json() if answer.status_code != 404 else {"state": None}
-            if running["state"] == "running":
-                break
-            assert running["state"] in (None, "scheduled", "queued"), running
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+            instance = answer.json() if answer.status_code != 404 else {"state": None}
+            assert instance["state"] in (None, "scheduled", "queued", "running"), f"{KILLED_TASK} before its kill: {instance}"
+            return instance if instance["state"] == "running" else None
+
+        running = wait_for(
+            killed_task_running, f"{KILLED_TASK} running", seen=lambda: task_states(api, COMPARED_RUN_ID), poll_s=0.2
+        )
         killed = running["hostname"]
         worker = psutil.Process(celery_stack.stack_json()["workers"][killed])
         for process in [worker, *worker.children(recursive=True)]:
@@ -112,7 +112,7 @@ def test_the_en_es_dag_runs_on_both_workers(celery_stack: Stack) -> None:
 
 def test_the_profile_stops_cleanly(celery_stack: Stack) -> None:
     processes = stack_processes(celery_stack)
-    down = celery_stack.services("down", timeout=180)
+    down = celery_stack.services("down")
     assert down.returncode == 0 and "services stopped" in down.stdout
     assert not [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert json.loads(celery_stack.services("status").stdout) == {"running": False}

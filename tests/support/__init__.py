@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -57,6 +58,35 @@ class QuietHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+
+
+#: How long a wait for an event may last before the test calls it a hang. No run of the suite comes near it, on a loaded
+#: 2-core machine either (docs/testing.md): reaching it means what was awaited never happened, not that it was slow.
+HANG_S = 20 * 60
+
+
+def wait_for(
+    event: Callable[[], object], awaited: str, seen: Callable[[], object] | None = None, ceiling_s: float = HANG_S,
+    poll_s: float = 0.2,
+) -> object:  # fmt: skip
+    """``event()``'s first truthy result, polled every ``poll_s`` seconds: a test waits for what it needs to happen (a
+    task state, a file, a log line), never for a fixed time. Past ``ceiling_s`` (a hang, not a slow machine) it fails
+    naming what it ``awaited`` and what it saw instead (``seen()``, else the last answer of ``event``)."""
+    started = time.monotonic()
+    while not (answer := event()):
+        if time.monotonic() - started > ceiling_s:
+            pytest.fail(f"awaited {awaited} for {ceiling_s:.0f} s; seen instead: {seen() if seen else answer!r}")
+        time.sleep(poll_s)
+    return answer
+
+
+@contextmanager
+def cpu_clock() -> Iterator[Callable[[], float]]:
+    """The CPU seconds this process spends in the block, all its threads together: what a speed test bounds, since wall
+    time also counts the seconds the process waited for a core another process held (a loaded machine). Yields a
+    function that reads the seconds so far."""
+    started = time.process_time()
+    yield lambda: time.process_time() - started
 
 
 def env_file(path: Path) -> dict[str, str]:

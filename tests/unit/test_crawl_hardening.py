@@ -24,7 +24,7 @@ from bitextflow.crawl.guard import AddressGuard, AddressRefused, guarded_transpo
 from bitextflow.crawl.urls import host_of, normalise_url, parse_html
 from bitextflow.crawl.warc import RotatingWarcWriter
 from bitextflow.errors import ConfigError
-from tests.support import ROOT, QuietHandler, serving
+from tests.support import ROOT, QuietHandler, cpu_clock, serving
 
 PAIRS = ROOT / "include" / "pairs"
 
@@ -35,10 +35,10 @@ def _links_in_one_paragraph(count: int) -> bytes:
 
 
 def _parse_seconds(html: bytes) -> float:
-    started = time.perf_counter()
-    page = parse_html(html, "http://h/")
+    with cpu_clock() as seconds:
+        page = parse_html(html, "http://h/")
     assert page is not None
-    return time.perf_counter() - started
+    return seconds()
 
 
 def test_link_context_is_linear_in_the_links_of_one_element():
@@ -181,7 +181,8 @@ def test_every_address_of_a_host_is_tried_and_resolution_is_bounded_by_the_conne
     slow = _NameTable({"slow.test": ["127.0.0.1"]}, seconds=30, resolve_timeout=0.2)
     started = time.perf_counter()
     assert run_sync(slow.check_host("slow.test", 80)) is None
-    assert time.perf_counter() - started < 2, "a name that never resolves held the crawl"
+    # the name answers after 30 s: a check that returns well before then gave up at its own timeout
+    assert time.perf_counter() - started < 15, "a name that never resolves held the crawl"
 
 
 async def _fetch_and_close(fetcher: Fetcher, url: str) -> FetchResult:
