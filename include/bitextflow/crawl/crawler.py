@@ -166,9 +166,14 @@ class Crawler(Discovery):
             self._drop_host(host, reason)
             return
         state.robots = Protego.parse(robots_body(text))  # a byte order mark would hide the first group from Protego
+        site_file = TdmRepFile.of_answer(tdmrep)
+        if site_file.unreadable:  # a file the policy could not read within its bounds: counted, the site reserved
+            self.counts.seen()
+            self.counts.drop(site_file.unreadable)
+            log.info("crawl: %s%s: %s; every page of the host reserved", origin, TDMREP_PATH, site_file.unreadable)
         # one robots.txt per host, the crawler's unit of politeness, whatever the scheme of the URL that led to it
         for scheme in ("http", "https"):
-            self.optouts.learn_parsed(f"{scheme}://{host}", RobotsFile(state.robots), TdmRepFile.of_answer(tdmrep))
+            self.optouts.learn_parsed(f"{scheme}://{host}", RobotsFile(state.robots), site_file)
         robots_delay = state.robots.crawl_delay(self.config.user_agent) or 0.0
         rate = state.robots.request_rate(self.config.user_agent)
         if rate is not None and rate.requests:

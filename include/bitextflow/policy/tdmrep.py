@@ -43,26 +43,65 @@ def _unescape_unreserved(path: str) -> str:
     return _UNRESERVED_ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), path)
 
 
-def location_pattern(location: str) -> re.Pattern[str]:
-    """A ``location`` as a regex matched from the path's start: ``*`` any characters, a final ``$`` the end."""
-    location = _unescape_unreserved(location)
-    anchored = location.endswith("$")
-    body = ".*".join(re.escape(part) for part in location.removesuffix("$").split("*"))
-    return re.compile(body + (r"\Z" if anchored else ""))
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A ``location`` matched from the path's start: ``*`` any characters, a final ``$`` the end.
+
+    Matched by a glob walk, not a regex: ``re`` backtracks over the ``.*`` a wildcard would become (a dozen ``*``
+    against a 60-character link held the crawl's event loop for more than 20 s). The literal parts between the
+    wildcards are found leftmost, one after the other (``str.find``), which is the whole match for a pattern whose
+    only wildcard is ``*``: time linear in the path and the pattern."""
+
+    parts: tuple[str, ...]
+    anchored: bool
+
+    @classmethod
+    def of(cls, location: str) -> Location:
+        location = _unescape_unreserved(location)
+        anchored = location.endswith("$")
+        return cls(tuple(location.removesuffix("$").split("*")), anchored)
+
+    def match(self, path: str) -> bool:
+        first, *rest = self.parts
+        if not path.startswith(first):
+            return False
+        if not rest:
+            return not self.anchored or len(path) == len(first)
+        position = len(first)
+        *middle, last = rest
+        for part in middle:
+            found = path.find(part, position)
+            if found < 0:
+                return False
+            position = found + len(part)
+        if self.anchored:
+            return len(path) - len(last) >= position and path.endswith(last)
+        return path.find(last, position) >= 0
 
 
 @dataclass(frozen=True)
 class TdmRule:
     location: str
     reservation: int
-    pattern: re.Pattern[str]
+    pattern: Location
+
+
+#: Why a tdmrep.json could not be read within its bounds, the name the crawl counts it under (see :class:`TdmRepFile`).
+TDMREP_TOO_DEEP = "tdmrep_too_deep"
 
 
 @dataclass(frozen=True)
 class TdmRepFile:
-    """An origin's ``/.well-known/tdmrep.json`` rules (none: the origin does not use the protocol)."""
+    """An origin's ``/.well-known/tdmrep.json`` rules (none: the origin does not use the protocol).
+
+    ``unreadable`` names why a file the origin serves could not be read within the bounds a remote file gets (its
+    JSON nested deeper than Python's parser goes: ``RecursionError``, which no ``ValueError`` handler catches, used to
+    end the crawl, and every retry of it, and the extract and cc_fetch stages that read the stored copy). Such an
+    origin reserves every page, as robots.txt's "unreachable" disallows every path: the origin said something about
+    mining its pages, and what it said cannot be known."""
 
     rules: tuple[TdmRule, ...] = ()
+    unreadable: str = ""
 
     @classmethod
     def of_answer(cls, answer: bytes | str | int | None) -> TdmRepFile:
@@ -71,6 +110,8 @@ class TdmRepFile:
             return cls()
         try:
             data = json.loads(answer[:TDMREP_MAX_BYTES])
+        except RecursionError:
+            return cls(unreadable=TDMREP_TOO_DEEP)
         except (ValueError, UnicodeDecodeError):
             return cls()
         if not isinstance(data, list):
@@ -81,11 +122,13 @@ class TdmRepFile:
                 continue  # a rule needs a location and a reservation; a broken one is skipped, not the file
             value = reservation_value(item.get("tdm-reservation"))
             if value is not None:
-                rules.append(TdmRule(item["location"], value, location_pattern(item["location"])))
+                rules.append(TdmRule(item["location"], value, Location.of(item["location"])))
         return cls(tuple(rules))
 
     def reservation(self, url: str) -> int | None:
         """The reservation of the first rule whose location matches ``url``'s path (and query); None when none does."""
+        if self.unreadable:
+            return 1
         if not self.rules:
             return None
         parts = urlsplit(url)
