@@ -597,6 +597,13 @@ class AlignConfig(_Section):
         "`hybrid-e5` (the same search over the encoder's sentence vectors: the most accurate, strict F1 0.919 "
         "leave-one-file-out on Bleualign; about 5 sentence pairs a second on 2 CPU cores, for a GPU). See docs/align.md.",
     )
+    sentence_blocks: bool = Field(
+        True,
+        description="Sentence alignment respects the pages' blocks (paragraphs, list items, cells, headings): "
+        "where the two pages' blocks correspond it aligns sentences inside corresponding blocks only, elsewhere a bead "
+        "crossing a block on one side only costs as much as an unaligned sentence. `false`: one search over each "
+        "document's sentences, blind to blocks. See docs/align.md.",
+    )
     encoder_model: str | None = Field(
         None,
         description="Model folder for `vecalign` and `hybrid-e5` (any transformers encoder); default: the converted multilingual-e5-small.",
