@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
+from bitextflow.align.block_plan import plan_blocks
+from bitextflow.align.blocks import BlockPlan, PageBlocks
 from bitextflow.align.dictionary import BilingualDictionary
 from bitextflow.align.embedding import Encoder, align_sentences_embedding
 from bitextflow.align.hybrid import TokenEmbeddings, align_sentences_hybrid
@@ -18,7 +21,24 @@ NEEDS_DICTIONARY = frozenset({"hunalign", "hybrid", "hybrid-e5"})
 NEEDS_ENCODER = frozenset({"vecalign", "hybrid-e5"})
 NEEDS_STATIC_EMBEDDINGS = frozenset({"hybrid"})
 
-SentenceAligner = Callable[[Sequence[str], Sequence[str]], list[Bead]]
+_Aligner = Callable[..., list[Bead]]
+
+
+class SentenceAligner(Protocol):
+    """``align(src, tgt, blocks=None) -> beads``: ``blocks`` are the sentences' blocks (:class:`.blocks.PageBlocks`),
+    which the search respects (:mod:`.blocks`); without them it aligns the two lists as they come."""
+
+    def __call__(self, src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None) -> list[Bead]: ...
+
+
+def _with_blocks(align: _Aligner, dictionary: BilingualDictionary | None) -> SentenceAligner:
+    """``align`` given the block plan of each document pair (:func:`.block_plan.plan_blocks`, with the pair's dictionary)."""
+
+    def aligned(src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None) -> list[Bead]:
+        plan: BlockPlan | None = plan_blocks(src, tgt, blocks, dictionary)
+        return align(src, tgt, plan=plan)
+
+    return aligned
 
 
 def sentence_aligner(
@@ -29,7 +49,7 @@ def sentence_aligner(
     ``vecalign`` needs ``encoder`` (anything with ``encode(texts) -> array``, e.g. a SentenceEncoder);
     ``hybrid`` needs static embeddings there (anything with ``token_sums``, e.g.
     :class:`bitextflow.models.static.StaticEmbeddings`), ``hybrid-e5`` a sentence encoder, whose sentence
-    vectors align better (:mod:`.hybrid`); both use ``dictionary`` too.
+    vectors align better (:mod:`.hybrid`); both use ``dictionary`` too. Every aligner takes the pages' blocks.
     """
     if method in ("hybrid", "hybrid-e5"):
         if encoder is None:
@@ -37,13 +57,13 @@ def sentence_aligner(
                 "a sentence encoder" if method == "hybrid-e5" else "static embeddings (bitextflow.models.static.StaticEmbeddings)"
             )
             raise ValueError(f"the {method} sentence aligner needs {needed}")
-        return functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary)
+        return _with_blocks(functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary), dictionary)
     if method == "gale-church":
-        return align_sentences
+        return _with_blocks(align_sentences, dictionary)
     if method == "hunalign":
-        return functools.partial(align_sentences_lexical, dictionary=dictionary)
+        return _with_blocks(functools.partial(align_sentences_lexical, dictionary=dictionary), dictionary)
     if method == "vecalign":
         if encoder is None:
             raise ValueError("the vecalign sentence aligner needs an encoder")
-        return functools.partial(align_sentences_embedding, encoder=encoder)
+        return _with_blocks(functools.partial(align_sentences_embedding, encoder=encoder), dictionary)
     raise ValueError(f"unknown sentence aligner {method!r}; choose one of {', '.join(SENTENCE_ALIGNERS)}")

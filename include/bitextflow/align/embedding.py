@@ -51,6 +51,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from bitextflow.align.blocks import BlockPlan
 from bitextflow.align.sentences import Bead, Bounds, banded_search, beads_from_bounds
 
 #: Most sentences on one side of a bead; bead shapes have di + dj <= max_overlap + 1 (3: the paper's di + dj <= 4).
@@ -218,13 +219,14 @@ def align_sentences_embedding(
     multi_penalty: float = MULTI_PENALTY,
     max_cells: int = DEFAULT_MAX_CELLS,
     window: int = WINDOW,
+    plan: BlockPlan | None = None,
 ) -> list[Bead]:
     """Align two sentence lists by overlap embeddings (Vecalign); see the module docstring.
 
     ``encoder.encode(texts)`` must return one row per text (L2-normalised or not: rows are
     normalised here). Returns beads in document order covering every sentence exactly once; if
     either side is empty, every sentence of the other becomes a null bead scoring 0 and nothing is
-    encoded.
+    encoded. ``plan``: the page's blocks (:mod:`.blocks`).
     """
     if not src or not tgt:
         return [Bead((i,), (), 0.0) for i in range(len(src))] + [Bead((), (j,), 0.0) for j in range(len(tgt))]
@@ -232,6 +234,10 @@ def align_sentences_embedding(
     src_groups, tgt_groups = _overlap_texts(src, overlap), _overlap_texts(tgt, overlap)
     embedded = _embed(src_groups + tgt_groups, encoder)
     costs = EmbeddingCosts(embedded[:overlap], embedded[overlap:], deletion_cost, multi_penalty)
-    lo, hi = search_band(costs.src[0], costs.tgt[0], max_cells, window)
-    bounds = banded_search(lo, hi, costs.bead_cost, shapes=bead_shapes(overlap))
+    if plan is not None and plan.corresponding:
+        lo, hi = plan.band()
+    else:
+        lo, hi = search_band(costs.src[0], costs.tgt[0], max_cells, window)
+    cost = costs.bead_cost if plan is None else plan.cost(costs.bead_cost, deletion_cost)
+    bounds = banded_search(lo, hi, cost, shapes=bead_shapes(overlap))
     return beads_from_bounds(bounds, costs.scores(bounds))

@@ -62,6 +62,7 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from bitextflow.align.blocks import BlockPlan
 from bitextflow.align.dictionary import BilingualDictionary
 from bitextflow.align.embedding import (
     DEFAULT_MAX_CELLS,
@@ -251,6 +252,7 @@ def align_sentences_hybrid(
     choices: HybridChoices | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
     window: int = WINDOW,
+    plan: BlockPlan | None = None,
 ) -> list[Bead]:
     """Align two sentence lists by embeddings + dictionary + length (see the module docstring).
 
@@ -258,7 +260,8 @@ def align_sentences_hybrid(
     used through :class:`SentenceVectors`); ``choices`` default to :data:`STATIC_CHOICES` or
     :data:`ENCODER_CHOICES` accordingly. ``dictionary`` translates ``src``'s language into ``tgt``'s
     (None: identical tokens only). Returns beads in document order covering every sentence exactly
-    once; with an empty side every sentence is a null bead scoring 0.
+    once; with an empty side every sentence is a null bead scoring 0. ``plan``: the page's blocks
+    (:mod:`.blocks`): where they correspond, the groups' staircase replaces both passes' bands.
     """
     if not src or not tgt:
         return [Bead((i,), (), 0.0) for i in range(len(src))] + [Bead((), (j,), 0.0) for j in range(len(tgt))]
@@ -273,10 +276,14 @@ def align_sentences_hybrid(
     tgt_vecs = overlap_vectors(*parts.token_sums(tgt), overlap, choices.centring)
     embedding = EmbeddingCosts(src_vecs, tgt_vecs, choices.deletion_cost, 0.0)
     costs = HybridCosts(src, tgt, embedding, dictionary, overlap, choices)
-    # First pass: 1-1 and null beads at full cost over the whole table (coarse to fine beyond
-    # max_cells, on sentence vectors alone), then the fine pass within window of that path.
-    lo, hi = search_band(src_vecs[0], tgt_vecs[0], max_cells, window)
-    path = banded_search(lo, hi, costs.bead_cost, ((1, 1), (1, 0)))
-    lo, hi = project_band(path, len(src), len(tgt), window, factor=1)
-    bounds = banded_search(lo, hi, costs.bead_cost, bead_shapes(overlap))
+    cost = costs.bead_cost if plan is None else plan.cost(costs.bead_cost, choices.deletion_cost)
+    if plan is not None and plan.corresponding:
+        lo, hi = plan.band()
+    else:
+        # First pass: 1-1 and null beads at full cost over the whole table (coarse to fine beyond
+        # max_cells, on sentence vectors alone), then the fine pass within window of that path.
+        lo, hi = search_band(src_vecs[0], tgt_vecs[0], max_cells, window)
+        path = banded_search(lo, hi, cost, ((1, 1), (1, 0)))
+        lo, hi = project_band(path, len(src), len(tgt), window, factor=1)
+    bounds = banded_search(lo, hi, cost, bead_shapes(overlap))
     return beads_from_bounds(bounds, costs.scores(bounds))

@@ -53,6 +53,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
+from bitextflow.align.blocks import BlockPlan
 from bitextflow.align.dictionary import BilingualDictionary
 from bitextflow.align.sentences import (
     DEFAULT_MAX_CELLS,
@@ -301,13 +302,15 @@ def align_sentences_lexical(
     null_prior: float = NULL_PRIOR,
     stem_chars: int = STEM_CHARS,
     min_identical_chars: int = MIN_IDENTICAL_CHARS,
+    plan: BlockPlan | None = None,
 ) -> list[Bead]:
     """Align two sentence lists with dictionary + length beads (Hunalign-style; see the module).
 
     ``dictionary`` translates ``src``'s language into ``tgt``'s; with None only identical tokens
     count. Same contract as :func:`.sentences.align_sentences`: beads in document order covering
     every sentence once, the same band (exact up to ``max_cells`` cells, linear beyond). The other
-    arguments are the choices the module's constants give by default.
+    arguments are the choices the module's constants give by default; ``plan``: the page's blocks
+    (:mod:`.blocks`).
     """
     src_len = [char_length(s) for s in src]
     tgt_len = [char_length(s) for s in tgt]
@@ -322,7 +325,11 @@ def align_sentences_lexical(
             return np.full(len(s), null_cost)
         return length.bead_cost(di, dj, s, t) - weight * (di + dj) / 2.0 * matches.band_similarity(di, dj, s, t)
 
-    bounds = banded_search(*length.band(max_cells), bead_cost)
+    band, cost = length.band(max_cells), bead_cost
+    if plan is not None:
+        band = plan.band() if plan.corresponding else band
+        cost = plan.cost(cost, null_cost)
+    bounds = banded_search(*band, cost)
     return beads_from_bounds(bounds, _bead_scores(bounds, length, matches))
 
 

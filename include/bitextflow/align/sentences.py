@@ -25,9 +25,13 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from bitextflow.align.blocks import BlockPlan
 
 #: Expected target characters per source character (the paper's c).
 MEAN_RATIO = 1.0
@@ -284,7 +288,9 @@ def beads_from_bounds(bounds: Sequence[Bounds], scores: Sequence[float] | NDArra
     ]
 
 
-def align_sentences(src: Sequence[str], tgt: Sequence[str], max_cells: int = DEFAULT_MAX_CELLS) -> list[Bead]:
+def align_sentences(
+    src: Sequence[str], tgt: Sequence[str], max_cells: int = DEFAULT_MAX_CELLS, plan: BlockPlan | None = None
+) -> list[Bead]:
     """Align two sentence lists with Gale-Church beads 1-1, 1-0, 0-1, 2-1, 1-2, 2-2.
 
     Returns beads in document order covering every sentence exactly once. If either side is empty,
@@ -301,14 +307,19 @@ def align_sentences(src: Sequence[str], tgt: Sequence[str], max_cells: int = DEF
     budget with more than ``half_width`` untranslated sentences in one place would be forced
     through the band edge. Time and memory are
     O(n * half_width): a fixed budget up to ``max_cells`` and linear in the document length beyond
-    (see :func:`banded_search`).
+    (see :func:`banded_search`). ``plan``: the page's blocks (:mod:`.blocks`), which replace the band
+    by the groups of corresponding blocks or price a bead crossing a block on one side only.
     """
     src_len = [char_length(s) for s in src]
     tgt_len = [char_length(s) for s in tgt]
     if not src_len or not tgt_len:
         return unaligned_beads(src_len, tgt_len)
     model = LengthModel(src_len, tgt_len)
-    bounds = banded_search(*model.band(max_cells), model.bead_cost)
+    band, cost = model.band(max_cells), model.bead_cost
+    if plan is not None:
+        band = plan.band() if plan.corresponding else band
+        cost = plan.cost(cost, _PRIOR_COST[(1, 0)])
+    bounds = banded_search(*band, cost)
     return beads_from_bounds(bounds, model.probabilities(bounds))
 
 

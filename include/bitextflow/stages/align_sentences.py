@@ -9,7 +9,7 @@ untranslated counts as one item. The aligner's dictionary (``hunalign``, ``hybri
 (``hybrid``) load once per task, in :meth:`AlignSentences.setup`. Where the run embeds its sentences (``embed``), the
 encoder aligners (``vecalign``, ``hybrid-e5``) take the shard's stored vectors, and each sentence pair carries its
 sides' vectors (a side of several sentences: their normalised mean) to the scorer and the classifier; otherwise the
-encoder loads once per task.
+encoder loads once per task. The aligner gets each sentence's block (``align.sentence_blocks``; :mod:`bitextflow.align.blocks`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class AlignSentences(Stage):
             for reason, set_aside in sides.set_aside.items():
                 counts.seen(set_aside)
                 counts.drop(reason, set_aside)
-            beads = align(sides.src, sides.tgt)
+            beads = align(sides.src, sides.tgt, sides.blocks if ctx.config.align.sentence_blocks else None)
             counts.seen(len(beads))
             aligned, dropped = sent_align.sentence_pairs(beads, sides.src, sides.tgt, ctx.config.align.min_alignment_score)
             for reason, n in dropped.items():

@@ -9,6 +9,9 @@ has none stored, since extraction keeps a document's sentences in its own langua
 split here as extraction splits them, from the partition's documents (read for those pages only). Its untranslated
 paragraphs, and the source page's sentences that it repeats untranslated, are set aside, each sentence counted as one
 item (``untranslated_tgt``, ``untranslated_src``).
+
+Each side also carries the block of each of its sentences (``paragraph_index`` and ``paragraph_type``), which the
+sentence aligners respect (:mod:`bitextflow.align.blocks`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from typing import Any
 import pandas as pd
 
 from bitextflow import records
+from bitextflow.align.blocks import PageBlocks, SideBlocks
 from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
 from bitextflow.extract.model import ExtractedPage, Paragraph
-from bitextflow.extract.sentences import sentences_of
+from bitextflow.extract.sentences import Sentence, sentences_of
 from bitextflow.stages.base import RunContext
 from bitextflow.storage.layout import partition_name
 from bitextflow.storage.tables import read_rows
@@ -36,17 +40,20 @@ class _Side:
     sentences: list[str]
     untranslated: frozenset[str]
     not_in_language: int
+    #: ``(paragraph_index, paragraph_type)`` of each of ``sentences``
+    blocks: list[tuple[int, str]]
 
 
 @dataclass(frozen=True)
 class PairSentences:
     """A document pair (``pair``, a row of its shard) and the sentences of each side the aligner gets, in order;
-    ``set_aside`` counts each side's sentences left out, by reason."""
+    ``set_aside`` counts each side's sentences left out, by reason; ``blocks`` the block of each sentence."""
 
     pair: Any
     src: list[str]
     tgt: list[str]
     set_aside: dict[str, int]
+    blocks: PageBlocks | None = None
 
 
 def pair_sentences(ctx: RunContext, doc_pairs: pd.DataFrame, partition: int) -> list[PairSentences]:
@@ -56,31 +63,38 @@ def pair_sentences(ctx: RunContext, doc_pairs: pd.DataFrame, partition: int) -> 
     sides = [*((doc_id, source) for doc_id in doc_pairs["doc_id_a"]), *((doc_id, target) for doc_id in doc_pairs["doc_id_b"])]
     # only a page with no stored sentence in its side's language can be a partly translated one
     documents = _documents(
-        ctx, partition, {doc_id for doc_id, language in sides if all(lang != language for lang, _ in stored.get(doc_id, []))}
+        ctx, partition, {doc_id for doc_id, language in sides if all(row[0] != language for row in stored.get(doc_id, []))}
     )
     result = []
     for pair in doc_pairs.itertuples():
         side_a = _side(ctx, stored.get(pair.doc_id_a, []), documents.get(pair.doc_id_a), source, target)
         side_b = _side(ctx, stored.get(pair.doc_id_b, []), documents.get(pair.doc_id_b), target, source)
-        src = [text for text in side_a.sentences if text not in side_b.untranslated]
-        tgt = [text for text in side_b.sentences if text not in side_a.untranslated]
+        kept_a = [k for k, text in enumerate(side_a.sentences) if text not in side_b.untranslated]
+        kept_b = [k for k, text in enumerate(side_b.sentences) if text not in side_a.untranslated]
+        src, tgt = [side_a.sentences[k] for k in kept_a], [side_b.sentences[k] for k in kept_b]
         set_aside = {
             reason: side.not_in_language + len(side.sentences) - len(kept)
             for reason, side, kept in (("untranslated_src", side_a, src), ("untranslated_tgt", side_b, tgt))
         }
-        result.append(PairSentences(pair, src, tgt, set_aside))
+        blocks = PageBlocks(_side_blocks(side_a, kept_a), _side_blocks(side_b, kept_b))
+        result.append(PairSentences(pair, src, tgt, set_aside, blocks))
     return result
 
 
-def _document_sentences(ctx: RunContext, partition: int, doc_ids: set[str]) -> dict[str, list[tuple[str, str]]]:
-    """The ``(language, text)`` of the sentences of ``doc_ids`` in order, read from their site partition's sentences
-    (those rows and columns only, a row group at a time)."""
-    columns = ["doc_id", "language", "paragraph_index", "sentence_index", "text"]
+def _side_blocks(side: _Side, kept: list[int]) -> SideBlocks:
+    return SideBlocks([side.blocks[k][0] for k in kept], [side.blocks[k][1] for k in kept])
+
+
+def _document_sentences(ctx: RunContext, partition: int, doc_ids: set[str]) -> dict[str, list[tuple[str, str, int, str]]]:
+    """The ``(language, text, paragraph_index, paragraph_type)`` of the sentences of ``doc_ids`` in order, read from
+    their site partition's sentences (those rows and columns only, a row group at a time)."""
+    columns = ["doc_id", "language", "paragraph_index", "paragraph_type", "sentence_index", "text"]
     key = ctx.key("partitions", f"{partition_name(partition)}.sentences.parquet")
     frame = read_rows(ctx.store, [key], records.SENTENCES, columns, "doc_id", doc_ids)
     frame = frame.sort_values(["doc_id", "paragraph_index", "sentence_index"], kind="stable")
     return {
-        doc_id: list(zip(group["language"], group["text"], strict=True)) for doc_id, group in frame.groupby("doc_id", sort=False)
+        doc_id: list(zip(group["language"], group["text"], group["paragraph_index"], group["paragraph_type"], strict=True))
+        for doc_id, group in frame.groupby("doc_id", sort=False)
     }
 
 
@@ -96,25 +110,37 @@ def _documents(ctx: RunContext, partition: int, doc_ids: set[str]) -> dict[str, 
 
 
 def _side(
-    ctx: RunContext, stored: list[tuple[str, str]], document: records.Document | None, language: str, other_language: str
+    ctx: RunContext,
+    stored: list[tuple[str, str, int, str]],
+    document: records.Document | None,
+    language: str,
+    other_language: str,
 ) -> _Side:
     """A page as the ``language`` side of a pair, from its ``stored`` sentences, or from its paragraphs when it is a
     partly translated page whose ``document`` extraction identified as another language."""
-    not_in_language = sum(lang != language for lang, _text in stored)
+    not_in_language = sum(row[0] != language for row in stored)
     # a partly translated page's untranslated sentences are the ones extraction stored, in its own language
-    untranslated = frozenset(text for lang, text in stored if lang == other_language)
+    untranslated = frozenset(row[1] for row in stored if row[0] == other_language)
     if document is not None and document.language != language:
-        sentences = sentences_in(document, language, ctx.config.extract)
+        found = split_sentences(document, language, ctx.config.extract)
+        sentences = [sentence.text for sentence in found]
+        blocks = [(sentence.paragraph_index, sentence.paragraph_type) for sentence in found]
     else:
-        sentences = [text for lang, text in stored if lang == language]
-    return _Side(sentences, untranslated, not_in_language)
+        sentences = [row[1] for row in stored if row[0] == language]
+        blocks = [(int(row[2]), str(row[3])) for row in stored if row[0] == language]
+    return _Side(sentences, untranslated, not_in_language, blocks)
 
 
 def sentences_in(document: records.Document, language: str, config: ExtractConfig) -> list[str]:
     """The sentences of ``document``'s paragraphs in ``language``, split and filtered as extraction does for a
     document of that language (:func:`bitextflow.extract.sentences.sentences_of`)."""
+    return [sentence.text for sentence in split_sentences(document, language, config)]
+
+
+def split_sentences(document: records.Document, language: str, config: ExtractConfig) -> list[Sentence]:
+    """:func:`sentences_in`'s sentences as extraction's records (text, paragraph index and type)."""
     paragraphs = [Paragraph(p.type, p.text, p.boilerplate, p.language, p.language != language) for p in document.paragraphs]
     language_set = [(entry["language"], entry["share"]) for entry in document.language_set]
     page = ExtractedPage(document.url, 0, "", language=language, language_set=language_set, paragraphs=paragraphs)
     # extraction counted these paragraphs already (paragraph_other_language): its counts here are not this stage's
-    return [sentence.text for sentence in sentences_of(page, config, StageCounts("extract_sentences"))]
+    return list(sentences_of(page, config, StageCounts("extract_sentences")))
