@@ -15,10 +15,18 @@ stages' outputs (the ``embed`` stage among them: every setting reads the same ve
 setting (Vecalign's overlaps), its embeddings memoised by text, so settings that share texts do not encode them twice.
 The top-level figures are the pair config's setting (the demo's).
 
+``--site install`` measures the Installation Guide instead (``/install/en/``, ``/install/es/``: DocBook chapters of
+long multi-sentence paragraphs, where a bead joined across a paragraph boundary is the typical error, issue 40), seeded
+with its two index pages as a new user would. ``--blocks on,off`` measures each aligner with the pages' blocks
+(``align.sentence_blocks``, the default) and blind to them (settings named ``<aligner>-blind/<scorer>``). Each setting
+also reports ``block_yield`` (translated blocks a right pair covers) and ``cross_block_share`` (wrong pairs a side of
+which spans several blocks).
+
 Usage, from the project root::
 
-    .venv/bin/python bench/release_precision.py [--json] [--aligners gale-church,hunalign,hybrid,vecalign]
-                                                [--scorers none,margin]
+    .venv/bin/python bench/release_precision.py [--json] [--site reference|install]
+                                                [--aligners gale-church,hunalign,hybrid,vecalign]
+                                                [--scorers none,margin] [--blocks on,off]
 """
 
 from __future__ import annotations
@@ -54,8 +62,14 @@ ALIGNERS = ("gale-church", "hunalign", "hybrid", "hybrid-e5", "vecalign")
 SCORERS = ("none", "margin")
 #: The Debian Reference in English and Spanish, and the site's front page that links to it.
 REFERENCE_PAGES = r"^/reference/.*\.(en|es)\.html$"
+#: The Installation Guide's HTML chapters in English and Spanish.
+INSTALL_PAGES = r"^/install/(en|es)/[^/]*\.html$"
+#: Per site: the pages measured, what the crawl may fetch, its seeds (paths on the served site) and page budget.
+SITES = {
+    "reference": (REFERENCE_PAGES, ["^/$", REFERENCE_PAGES], ["/"], 100),
+    "install": (INSTALL_PAGES, [INSTALL_PAGES], ["/install/en/index.html", "/install/es/index.html"], 400),
+}
 OVERRIDES = {
-    "crawl.max_pages": 100, "crawl.include_paths": {"*": ["^/$", REFERENCE_PAGES]},
     "gate.min_sentence_pairs": 1, "gate.max_volume_drop": None, "release.record_in_registry": False,
     # every figure from vectors made in this run, not from what the machine embedded before
     "embed.cache": False,
@@ -148,36 +162,61 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         server = stack.enter_context(serve(site.docroot, port=0))
         encoder = stack.enter_context(one_encoder())
         store = ObjectStore(StorageSettings.from_env(s3.env()), BUCKET)
-        config = load_pair_config(PAIR_CONFIG).with_overrides({**OVERRIDES, "crawl.seeds": [server.base_url]})
+        pages, include, seeds, max_pages = SITES[args.site]
+        seed_urls = [server.base_url.rstrip("/") + seed for seed in seeds]
+        site_overrides = {"crawl.max_pages": max_pages, "crawl.include_paths": {"*": include}, "crawl.seeds": seed_urls}
+        config = load_pair_config(PAIR_CONFIG).with_overrides({**OVERRIDES, **site_overrides})
         default = f"{config.align.sentence_aligner}/{config.score.pair_scorer}"
+        if not config.align.sentence_blocks:
+            default = f"{config.align.sentence_aligner}-blind/{config.score.pair_scorer}"
         shared = run_context(config, store, "shared")
         clock = time.monotonic()
         run_pipeline(shared, until=FIRST_OWN_STAGE)
         shared_seconds = round(time.monotonic() - clock, 1)
         judge = Judge(site.docroot, truth, run_sentences(shared))
-        translated_blocks = judge.translated_blocks(config.source, config.target, REFERENCE_PAGES)
-        for aligner in args.aligners:
-            aligned = fork(store, shared, aligner, {"align.sentence_aligner": aligner})
+        translated = judge.translated_block_keys(config.source, config.target, pages)
+        translated_blocks = len(translated)
+        dump = args.dump.open("w", encoding="utf-8") if args.dump else None
+        for aligner, blocks in ((aligner, blocks) for aligner in args.aligners for blocks in args.blocks):
+            variant = aligner if blocks == "on" else f"{aligner}-blind"
+            aligned = fork(store, shared, variant, {"align.sentence_aligner": aligner, "align.sentence_blocks": blocks == "on"})
             clock = time.monotonic()
             run_from(aligned, FIRST_OWN_STAGE, FIRST_OWN_STAGE)
             align_seconds = round(time.monotonic() - clock, 1)
             for scorer in args.scorers:
-                name = f"{aligner}/{scorer}"
+                name = f"{variant}/{scorer}"
                 setting = fork(store, aligned, name.replace("/", "_"), {"score.pair_scorer": scorer})
                 encoded = encoder.encoded
                 outputs = run_from(setting, "score")
                 pairs = read_release_pairs(store, ReleaseInfo(**outputs["release"]))
-                figures = judge.judge(pairs).figures(translated_blocks)
+                figures = judge.judge(pairs).figures(translated_blocks, translated)
+                if dump is not None:
+                    for pair in pairs.itertuples():
+                        verdict = judge.verdict(pair.url_a, pair.url_b, pair.text_a, pair.text_b)
+                        row = {
+                            "setting": name,
+                            "url_a": pair.url_a,
+                            "text_a": pair.text_a,
+                            "text_b": pair.text_b,
+                            "verdict": verdict,
+                        }
+                        dump.write(json.dumps(row, ensure_ascii=False) + "\n")
                 figures["seconds"] = {FIRST_OWN_STAGE: align_seconds, **outputs["seconds"]}
                 figures["texts_encoded"] = encoder.encoded - encoded
                 settings[name] = figures
                 print(f"{name:22} precision {figures['precision']:.4f} (strict {figures['strict_precision']:.4f}) yield "
-                      f"{figures['yield']:.4f} pairs {figures['sentence_pairs']:5d} wrong {figures['wrong']:4d} unlocated "
+                      f"{figures['yield']:.4f} block yield {figures['block_yield']:.4f} pairs {figures['sentence_pairs']:5d} "
+                      f"wrong {figures['wrong']:4d} (across blocks {figures['cross_block_share']:.2f}) unlocated "
                       f"{figures['unlocated']:4d}  {sum(figures['seconds'].values()):.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+        if dump is not None:
+            dump.close()
     top = settings.get(default, {})
     return {
+        "site": args.site,
         "precision": top.get("precision"),
         "yield": top.get("yield"),
+        "block_yield": top.get("block_yield"),
+        "cross_block_share": top.get("cross_block_share"),
         "sentence_pairs": top.get("sentence_pairs"),
         "default_setting": default,
         "settings": settings,
@@ -192,8 +231,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     parser.add_argument("--aligners", type=lambda value: value.split(","), default=list(ALIGNERS), help="comma-separated")
     parser.add_argument("--scorers", type=lambda value: value.split(","), default=list(SCORERS), help="comma-separated")
+    parser.add_argument(
+        "--site", choices=sorted(SITES), default="reference", help="the Debian Reference or the Installation Guide"
+    )
+    parser.add_argument(
+        "--blocks", type=lambda value: value.split(","), default=["on"], help="on (the pages' blocks, the default), off (blind)"
+    )
+    parser.add_argument("--dump", type=Path, help="write every released pair with its verdict to this JSON-lines file")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.aligners) - set(ALIGNERS)) + sorted(set(args.scorers) - set(SCORERS))
+    unknown += sorted(set(args.blocks) - {"on", "off"})
     if unknown:
         print(f"release_precision: unknown setting {', '.join(unknown)}; aligners {ALIGNERS}, scorers {SCORERS}", file=sys.stderr)
         return 2
@@ -203,11 +250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BitextflowError as error:
         print(f"release_precision: {error}", file=sys.stderr)
         return 2
-    print(f"{'setting':22} {'precision':>9} {'strict':>7} {'yield':>7} {'pairs':>6}")
+    print(f"{'setting':26} {'precision':>9} {'strict':>7} {'yield':>7} {'blocks':>7} {'pairs':>6} {'wrong':>6} {'across':>6}")
     for name, figures in result["settings"].items():
         marker = " (default)" if name == result["default_setting"] else ""
-        print(f"{name:22} {figures['precision']:9.4f} {figures['strict_precision']:7.4f} {figures['yield']:7.4f} "
-              f"{figures['sentence_pairs']:6d}{marker}")  # fmt: skip
+        print(f"{name:26} {figures['precision']:9.4f} {figures['strict_precision']:7.4f} {figures['yield']:7.4f} "
+              f"{figures['block_yield']:7.4f} {figures['sentence_pairs']:6d} {figures['wrong']:6d} "
+              f"{figures['cross_block_share']:6.2f}{marker}")  # fmt: skip
     print(f"translated blocks: {result['translated_blocks']} on {len(result['pages'])} pages")
     if args.json:
         print(json.dumps(result))

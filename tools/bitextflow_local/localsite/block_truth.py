@@ -8,14 +8,22 @@ translates block i of the other. That gives every released pair a verdict from i
   document joined by a space: found in the run's own sentences) and each sentence is found in its page's blocks,
   compared on letters and digits only (:func:`bitextflow.text.comparison.normalise_for_comparison`) so punctuation
   normalisation does not hide it; a sentence the extractor ran across a block boundary covers both blocks;
-- ``strict``: the sides cover the same blocks; ``shared_block``: they share one (a 2-1 bead with an extra sentence);
-  ``wrong``: they share none, or the pages are not translations; ``unlocated``: a side is in no block;
+- ``strict``: the sides cover the same blocks; ``shared_block``: every sentence of each side lies (at least partly) in
+  a block the other side covers, but the sides do not cover the same blocks (a sentence the extractor ran across a
+  boundary, against one that it did not); ``wrong``: a sentence of one side lies in blocks the other side does not
+  cover at all (a bead joined across a block boundary with the other side holding only one block's translation, as in
+  "... volume group. This is" against "Esto es"), or the sides share no block, or the pages are not translations.
+  Until issue 40 a pair was right when its sides shared any block, which passed a bead joined across a boundary;
+  ``unlocated``: a side is in no block;
   ``unjudged_page``: the two pages' block counts differ, so blocks do not pair by position.
 
 **precision** is the share of right verdicts (strict or shared block) among the judged pairs; **yield** is the
 released pairs per translated block (a block whose two texts differ) of the page pairs whose block counts match, so a
-stricter setting shows what it costs. ``bench/release_precision.py`` measures settings with it and ``make demo``
-prints the demo release's figure.
+stricter setting shows what it costs; **block_yield** the share of those translated blocks that a right pair covers
+(a page of long paragraphs gives several pairs per block, so pairs per block overstates what is covered);
+**cross_block_share** the share of wrong pairs a side of which spans several blocks (a bead built across a paragraph
+boundary). ``bench/release_precision.py`` measures settings with it and ``make demo`` prints the demo release's
+figure.
 """
 
 from __future__ import annotations
@@ -68,8 +76,14 @@ class Verdicts:
 
     counts: Counter[str] = field(default_factory=Counter)
     wrong_examples: list[tuple[str, str]] = field(default_factory=list)
+    #: ``(source page path, block)`` of the blocks right pairs cover
+    covered: set[tuple[str, int]] = field(default_factory=set)
+    #: wrong pairs a side of which spans several blocks
+    wrong_across_blocks: int = 0
 
-    def figures(self, translated_blocks: int) -> dict[str, Any]:
+    def figures(self, translated_blocks: int, translated: set[tuple[str, int]] | None = None) -> dict[str, Any]:
+        """The figures of the module docstring; ``block_yield`` counts the covered blocks among ``translated`` (all of
+        them, when not given)."""
         correct = self.counts["strict"] + self.counts["shared_block"]
         judged = correct + self.counts["wrong"]
         on_pages = judged + self.counts["unlocated"]
@@ -84,6 +98,13 @@ class Verdicts:
             "unlocated": self.counts["unlocated"],
             "unjudged_page": self.counts["unjudged_page"],
             "wrong_examples": self.wrong_examples[:5],
+            "block_yield": round(
+                len(self.covered & translated if translated is not None else self.covered) / translated_blocks, 4
+            )
+            if translated_blocks
+            else 0.0,
+            "cross_block_share": round(self.wrong_across_blocks / self.counts["wrong"], 4) if self.counts["wrong"] else 0.0,
+            "wrong_across_blocks": self.wrong_across_blocks,
         }
 
 
@@ -106,7 +127,13 @@ class Judge:
         """Blocks whose two texts differ, over the page pairs with as many blocks on both sides; only pairs whose two
         site paths match the regular expression ``pages`` (``^/`` anchored) and, with ``crawled``, whose two pages
         are among those site paths."""
-        total = 0
+        return len(self.translated_block_keys(lang_a, lang_b, pages, crawled))
+
+    def translated_block_keys(
+        self, lang_a: str, lang_b: str, pages: str | None = None, crawled: set[str] | None = None
+    ) -> set[tuple[str, int]]:
+        """:meth:`translated_blocks` as ``(first language's site path, block)``."""
+        found: set[tuple[str, int]] = set()
         for path_a, path_b in self.truth.pairs(lang_a, lang_b):
             if pages is not None and not (re.match(pages, "/" + path_a) and re.match(pages, "/" + path_b)):
                 continue
@@ -114,40 +141,64 @@ class Judge:
                 continue
             page_a, page_b = self.page(path_a), self.page(path_b)
             if len(page_a.keys) == len(page_b.keys):
-                total += sum(a != b and bool(a) and bool(b) for a, b in zip(page_a.keys, page_b.keys, strict=True))
-        return total
+                pairs = zip(page_a.keys, page_b.keys, strict=True)
+                found.update((path_a, k) for k, (a, b) in enumerate(pairs) if a != b and bool(a) and bool(b))
+        return found
 
     def judge(self, pairs: pd.DataFrame) -> Verdicts:
         verdicts = Verdicts()
         for pair in pairs.itertuples():
-            verdict = self.verdict(pair.url_a, pair.url_b, pair.text_a, pair.text_b)
+            verdict, blocks_a, blocks_b = self.verdict_and_blocks(pair.url_a, pair.url_b, pair.text_a, pair.text_b)
             verdicts.counts[verdict] += 1
             if verdict == "wrong":
                 verdicts.wrong_examples.append((pair.text_a, pair.text_b))
+                verdicts.wrong_across_blocks += any(len(blocks) > 1 for blocks in (*blocks_a, *blocks_b))
+            elif verdict in ("strict", "shared_block"):
+                shared = next(a & b for a in blocks_a for b in blocks_b if a & b)
+                verdicts.covered.update((site_path(pair.url_a), k) for k in shared)
         return verdicts
+
+    @staticmethod
+    def _covers(side: tuple[frozenset[int], ...], other: frozenset[int]) -> bool:
+        return all(sentence & other for sentence in side)
 
     def verdict(self, url_a: str, url_b: str, text_a: str, text_b: str) -> str:
         """``strict``, ``shared_block``, ``wrong``, ``unlocated`` or ``unjudged_page`` (see the module docstring)."""
+        return self.verdict_and_blocks(url_a, url_b, text_a, text_b)[0]
+
+    def verdict_and_blocks(
+        self, url_a: str, url_b: str, text_a: str, text_b: str
+    ) -> tuple[str, set[frozenset[int]], set[frozenset[int]]]:
+        """:meth:`verdict` and the sets of blocks each side may cover (empty where not looked for or not found)."""
         if not self.truth.are_translations(url_a, url_b):
-            return "wrong"
+            return "wrong", set(), set()
         page_a, page_b = self.page(url_a), self.page(url_b)
         if len(page_a.keys) != len(page_b.keys):
-            return "unjudged_page"
-        blocks_a, blocks_b = self.placements(page_a, url_a, text_a), self.placements(page_b, url_b, text_b)
+            return "unjudged_page", set(), set()
+        places_a, places_b = self.sentence_placements(page_a, url_a, text_a), self.sentence_placements(page_b, url_b, text_b)
+        blocks_a = {frozenset().union(*chosen) for chosen in places_a}
+        blocks_b = {frozenset().union(*chosen) for chosen in places_b}
         if not blocks_a or not blocks_b:
-            return "unlocated"
+            return "unlocated", blocks_a, blocks_b
         if any(a == b for a in blocks_a for b in blocks_b):
-            return "strict"
-        return "shared_block" if any(a & b for a in blocks_a for b in blocks_b) else "wrong"
+            return "strict", blocks_a, blocks_b
+        right = any(
+            self._covers(a, frozenset().union(*b)) and self._covers(b, frozenset().union(*a)) for a in places_a for b in places_b
+        )
+        return ("shared_block" if right else "wrong"), blocks_a, blocks_b
 
     def placements(self, page: PageBlocks, url: str, text: str) -> set[frozenset[int]]:
         """The sets of blocks ``text`` (a side, maybe several sentences joined) may cover; empty when not found."""
+        return {frozenset().union(*chosen) for chosen in self.sentence_placements(page, url, text)}
+
+    def sentence_placements(self, page: PageBlocks, url: str, text: str) -> set[tuple[frozenset[int], ...]]:
+        """The ways to place ``text``'s sentences in the page: for each, the blocks of each sentence; empty when one is
+        not found."""
         sentences = self.constituents(url, text) or [text]
         choices = [page.places(sentence) for sentence in sentences]
         if not all(choices):
             return set()
-        combinations = itertools.islice(itertools.product(*choices), MAX_PLACEMENTS)
-        return {frozenset().union(*chosen) for chosen in combinations}
+        return set(itertools.islice(itertools.product(*choices), MAX_PLACEMENTS))
 
     def constituents(self, url: str, text: str) -> list[str] | None:
         """The consecutive sentences of the document at ``url`` that the aligner joined into ``text``, or None."""
@@ -182,4 +233,5 @@ def judge_release(ctx: RunContext, docroot: Path, truth: Truth, pairs: pd.DataFr
     sentences = run_sentences(ctx)
     judge = Judge(docroot, truth, sentences)
     crawled = {site_path(url) for url in sentences}
-    return judge.judge(pairs).figures(judge.translated_blocks(ctx.config.source, ctx.config.target, crawled=crawled))
+    translated = judge.translated_block_keys(ctx.config.source, ctx.config.target, crawled=crawled)
+    return judge.judge(pairs).figures(len(translated), translated)
