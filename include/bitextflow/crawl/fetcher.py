@@ -79,11 +79,26 @@ class _Decoder:
         self._next_member = False
         self._finished = False
 
+    #: bytes handed to zlib at a time: at the end of each member zlib copies what is left of its input
+    #: (``unused_data``), so a body fed whole cost its length per member (4 MB of empty members: 13 s), a piece its own
+    _PIECE = 16_384
+
     def feed(self, chunk: bytes, limit: int) -> bytes:
         if self._zlib is None:
             return chunk[:limit]
+        if len(chunk) <= self._PIECE:
+            return self._feed(chunk, limit)
+        view = memoryview(chunk)
         out = bytearray()
-        data = chunk
+        for start in range(0, len(chunk), self._PIECE):
+            if len(out) >= limit or self._finished:
+                break
+            out += self._feed(view[start : start + self._PIECE], limit - len(out))
+        return bytes(out)
+
+    def _feed(self, chunk: bytes | memoryview, limit: int) -> bytes:
+        out = bytearray()
+        data: bytes | memoryview = chunk
         while data and len(out) < limit and not self._finished:
             try:
                 produced = self._zlib.decompress(data, limit - len(out))
