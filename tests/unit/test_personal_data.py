@@ -13,7 +13,7 @@ from bitextflow.redaction import PersonalDataDetector, Screen, TakedownEntry, Ta
 from bitextflow.redaction.personal_data import is_card_number, phone_regions, redact
 from bitextflow.release.guards import guard_counts, guards_section
 from bitextflow.text.comparison import pair_hash
-from tests.support import ROOT
+from tests.support import ROOT, cpu_clock
 
 REGIONS = phone_regions(("en", "es", "fr", "de"))
 DETECTOR = PersonalDataDetector(regions=REGIONS)
@@ -214,3 +214,35 @@ def test_a_pair_with_no_personal_data_types_looks_for_nothing() -> None:
     assert screen_for(config, TakedownList()).detector is None
     with pytest.raises(ConfigError, match="only the pair's YAML"):
         config.with_run_overrides({"personal_data.action": "replace"})
+
+
+def test_a_long_token_before_an_at_sign_is_read_in_linear_time() -> None:
+    # the email pattern tried every start inside the token, each time back to its "@": 80K characters took 9.4 s
+    sentence = "one two three four five six seven eight " + "x" * 80_000 + "@ nine"
+    with cpu_clock() as seconds:
+        assert DETECTOR.find(sentence) == []
+        assert [f.value for f in DETECTOR.find("y" * 50_000 + " ana@example.com")] == ["ana@example.com"]
+    assert seconds() < 2, f"{seconds():.1f} s of CPU"
+
+
+# (text, type, value as written, value found): the spellings people and pages use besides the print formats
+VARIANTS = [
+    ("Transfer to gb82 west 1234 5698 7654 32 today.", "iban", "gb82 west 1234 5698 7654 32", "GB82WEST12345698765432"),
+    ("Transfer to Gb82West12345698765432 today.", "iban", "Gb82West12345698765432", "GB82WEST12345698765432"),
+    ("IBAN DE89-3704-0044-0532-0130-00 bitte.", "iban", "DE89-3704-0044-0532-0130-00", "DE89370400440532013000"),
+    ("IBAN DE89.3704.0044.0532.0130.00 bitte.", "iban", "DE89.3704.0044.0532.0130.00", "DE89370400440532013000"),
+    ("Pay with card 4111.1111.1111.1111 now.", "card", "4111.1111.1111.1111", "4111111111111111"),
+    ("Pay with card ４１１１ １１１１ １１１１ １１１１ now.", "card", "４１１１ １１１１ １１１１ １１１１", "4111111111111111"),
+    ("Write to jane\u200b.doe@example.com today.", "email", "jane\u200b.doe@example.com", "jane.doe@example.com"),
+    ("Write to jane.do\u00ade@example.com today.", "email", "jane.do\u00ade@example.com", "jane.doe@example.com"),
+    ("Write to jane.doe＠example.com today.", "email", "jane.doe＠example.com", "jane.doe@example.com"),
+    ("Rufen Sie 030·12345678 an.", "phone", "030·12345678", "3012345678"),
+    ("Our London desk: +44_20_7946_0958.", "phone", "+44_20_7946_0958", "2079460958"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "written", "value"), VARIANTS, ids=[f"{v[1]}-{i}" for i, v in enumerate(VARIANTS)])
+def test_variant_spellings_are_found_and_replaced_where_written(text: str, kind: str, written: str, value: str) -> None:
+    assert [(f.kind, text[f.start : f.end], f.value) for f in DETECTOR.find(text)] == [(kind, written, value)]
+    (redacted,), _kinds = redact([text], DETECTOR)
+    assert redacted == text.replace(written, f"[{kind.upper()}_1]")

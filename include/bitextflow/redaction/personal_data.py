@@ -61,7 +61,11 @@ class Finding:
 
 
 # -- email ----------------------------------------------------------------------------------------------------------
-_EMAIL = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+")
+_LOCAL = r"\w.!#$%&'*+/=?^`{|}~-"
+# the local part starts where its token does and is at most 64 characters (RFC 5321 4.5.3.1.1), each label of the
+# domain at most 63: ``[...]+@`` tried every start inside a long token, each time back to its ``@`` (quadratic: an
+# 80,000-character token before an ``@`` took 9.4 s); now each start costs at most the limits
+_EMAIL = re.compile(rf"(?<![{_LOCAL}])[{_LOCAL}]{{1,64}}@[\w-]{{1,63}}(?:\.[\w-]{{1,63}})+")
 
 
 def find_emails(text: str, regions: Sequence[str] = ()) -> Iterator[Finding]:
@@ -100,9 +104,14 @@ def _not_a_phone(text: str, start: int, end: int) -> bool:
     )
 
 
+#: separators people put between digit groups that libphonenumber does not know: read as a dash (same length)
+_PHONE_SEPARATOR = re.compile(r"(?<=\d)[·•‧∙_](?=\d)")
+
+
 def find_phones(text: str, regions: Sequence[str] = ()) -> Iterator[Finding]:
     if not _SEVEN_DIGITS.search(text):
         return
+    text = _PHONE_SEPARATOR.sub("-", text)
     for region in regions:
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
             if not _not_a_phone(text, match.start, match.end):
@@ -164,7 +173,7 @@ def find_ip_addresses(text: str, regions: Sequence[str] = ()) -> Iterator[Findin
 # -- IBAN -----------------------------------------------------------------------------------------------------------
 # ISO 13616 IBANs are 15 to 34 characters; the longest candidate is cut back to the longest valid one, so an IBAN
 # followed by a BIC or other capitals is still found.
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
+_IBAN = re.compile(r"\b[A-Za-z]{2}\d{2}(?:[ .-]?[A-Za-z0-9]){11,30}")
 
 
 def _longest_valid(text: str, match: re.Match[str], is_valid: Callable[[str], bool], shortest: int) -> tuple[int, str] | None:
@@ -182,9 +191,9 @@ def _longest_valid(text: str, match: re.Match[str], is_valid: Callable[[str], bo
 
 def find_ibans(text: str, regions: Sequence[str] = ()) -> Iterator[Finding]:
     for match in _IBAN.finditer(text):
-        found = _longest_valid(text, match, iban.is_valid, 15)
+        found = _longest_valid(text, match, lambda compact: iban.is_valid(compact.upper()), 15)
         if found:
-            yield Finding("iban", match.start(), found[0], found[1])
+            yield Finding("iban", match.start(), found[0], found[1].upper())
 
 
 # -- payment cards --------------------------------------------------------------------------------------------------
@@ -212,8 +221,8 @@ CARD_RANGES: tuple[tuple[int, int, frozenset[int]], ...] = (
     (6759, 6759, frozenset(range(13, 20))),  # Maestro
     (6761, 6763, frozenset(range(13, 20))),  # Maestro
 )
-_CARD = re.compile(r"(?<![\d.,-])\d(?:[ -]?\d){12,18}")
-_GROUP_START = re.compile(r"(?<=[ -])\d")
+_CARD = re.compile(r"(?<![\d.,-])\d(?:[ .-]?\d){12,18}")
+_GROUP_START = re.compile(r"(?<=[ .-])\d")
 
 
 def is_card_number(digits: str) -> bool:
@@ -243,6 +252,31 @@ DETECTORS: dict[str, Callable[[str, Sequence[str]], Iterator[Finding]]] = {
 }
 
 
+# -- spellings ------------------------------------------------------------------------------------------------------
+@functools.cache
+def _format_characters() -> re.Pattern[str]:
+    """Format characters (Unicode category Cf: zero-width space and joiners, soft hyphen, bidi marks, BOM): invisible,
+    they split a value for a pattern and not for a reader. Listed once per process (0.2 s), when first needed."""
+    return re.compile("[" + "".join(re.escape(chr(c)) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf") + "]")
+
+
+def detection_text(text: str) -> tuple[str, list[int] | None]:
+    """``text`` as the detectors read it, NFKC-normalised (full-width digits and ``＠``, ligatures) without format
+    characters, and where each of its characters came from in ``text`` (None: the same text)."""
+    if text.isascii() or (unicodedata.is_normalized("NFKC", text) and not _format_characters().search(text)):
+        return text, None
+    format_character = _format_characters().match
+    out: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        if format_character(char):
+            continue
+        normal = unicodedata.normalize("NFKC", char) if not char.isascii() else char
+        out.append(normal)
+        origin.extend([index] * len(normal))
+    return "".join(out), origin
+
+
 @dataclass(frozen=True)
 class PersonalDataDetector:
     """The detectors of ``types`` (a subset of :data:`PERSONAL_DATA_TYPES`), with the regions of phone numbers."""
@@ -251,13 +285,18 @@ class PersonalDataDetector:
     regions: tuple[str, ...] = ()
 
     def find(self, text: str) -> list[Finding]:
-        """What ``text`` holds, in text order, without overlaps (the earlier type of :data:`PERSONAL_DATA_TYPES` wins)."""
+        """What ``text`` holds, in text order, without overlaps (the earlier type of :data:`PERSONAL_DATA_TYPES` wins),
+        read in its :func:`detection_text` spelling: a value is found however it is written (full-width, with a
+        zero-width space or soft hyphen inside), its span the characters it covers in ``text``."""
+        read, origin = detection_text(text)
         kept: list[Finding] = []
         for kind in PERSONAL_DATA_TYPES:
             if kind in self.types:
-                for finding in DETECTORS[kind](text, self.regions):
+                for finding in DETECTORS[kind](read, self.regions):
                     if all(finding.end <= other.start or finding.start >= other.end for other in kept):
                         kept.append(finding)
+        if origin is not None:  # spans back in ``text``: from the first character's origin to past the last one's
+            kept = [Finding(f.kind, origin[f.start], origin[f.end - 1] + 1, f.value) for f in kept]
         return sorted(kept, key=lambda finding: finding.start)
 
 
