@@ -10,6 +10,10 @@ split three ways:
   format; half of them regrouped as people write them: groups of two to four digits with spaces, dots or dashes,
   the leading ``+`` kept), IPv4 and IPv6 addresses (global ranges), IBANs of six countries with valid check digits (printed in
   groups of four or compact), card numbers of six schemes with a valid Luhn digit (grouped by spaces, dashes, or not);
+- variant spellings: a share (``--variants``, 0.3) of the positives respelt as pages write them: IBANs in lower or mixed
+  case or grouped by ``-`` or ``.``, cards grouped by ``.`` or in full-width digits, email addresses with a zero-width
+  space or a soft hyphen inside or a full-width ``＠``, phone numbers grouped by ``·`` or ``_`` (IP addresses stay as
+  they are); their recall is also given apart (``variant_recall``);
 - hard negatives: a look-alike inserted the same way: version numbers, dates and times, valid ISBN-13 and EAN-13
   codes, prices, order numbers, file names with ``@``, IBANs and card numbers with a wrong checksum, invalid IPs;
 - the rest untouched (anything found there is a false positive).
@@ -22,9 +26,10 @@ corpus costs); ``seconds_per_million_sentences`` for both.
 
 Usage, from the project root::
 
-    .venv/bin/python bench/pii.py [--data ../shared/eval/tatoeba] [--sentences 1000] [--seed 0] [--json]
+    .venv/bin/python bench/pii.py [--data TATOEBA_FOLDER] [--sentences 1000] [--seed 0] [--variants 0.3] [--json]
 
-With ``--json`` the last line of output is one JSON object (see ../shared/BENCH.md).
+With ``--json`` the last line of output is one JSON object: ``{"types": {TYPE: {"precision", "recall", ...}},
+"sentences_per_s": ..., ...}``.
 """
 
 from __future__ import annotations
@@ -132,6 +137,31 @@ def make_email(rng: random.Random) -> str:
     return address.upper() if rng.random() < 0.1 else address
 
 
+_INVISIBLE = ["\u200b", "\u00ad"]  # a zero-width space, a soft hyphen
+_FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+
+
+def respelt(rng: random.Random, kind: str, value: str) -> str:
+    """``value`` as pages also write it (the module docstring's variant spellings); an IP address as it is."""
+    compact = value.replace(" ", "").replace("-", "")
+    if kind == "iban":
+        spelt = rng.choice([compact.lower(), "".join(rng.choice((ch.lower(), ch)) for ch in compact), compact])
+        return _grouped(rng, spelt, "-.") if rng.random() < 0.7 else spelt
+    if kind == "card":
+        return _grouped(rng, compact, ".") if rng.random() < 0.5 else value.translate(_FULL_WIDTH)
+    if kind == "email":
+        local, domain = value.split("@", 1)
+        if rng.random() < 0.34:
+            return f"{local}＠{domain}"
+        at = rng.randint(1, len(local) - 1) if len(local) > 1 else 1
+        invisible = rng.choice(_INVISIBLE)
+        return f"{local[:at]}{invisible}{local[at:]}@{domain}"
+    if kind == "phone":
+        separator = rng.choice(["·", "_"])
+        return "".join(separator if ch in " .-" and prev.isdigit() else ch for prev, ch in zip(" " + value, value, strict=False))
+    return value
+
+
 def look_alike(rng: random.Random) -> str:
     year, month, day = rng.randint(1950, 2030), rng.randint(1, 12), rng.randint(1, 28)
     isbn13 = "978" + "".join(rng.choice(string.digits) for _ in range(9))
@@ -167,8 +197,12 @@ def insert(rng: random.Random, sentence: str, value: str) -> tuple[str, int]:
     )
 
 
-def labelled_set(data: Path, sentences: int, rng: random.Random) -> list[tuple[str, str, str | None, tuple[int, int] | None]]:
-    """(language, text, inserted type or None, its span) for every sentence of the set."""
+Row = tuple[str, str, str | None, tuple[int, int] | None, bool]
+
+
+def labelled_set(data: Path, sentences: int, rng: random.Random, variants: float = 0.3) -> list[Row]:
+    """(language, text, inserted type or None, its span, whether the value is a variant spelling) for every sentence
+    of the set."""
     rows = []
     for language, (pair, suffix) in LANGUAGES.items():
         path = data / f"tatoeba.{pair}-eng.{suffix}"
@@ -186,12 +220,14 @@ def labelled_set(data: Path, sentences: int, rng: random.Random) -> list[tuple[s
             if index < positives:
                 kind = PERSONAL_DATA_TYPES[index % len(PERSONAL_DATA_TYPES)]
                 value = makers[kind](rng)
+                variant = kind != "ip" and rng.random() < variants
+                value = respelt(rng, kind, value) if variant else value
                 text, start = insert(rng, line, value)
-                rows.append((language, text, kind, (start, start + len(value))))
+                rows.append((language, text, kind, (start, start + len(value)), variant))
             elif index < positives + negatives:
-                rows.append((language, insert(rng, line, look_alike(rng))[0], None, None))
+                rows.append((language, insert(rng, line, look_alike(rng))[0], None, None, False))
             else:
-                rows.append((language, line, None, None))
+                rows.append((language, line, None, None, False))
     return rows
 
 
@@ -200,29 +236,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "tatoeba")
     parser.add_argument("--sentences", type=int, default=1000, help="sentences per language (default 1000)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variants", type=float, default=0.3, help="share of positives in a variant spelling (default 0.3)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         print(f"bench/pii.py: {args.data} is not a folder; pass --data with the Tatoeba files", file=sys.stderr)
         return 2
-    rows = labelled_set(args.data, args.sentences, random.Random(args.seed))
+    rows = labelled_set(args.data, args.sentences, random.Random(args.seed), args.variants)
     detectors = {lang: PersonalDataDetector(regions=phone_regions(("en", "es" if lang == "en" else lang))) for lang in LANGUAGES}
-    for language, text, _, _ in rows[:50]:  # warm-up: libphonenumber loads its region metadata on first use
+    for language, text, *_ in rows[:50]:  # warm-up: libphonenumber loads its region metadata on first use
         detectors[language].find(text)
 
     tp, fp, inserted = Counter(), Counter(), Counter()
+    variant_tp, variant_inserted = Counter(), Counter()
     misses: list[str] = []
     false_alarms: list[str] = []
     started = time.perf_counter()
-    found = [detectors[language].find(text) for language, text, _, _ in rows]
+    found = [detectors[language].find(text) for language, text, *_ in rows]
     elapsed = time.perf_counter() - started
-    for (_, text, kind, span), findings in zip(rows, found, strict=True):
+    for (_, text, kind, span, variant), findings in zip(rows, found, strict=True):
         if kind is not None:
             inserted[kind] += 1
+            variant_inserted[kind] += variant
         hit = False
         for finding in findings:
             if kind == finding.kind and span is not None and finding.start < span[1] and finding.end > span[0] and not hit:
                 tp[finding.kind] += 1
+                variant_tp[finding.kind] += variant
                 hit = True
             else:
                 fp[finding.kind] += 1
@@ -230,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         if kind is not None and not hit:
             misses.append(f"{kind}: {text[span[0] : span[1]]!r} in {text!r}")
     untouched = [
-        (language, text) for language, text, kind, _ in rows if kind is None and not any(c.isdigit() or c == "@" for c in text)
+        (language, text) for language, text, kind, *_ in rows if kind is None and not any(c.isdigit() or c == "@" for c in text)
     ]
     started = time.perf_counter()
     for language, text in untouched:
@@ -243,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             "recall": round(tp[kind] / inserted[kind], 4) if inserted[kind] else None,
             "inserted": inserted[kind],
             "false_positives": fp[kind],
+            "variant_recall": round(variant_tp[kind] / variant_inserted[kind], 4) if variant_inserted[kind] else None,
+            "variants_inserted": variant_inserted[kind],
         }
         for kind in PERSONAL_DATA_TYPES
     }
@@ -257,11 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         "plain_seconds_per_million_sentences": round(1e6 / clean_speed, 1),
     }
     print(f"labelled set: {len(rows)} sentences ({sum(inserted.values())} with a value, from {args.data})")
-    print(f"{'type':<6} {'precision':>9} {'recall':>7} {'inserted':>8} {'false+':>6}")
-    for kind, figures in types.items():
-        print(
-            f"{kind:<6} {figures['precision']!s:>9} {figures['recall']!s:>7} {figures['inserted']:>8} {figures['false_positives']:>6}"
-        )
+    print(f"{'type':<6} {'precision':>9} {'recall':>7} {'inserted':>8} {'false+':>6} {'variant recall':>14} {'variants':>8}")
+    for kind, f in types.items():
+        print(f"{kind:<6} {f['precision']!s:>9} {f['recall']!s:>7} {f['inserted']:>8} {f['false_positives']:>6} "
+              f"{f['variant_recall']!s:>14} {f['variants_inserted']:>8}")  # fmt: skip
     print(f"speed: {speed:,.0f} sentences/s on the set ({1e6 / speed:,.0f} s per million), "
           f"{clean_speed:,.0f}/s on sentences without digits or @ ({1e6 / clean_speed:,.0f} s per million)")  # fmt: skip
     for label, lines in (("missed", misses), ("false positive", false_alarms)):
