@@ -246,3 +246,44 @@ def test_variant_spellings_are_found_and_replaced_where_written(text: str, kind:
     assert [(f.kind, text[f.start : f.end], f.value) for f in DETECTOR.find(text)] == [(kind, written, value)]
     (redacted,), _kinds = redact([text], DETECTOR)
     assert redacted == text.replace(written, f"[{kind.upper()}_1]")
+
+
+# (entry, a URL the release holds as the crawler spelt it): entries were only lower-cased, so none of these matched
+SPELLINGS = [
+    ({"url": "https://example.com/search?b=2&a=1"}, "https://example.com/search?a=1&b=2"),
+    ({"url": "https://example.com/caf%c3%a9"}, "https://example.com/caf%C3%A9"),
+    ({"url": "https://example.com/café"}, "https://example.com/caf%C3%A9"),
+    ({"url": "https://example.com/caf%C3%A9"}, "https://example.com/caf%c3%a9"),
+    ({"url": "https://example.com/a?x=1&utm_source=mail"}, "https://example.com/a?x=1"),
+    ({"url": "https://example.com"}, "https://example.com/"),
+    ({"url": "https://example.com/a/./b"}, "https://example.com/a/b"),
+    ({"url": "https://example.com/%7Eana/"}, "https://example.com/~ana/"),
+    ({"url": "https://example.com/~ana/"}, "https://example.com/%7Eana/"),
+    ({"url": "https://xn--mller-kva.example/a"}, "https://müller.example/a"),
+    ({"url": "example.com/a.html"}, "https://example.com/a.html"),
+    ({"prefix": "https://xn--mller-kva.example/docs/./"}, "https://müller.example/docs/x"),
+    ({"host": "xn--mller-kva.example"}, "https://www.müller.example/a"),
+    ({"host": "Müller.Example."}, "https://xn--mller-kva.example/a"),
+]
+
+
+@pytest.mark.parametrize(("entry", "released"), SPELLINGS, ids=[f"{i}" for i in range(len(SPELLINGS))])
+def test_a_takedown_matches_the_url_the_release_holds_however_it_is_spelt(entry: dict, released: str) -> None:
+    listed = TakedownList([TakedownEntry(**entry, who="owner", when="2026-12-01", why="copyright")])
+    assert listed.match_url(released) is not None
+    assert listed.match_url("https://example.com/other") is None
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ('"host": "https://example.com/"', "write the host alone"),
+        ('"host": "example.com/docs"', "write the host alone"),
+        ('"url": "ftp://example.com/a"', "no http(s) URL"),
+        ('"prefix": "mailto:ana@example.com"', "no http(s) URL"),
+    ],
+)
+def test_a_takedown_entry_that_cannot_match_is_refused_naming_the_fix(entry: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        TakedownList.parse(f'{{{entry}, "who": "x", "when": "2026-01-01", "why": "y"}}\n', "list.jsonl")
+    assert problem in str(error.value) and "\n" not in str(error.value)

@@ -18,39 +18,17 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
 import lxml.html
-from courlan import normalize_url
 
 from bitextflow.text import encoding
 from bitextflow.text.languages import normalise_language
-from bitextflow.text.urls import site_bucket, url_key
+from bitextflow.text.urls import canonical_url, site_bucket, url_key
 
 # Trust in a language marker by URL component (the order of the smart-crawling seed).
 COMPONENT_TRUST: dict[str, float] = {"parameter": 0.95, "path": 0.9, "public_suffix": 0.75, "subdomain": 0.7}
-
-
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4: ``/a/./b/../c`` -> ``/a/c`` (a trailing ``.``/``..`` keeps the slash)."""
-    if "." not in path:
-        return path
-    output: list[str] = []
-    segments = path.split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == ".":
-            if last:
-                output.append("")
-        elif segment == "..":
-            if len(output) > 1:
-                output.pop()
-            if last:
-                output.append("")
-        else:
-            output.append(segment)
-    return "/".join(output) if output and output[0] == "" else "/" + "/".join(output)
 
 
 def normalise_url(url: str, base: str | None = None) -> str | None:
@@ -61,44 +39,7 @@ def normalise_url(url: str, base: str | None = None) -> str | None:
             url = urljoin(base, url)
         except ValueError:
             return None
-    return _canonical(url)
-
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def _netloc(scheme: str, hostname: str | None, port: int | None) -> str:
-    """``host[:port]`` without userinfo, the root label's dot or a default port: one host, one string.
-
-    Userinfo would reach the server as Basic credentials and, like ``site.`` or ``site:80``, make the same
-    host look like another one with its own politeness delay, robots.txt and page limit.
-    """
-    host = (hostname or "").rstrip(".")
-    if not host:
-        return ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    return host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
-
-
-@functools.lru_cache(maxsize=65_536)
-def _canonical(url: str) -> str | None:
-    try:
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        netloc = _netloc(scheme, parts.hostname, parts.port)  # parts.port raises ValueError on a malformed port
-        if scheme not in ("http", "https") or not netloc:
-            return None
-        path = _remove_dot_segments(parts.path) or "/"
-        # the fragment is dropped here: with none, courlan's non-strict mode keeps every parameter
-        # but trackers (utm_*, fbclid, ...)
-        canonical = normalize_url(urlunsplit((scheme, netloc, path, parts.query, "")), strict=False)
-    except ValueError:
-        return None
-    split = urlsplit(canonical)
-    if not split.path:
-        canonical = urlunsplit((split.scheme, split.netloc, "/", split.query, ""))
-    return canonical
+    return canonical_url(url)
 
 
 def host_of(url: str) -> str:
@@ -234,7 +175,7 @@ def document_base_url(tree: lxml.html.HtmlElement, page_url: str) -> str:
         resolved = urljoin(page_url, str(hrefs[0]).strip())
     except ValueError:
         return page_url
-    return resolved if _canonical(resolved) is not None else page_url
+    return resolved if canonical_url(resolved) is not None else page_url
 
 
 def _discard_reason(href: str) -> str:

@@ -2,10 +2,15 @@
 
 The list is JSON Lines, one entry per line; each entry names exactly one of
 
-- ``url``: one page (compared without scheme, fragment, default port and case of the host, so ``http://`` and
-  ``https://`` spellings of a page are the same page);
+- ``url``: one page, compared as the crawler spells the URLs it keeps (:func:`bitextflow.text.urls.canonical_url`:
+  query sorted, ``utm_*`` and other trackers dropped, dot segments resolved, an IDN host in Unicode whether written
+  so or in punycode), then without scheme, fragment and default port, with every percent escape upper-cased and
+  those of unreserved characters decoded (RFC 3986 6.2.2), on both sides: ``?b=2&a=1``, ``%c3%a9`` or a raw ``é``,
+  ``&utm_source=``, ``/./``, ``%7E`` and ``xn--`` spellings of a released page are that page. An entry that no
+  crawled URL can be (not http(s)) is refused, naming the fix;
 - ``prefix``: every page whose URL starts with it (compared the same way);
-- ``host``: every page of a host and of its subdomains (``example.com`` covers ``www.example.com``);
+- ``host``: every page of a host and of its subdomains (``example.com`` covers ``www.example.com``; punycode or
+  Unicode); a host written as a URL (``https://example.com/``) is refused, naming the fix;
 - ``text``: every sentence equal to it after the project's text normalisation
   (:func:`bitextflow.text.comparison.normalise_for_comparison`: case-folded letters and digits only), in either
   language of a pair;
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from datetime import date
 from urllib.parse import urlsplit
@@ -32,9 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bitextflow.errors import ConfigError
 from bitextflow.text.comparison import normalise_for_comparison
+from bitextflow.text.urls import canonical_url
 
 TAKEDOWN_KINDS: tuple[str, ...] = ("url", "prefix", "host", "text")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class TakedownEntry(BaseModel):
@@ -57,6 +63,15 @@ class TakedownEntry(BaseModel):
             raise ValueError(f"an entry names exactly one of {', '.join(TAKEDOWN_KINDS)} (got {', '.join(given) or 'none'})")
         if self.text is not None and not normalise_for_comparison(self.text):
             raise ValueError("text has no letter or digit, so it would match every sentence without one")
+        for kind in ("url", "prefix"):
+            value = getattr(self, kind)
+            if value is not None and comparable_url(value) is None:
+                raise ValueError(f"{kind} {value!r} is no http(s) URL a crawl keeps; write it as https://host/path")
+        if self.host is not None and not _HOST.fullmatch(self.host.strip()):
+            raise ValueError(
+                f"host {self.host!r} is not a host name; write the host alone (example.org), or a page or folder as a "
+                "url or prefix entry"
+            )
         return self
 
     @property
@@ -69,20 +84,47 @@ class TakedownEntry(BaseModel):
         return f"takedown_{self.kind}"
 
 
-def comparable_url(url: str) -> str:
-    """``host[:port]/path[?query]`` with the host lower-cased, the default port, scheme and fragment dropped."""
-    parts = urlsplit(url.strip() if "//" in url else f"//{url.strip()}")
-    host = (parts.hostname or "").rstrip(".")
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = host if port in (None, _DEFAULT_PORTS.get(parts.scheme.lower())) else f"{host}:{port}"
-    return f"{netloc}{parts.path or '/'}" + (f"?{parts.query}" if parts.query else "")
+_HOST = re.compile(r"[^\s/:?#@\[\]]+\.?")  # a host name: no scheme, path, port, user info or spaces
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?!\d)")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else f"%{match.group(1).upper()}"
+
+
+def unicode_host(host: str) -> str:
+    """``host`` lower-cased, its root dot dropped and its punycode labels (``xn--``) in Unicode, as the crawler keeps
+    IDN hosts."""
+    labels = []
+    for label in host.strip().lower().rstrip(".").split("."):
+        if label.startswith("xn--"):
+            try:
+                label = label[4:].encode("ascii").decode("punycode")
+            except (UnicodeError, ValueError):
+                pass
+        labels.append(label)
+    return ".".join(labels)
+
+
+def comparable_url(url: str) -> str | None:
+    """``host[:port]/path[?query]`` of the crawler's canonical form of ``url`` (a URL without a scheme is taken as
+    http), escapes upper-cased and unreserved ones decoded; None when it is no http(s) URL."""
+    url = url.strip()
+    has_scheme = "://" in url or _SCHEME.match(url) is not None  # mailto:, urn:, but not host:8080
+    canonical = canonical_url(url if has_scheme else f"http://{url.removeprefix('//')}")
+    if canonical is None:
+        return None
+    parts = urlsplit(canonical)
+    netloc = unicode_host(parts.netloc)
+    rest = _ESCAPE.sub(_escape, (parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
+    return netloc + rest
 
 
 def _host_of(url: str) -> str:
-    return (urlsplit(url).hostname or "").rstrip(".")
+    return unicode_host(urlsplit(url).hostname or "")
 
 
 class TakedownList:
@@ -96,11 +138,11 @@ class TakedownList:
         self._texts: dict[str, TakedownEntry] = {}
         for entry in self.entries:
             if entry.url is not None:
-                self._urls.setdefault(comparable_url(entry.url), entry)
+                self._urls.setdefault(str(comparable_url(entry.url)), entry)
             elif entry.prefix is not None:
-                self._prefixes.append((comparable_url(entry.prefix), entry))
+                self._prefixes.append((str(comparable_url(entry.prefix)), entry))
             elif entry.host is not None:
-                self._hosts.setdefault(entry.host.strip().lower().rstrip("."), entry)
+                self._hosts.setdefault(unicode_host(entry.host), entry)
             else:
                 self._texts.setdefault(normalise_for_comparison(str(entry.text)), entry)
 
@@ -151,6 +193,8 @@ class TakedownList:
         if not url or not (self._urls or self._prefixes or self._hosts):
             return None
         comparable = comparable_url(url)
+        if comparable is None:
+            return None
         if comparable in self._urls:
             return self._urls[comparable]
         for prefix, entry in self._prefixes:

@@ -26,6 +26,7 @@ import hashlib
 import re
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from courlan import normalize_url
 from tld import get_fld
 
 from bitextflow.text.languages import language_markers
@@ -150,6 +151,64 @@ def without_credentials(url: str) -> str:
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4: ``/a/./b/../c`` -> ``/a/c`` (a trailing ``.``/``..`` keeps the slash)."""
+    if "." not in path:
+        return path
+    output: list[str] = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == ".":
+            if last:
+                output.append("")
+        elif segment == "..":
+            if len(output) > 1:
+                output.pop()
+            if last:
+                output.append("")
+        else:
+            output.append(segment)
+    return "/".join(output) if output and output[0] == "" else "/" + "/".join(output)
+
+
+def _netloc(scheme: str, hostname: str | None, port: int | None) -> str:
+    """``host[:port]`` without userinfo, the root label's dot or a default port: one host, one string.
+
+    Userinfo would reach the server as Basic credentials and, like ``site.`` or ``site:80``, make the same
+    host look like another one with its own politeness delay, robots.txt and page limit.
+    """
+    host = (hostname or "").rstrip(".")
+    if not host:
+        return ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    return host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+
+
+@functools.lru_cache(maxsize=65_536)
+def canonical_url(url: str) -> str | None:
+    """The canonical absolute http(s) form of ``url`` the crawler keeps (see :mod:`bitextflow.crawl.urls`); None if
+    it is not one. Here, below the crawler, so that what compares URLs with released ones (takedown lists) spells
+    them as the crawler did."""
+    try:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        netloc = _netloc(scheme, parts.hostname, parts.port)  # parts.port raises ValueError on a malformed port
+        if scheme not in ("http", "https") or not netloc:
+            return None
+        path = _remove_dot_segments(parts.path) or "/"
+        # the fragment is dropped here: with none, courlan's non-strict mode keeps every parameter
+        # but trackers (utm_*, fbclid, ...)
+        canonical = normalize_url(urlunsplit((scheme, netloc, path, parts.query, "")), strict=False)
+    except ValueError:
+        return None
+    split = urlsplit(canonical)
+    if not split.path:
+        canonical = urlunsplit((split.scheme, split.netloc, "/", split.query, ""))
+    return canonical
 
 
 def origin_of(url: str) -> str:
