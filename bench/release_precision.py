@@ -177,37 +177,34 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         translated = judge.translated_block_keys(config.source, config.target, pages)
         translated_blocks = len(translated)
         dump = args.dump.open("w", encoding="utf-8") if args.dump else None
-        for aligner, blocks in ((aligner, blocks) for aligner in args.aligners for blocks in args.blocks):
+        for aligner, blocks, scorer in ((a, b, s) for a in args.aligners for b in args.blocks for s in args.scorers):
+            # the scorer's coverage rule runs in align_sentences (docs/score.md), so each setting aligns on its own
             variant = aligner if blocks == "on" else f"{aligner}-blind"
-            aligned = fork(store, shared, variant, {"align.sentence_aligner": aligner, "align.sentence_blocks": blocks == "on"})
-            clock = time.monotonic()
-            run_from(aligned, FIRST_OWN_STAGE, FIRST_OWN_STAGE)
-            align_seconds = round(time.monotonic() - clock, 1)
-            for scorer in args.scorers:
-                name = f"{variant}/{scorer}"
-                setting = fork(store, aligned, name.replace("/", "_"), {"score.pair_scorer": scorer})
-                encoded = encoder.encoded
-                outputs = run_from(setting, "score")
-                pairs = read_release_pairs(store, ReleaseInfo(**outputs["release"]))
-                figures = judge.judge(pairs).figures(translated_blocks, translated)
-                if dump is not None:
-                    for pair in pairs.itertuples():
-                        verdict = judge.verdict(pair.url_a, pair.url_b, pair.text_a, pair.text_b)
-                        row = {
-                            "setting": name,
-                            "url_a": pair.url_a,
-                            "text_a": pair.text_a,
-                            "text_b": pair.text_b,
-                            "verdict": verdict,
-                        }
-                        dump.write(json.dumps(row, ensure_ascii=False) + "\n")
-                figures["seconds"] = {FIRST_OWN_STAGE: align_seconds, **outputs["seconds"]}
-                figures["texts_encoded"] = encoder.encoded - encoded
-                settings[name] = figures
-                print(f"{name:22} precision {figures['precision']:.4f} (strict {figures['strict_precision']:.4f}) yield "
-                      f"{figures['yield']:.4f} block yield {figures['block_yield']:.4f} pairs {figures['sentence_pairs']:5d} "
-                      f"wrong {figures['wrong']:4d} (across blocks {figures['cross_block_share']:.2f}) unlocated "
-                      f"{figures['unlocated']:4d}  {sum(figures['seconds'].values()):.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+            name = f"{variant}/{scorer}"
+            overrides = {"align.sentence_aligner": aligner, "align.sentence_blocks": blocks == "on", "score.pair_scorer": scorer}
+            setting = fork(store, shared, name.replace("/", "_"), overrides)
+            encoded = encoder.encoded
+            outputs = run_from(setting, FIRST_OWN_STAGE)
+            pairs = read_release_pairs(store, ReleaseInfo(**outputs["release"]))
+            figures = judge.judge(pairs).figures(translated_blocks, translated)
+            if dump is not None:
+                for pair in pairs.itertuples():
+                    verdict = judge.verdict(pair.url_a, pair.url_b, pair.text_a, pair.text_b)
+                    row = {
+                        "setting": name,
+                        "url_a": pair.url_a,
+                        "text_a": pair.text_a,
+                        "text_b": pair.text_b,
+                        "verdict": verdict,
+                    }
+                    dump.write(json.dumps(row, ensure_ascii=False) + "\n")
+            figures["seconds"] = outputs["seconds"]
+            figures["texts_encoded"] = encoder.encoded - encoded
+            settings[name] = figures
+            print(f"{name:22} precision {figures['precision']:.4f} (strict {figures['strict_precision']:.4f}) yield "
+                  f"{figures['yield']:.4f} block yield {figures['block_yield']:.4f} pairs {figures['sentence_pairs']:5d} "
+                  f"wrong {figures['wrong']:4d} (across blocks {figures['cross_block_share']:.2f}) unlocated "
+                  f"{figures['unlocated']:4d}  {sum(figures['seconds'].values()):.0f} s", file=sys.stderr, flush=True)  # fmt: skip
         if dump is not None:
             dump.close()
     top = settings.get(default, {})

@@ -92,6 +92,7 @@ from bitextflow.align.hybrid import ENCODER_CHOICES, STATIC_CHOICES, HybridChoic
 from bitextflow.align.lexical import WordTranslations, align_sentences_lexical
 from bitextflow.align.sentences import Bead, align_sentences
 from bitextflow.models.static import StaticEmbeddings
+from bitextflow.score import margin_coverage
 
 EVAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 DEFAULT_DATA = EVAL_DIR / "bleualign_defr_gold"
@@ -486,6 +487,86 @@ def _described(dictionary: BilingualDictionary | None) -> dict[str, object] | No
     return {"lemma_pairs": len(dictionary), "packages": packages}
 
 
+#: Thresholds of each coverage form the cross-validation chooses among (:mod:`bitextflow.score.margin_coverage`).
+COVERAGE_THRESHOLDS = {
+    "relative": tuple(round(0.80 + 0.01 * k, 2) for k in range(19)),
+    "cosine": tuple(round(0.70 + 0.01 * k, 2) for k in range(26)),
+}
+
+
+def coverage_examples(document: DocumentPair) -> list[tuple[Link, bool]]:
+    """Beads of one gold file for the coverage rule: its gold beads with several sentences on a side (right), and each
+    gold 1-1 bead with the next or previous sentence of the neighbouring bead joined to one side (wrong)."""
+    examples: list[tuple[Link, bool]] = [((s, t), True) for s, t in document.gold if s and t and len(s) + len(t) > 2]
+    for s, t in (bead for bead in document.gold if len(bead[0]) == 1 and len(bead[1]) == 1):
+        (i,), (j,) = s, t
+        for extra_src, extra_tgt in (((i, i + 1), t), ((i - 1, i), t), (s, (j, j + 1)), (s, (j - 1, j))):
+            inside = all(0 <= k < len(document.src) for k in extra_src) and all(0 <= k < len(document.tgt) for k in extra_tgt)
+            if inside:
+                examples.append(((tuple(extra_src), tuple(extra_tgt)), False))
+    return examples
+
+
+def coverage_cross_validation(documents: list[DocumentPair], encoder: Encoder) -> dict[str, Any]:
+    """Leave one file out: the form and threshold of the coverage rule with the best Youden's J (right beads kept minus
+    wrong beads kept) on the other files, scored on the held-out one; then the choice on all files."""
+    scores: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    for document in documents:
+        src_vectors, tgt_vectors = encoder.encode(document.src), encoder.encode(document.tgt)
+        examples = coverage_examples(document)
+        labels = np.array([right for _, right in examples], dtype=bool)
+        scores[document.name] = {
+            form: (
+                np.array(
+                    [
+                        margin_coverage.coverage(src_vectors[list(s)], tgt_vectors[list(t)], form == "relative")
+                        for (s, t), _ in examples
+                    ]
+                ),
+                labels,
+            )
+            for form in COVERAGE_THRESHOLDS
+        }
+
+    def kept(names: Sequence[str], form: str, threshold: float) -> tuple[float, float, int, int]:
+        values = np.concatenate([scores[name][form][0] for name in names])
+        labels = np.concatenate([scores[name][form][1] for name in names])
+        keep = values >= threshold
+        right, wrong = int(labels.sum()), int((~labels).sum())
+        return float(keep[labels].mean()) if right else 0.0, float(keep[~labels].mean()) if wrong else 0.0, right, wrong
+
+    def choose(names: Sequence[str]) -> tuple[str, float]:
+        candidates = [(form, threshold) for form, thresholds in COVERAGE_THRESHOLDS.items() for threshold in thresholds]
+        return max(candidates, key=lambda c: (round(kept(names, *c)[0] - kept(names, *c)[1], 6), c[0] == "relative", -c[1]))
+
+    folds = {}
+    for held_out in scores:
+        form, threshold = choose([name for name in scores if name != held_out])
+        right_kept, wrong_kept, right, wrong = kept([held_out], form, threshold)
+        folds[held_out] = {"form": form, "threshold": threshold, "right_kept": round(right_kept, 4),
+                           "wrong_kept": round(wrong_kept, 4), "right": right, "wrong": wrong}  # fmt: skip
+    right_total = sum(fold["right"] for fold in folds.values())
+    wrong_total = sum(fold["wrong"] for fold in folds.values())
+    form, threshold = choose(list(scores))
+    shipped = kept(list(scores), "cosine", margin_coverage.MIN_COVERAGE)
+    return {
+        "folds": folds,
+        "held_out": {
+            "right_kept": round(sum(f["right_kept"] * f["right"] for f in folds.values()) / max(right_total, 1), 4),
+            "wrong_kept": round(sum(f["wrong_kept"] * f["wrong"] for f in folds.values()) / max(wrong_total, 1), 4),
+            "right": right_total,
+            "wrong": wrong_total,
+        },
+        "chosen_on_all": {"form": form, "threshold": threshold},
+        "shipped": {
+            "form": "cosine",
+            "threshold": margin_coverage.MIN_COVERAGE,
+            "right_kept": round(shipped[0], 4),
+            "wrong_kept": round(shipped[1], 4),
+        },  # fmt: skip
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -519,6 +600,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--time-dictionaries", nargs="*", default=[], metavar="PAIR", help="also time loading these dictionaries (e.g. en-de)"
     )
+    parser.add_argument(
+        "--coverage",
+        action="store_true",
+        help="only cross-validate the coverage rule of multi-sentence beads (needs the encoder)",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -535,6 +621,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     scored = [doc.name for doc in documents if doc.name != "dev" or args.include_dev]
     selection_documents = documents + ([hunalign[0]] if hunalign is not None else [])
+    if args.coverage:
+        from bitextflow.models.encoder import SentenceEncoder
+
+        cached = CachedEncoder(SentenceEncoder.from_path(), args.embedding_cache)
+        validated = coverage_cross_validation(selection_documents, cached)
+        for name, fold in validated["folds"].items():
+            print(f"  {name}: {fold['form']} >= {fold['threshold']}: right kept {fold['right_kept']:.3f} of {fold['right']}, "
+                  f"wrong kept {fold['wrong_kept']:.3f} of {fold['wrong']}")  # fmt: skip
+        print(
+            f"held out: {validated['held_out']}; chosen on all files: {validated['chosen_on_all']}; shipped {validated['shipped']}"
+        )
+        if args.json:
+            print(json.dumps({"coverage": validated, "encoder": str(cached.encoder.path), "runtime": cached.encoder.runtime}))
+        return 0
 
     gold_links = sum(len(doc.gold) for doc in documents if doc.name in scored)
     print(

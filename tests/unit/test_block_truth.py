@@ -69,3 +69,24 @@ def test_figures_count_precision_and_yield_per_translated_block(judge: Judge):
     assert figures["yield"] == 1.0 and figures["correct_yield"] == round(2 / 3, 4)
     assert figures["wrong_examples"] == [("The end of the story.", "Instale primero el paquete.")]
     assert Verdicts().figures(0)["precision"] == 0.0
+
+
+def test_a_bead_joined_across_a_block_boundary_is_wrong_and_counted_as_crossing(judge: Judge):
+    """Issue 40: the English side runs from the end of block 0 into block 1, the Spanish side translates block 1's
+    sentence only; the sides share a block, but "Install the package first." has no counterpart on the other side."""
+    crossing = ("Install the package first. Then edit the file.", "Luego edite el fichero.")
+    assert verdict(judge, *crossing) == "wrong"
+    # both sides joined across the same boundary: each sentence has its block on the other side
+    assert verdict(judge, "Install the package first. Then edit the file.", "Instale primero el paquete.") == "wrong"
+    pairs = pd.DataFrame(
+        {
+            "url_a": ["http://h/a.en.html"] * 3,
+            "url_b": ["http://h/a.es.html"] * 3,
+            "text_a": [crossing[0], "Then edit the file. Restart the daemon.", "The end of the story."],
+            "text_b": [crossing[1], "Luego edite el fichero.", "Instale primero el paquete."],
+        }
+    )
+    figures = judge.judge(pairs).figures(3, judge.translated_block_keys("en", "es"))
+    assert (figures["wrong"], figures["wrong_across_blocks"], figures["cross_block_share"]) == (2, 1, 0.5)
+    # one right pair, covering block 1 of the three translated blocks
+    assert figures["block_yield"] == round(1 / 3, 4)

@@ -10,6 +10,10 @@ untranslated counts as one item. The aligner's dictionary (``hunalign``, ``hybri
 encoder aligners (``vecalign``, ``hybrid-e5``) take the shard's stored vectors, and each sentence pair carries its
 sides' vectors (a side of several sentences: their normalised mean) to the scorer and the classifier; otherwise the
 encoder loads once per task. The aligner gets each sentence's block (``align.sentence_blocks``; :mod:`bitextflow.align.blocks`).
+
+With the margin scorer (``score.pair_scorer: margin``) and the run's vectors, a pair with several sentences on a side is
+dropped (``uncovered_sentence``) when one of them is not covered by the other side
+(:mod:`bitextflow.score.margin_coverage`): the scorer's rule for what it cannot see once the sentences are joined.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.models.vectors import VectorTable, bead_vector, pack
 from bitextflow.records import SentencePair
+from bitextflow.score.margin_coverage import MIN_COVERAGE, coverage
 from bitextflow.stages.base import Resources, Stage, shard_name
 from bitextflow.stages.document_sides import pair_sentences
 from bitextflow.stages.embed import Embed, configured_encoder
@@ -76,6 +81,7 @@ class AlignSentences(Stage):
             # Vecalign's overlaps of several sentences are the texts the table lacks: the encoder embeds those
             vectors = VectorTable.from_frame(table, functools.partial(configured_encoder, ctx.config))
         encoder = vectors if vectors is not None and method in NEEDS_ENCODER else self.encoder
+        check_coverage = vectors is not None and ctx.config.score.pair_scorer == "margin"
         align = sentence_aligner(method, self.dictionary, encoder)
         counts = StageCounts(self.name)
         aligned_pairs: list[SentencePair] = []
@@ -92,8 +98,13 @@ class AlignSentences(Stage):
             for text_a, text_b, score, bead in aligned:
                 vector_a = vector_b = None
                 if vectors is not None:
-                    (vector_a,) = pack(bead_vector(vectors.encode([sides.src[i] for i in bead.src]))[None])
-                    (vector_b,) = pack(bead_vector(vectors.encode([sides.tgt[j] for j in bead.tgt]))[None])
+                    sentences_a = vectors.encode([sides.src[i] for i in bead.src])
+                    sentences_b = vectors.encode([sides.tgt[j] for j in bead.tgt])
+                    if check_coverage and len(bead.src) + len(bead.tgt) > 2 and coverage(sentences_a, sentences_b) < MIN_COVERAGE:
+                        counts.drop("uncovered_sentence")
+                        continue
+                    (vector_a,) = pack(bead_vector(sentences_a)[None])
+                    (vector_b,) = pack(bead_vector(sentences_b)[None])
                 aligned_pairs.append(
                     SentencePair(
                         pair.url_a,

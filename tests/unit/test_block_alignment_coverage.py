@@ -1,0 +1,37 @@
+"""The margin scorer's coverage rule (bitextflow.score.margin_coverage): a pair whose multi-sentence side holds a
+sentence the other side lacks is caught, a translator's split or merge is not."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bitextflow.score.margin_coverage import MIN_COVERAGE, coverage, sentence_cosines, uncovered
+from tests.support.alignment_fakes import word_vector
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return vector / np.linalg.norm(vector)
+
+
+def topical(word: str, share: float = 0.7) -> np.ndarray:
+    """A sentence vector with a component shared by every sentence of the text (sentence encoders give sentences of one
+    topic cosines around 0.7-0.8): cosine ``share`` between any two of them."""
+    topic, own = unit(word_vector("topic", 64)), unit(word_vector(word, 64))
+    own = unit(own - (own @ topic) * topic)
+    return np.sqrt(share) * topic + np.sqrt(1.0 - share) * own
+
+
+def test_an_extra_sentence_is_uncovered_and_a_split_is_covered() -> None:
+    first, second, extra = (topical(word) for word in ("first", "second", "extra"))
+    merged = unit(first + second)  # one target sentence translating both source sentences
+    assert coverage(np.stack([first, second]), merged[None]) >= MIN_COVERAGE
+    # "... volume group. This is" against "Esto es": the first source sentence has no counterpart
+    assert coverage(np.stack([extra, second]), second[None]) < MIN_COVERAGE
+    assert coverage(first[None], second[None]) == 1.0  # 1-1 beads are the margin's business, not this rule's
+    assert uncovered([(np.stack([extra, second]), second[None]), (first[None], first[None])]) == [True, False]
+
+
+def test_both_multi_sentence_sides_are_checked() -> None:
+    a, b, c = (unit(word_vector(word, 32)) for word in "abc")
+    whole, parts = sentence_cosines(np.stack([a, b]), np.stack([a, c]))
+    assert len(parts) == 4 and -1.0 <= whole <= 1.0
