@@ -38,7 +38,7 @@ from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.scoring import PageView
 from bitextflow.crawl.urls import Link, decode_html, host_of, normalise_url, parse_html
 from bitextflow.policy.robots import RobotsFile, robots_body
-from bitextflow.policy.tdmrep import TDMREP_PATH, TdmRepFile
+from bitextflow.policy.tdmrep import TDMREP_FETCH_BYTES, TDMREP_PATH, TdmRepFile
 from bitextflow.text.urls import origin_of
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ class Crawler(Discovery):
         tdmrep = None
         if text is not None and self.optouts.config.honour_tdmrep:
             await asyncio.sleep(self.config.delay_seconds)
-            tdmrep = await self._fetcher.fetch_site_file(origin, TDMREP_PATH)
+            tdmrep = await self._fetcher.fetch_site_file(origin, TDMREP_PATH, TDMREP_FETCH_BYTES)
         return text, outcome, tdmrep
 
     def _robots_done(self, host: str, origin: str, text: str | None, outcome: str, tdmrep: bytes | int | None) -> None:

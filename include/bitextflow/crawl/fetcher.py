@@ -22,6 +22,9 @@ from bitextflow.crawl.guard import AddressGuard, AddressRefused, guarded_transpo
 from bitextflow.policy.robots import ROBOTS_MAX_BYTES
 
 _CHUNK = 65_536
+#: What :meth:`Fetcher.fetch_site_file` gives when no answer came: status 0, which robots.txt reads as unreachable
+#: (RFC 9309: a full disallow) and TDMRep as a reservation (:mod:`bitextflow.policy.tdmrep`).
+NO_ANSWER = 0
 
 
 @dataclass
@@ -199,10 +202,13 @@ class Fetcher:
                 result.body = bytes(body)
         return result
 
-    async def fetch(self, url: str, delay: float = 0.0, *, check_type: bool = True) -> FetchResult:
+    async def fetch(
+        self, url: str, delay: float = 0.0, *, check_type: bool = True, max_bytes: int | None = None, follow: bool = False
+    ) -> FetchResult:
         """GET ``url``; 5xx answers and timeouts are retried ``max_retries`` times with exponential backoff
         (never sooner than the host's politeness ``delay``). Errors are returned, not raised. ``check_type=False``
-        reads any content type (a sitemap is XML, text or gzip whatever ``crawl.content_types`` allows pages)."""
+        reads any content type (a sitemap is XML, text or gzip whatever ``crawl.content_types`` allows pages);
+        ``max_bytes`` caps the body (default ``crawl.max_body_bytes``), ``follow`` follows redirects (site files)."""
         started = time.monotonic()
         attempts = self.config.max_retries + 1
         result = FetchResult(url)
@@ -211,7 +217,7 @@ class Fetcher:
                 await asyncio.sleep(max(delay, self.config.retry_backoff_seconds * 2 ** (attempt - 1)))
             retry = False
             try:
-                result = await self._once(url, self.config.max_body_bytes, check_type=check_type)
+                result = await self._once(url, max_bytes or self.config.max_body_bytes, check_type=check_type, follow=follow)
                 retry = result.status >= 500
             except _Refused as refused:
                 result = FetchResult(url, error=refused.error, detail=refused.detail, status=refused.status)
@@ -234,14 +240,14 @@ class Fetcher:
         result.seconds = time.monotonic() - started
         return result
 
-    async def fetch_site_file(self, origin: str, path: str) -> bytes | int | None:
-        """A site-wide file such as ``/.well-known/tdmrep.json``, redirects followed: the body of a 2xx answer (its
-        first 500 KiB), the status of any other, None when no answer came (refused address, unreachable, timeout)."""
-        try:
-            result = await self._once(f"{origin}{path}", ROBOTS_MAX_BYTES, check_type=False, follow=True)
-        except (AddressRefused, _Refused, TimeoutError, httpx.HTTPError, OSError):
-            return None
-        return result.body if 200 <= result.status < 300 else result.status
+    async def fetch_site_file(self, origin: str, path: str, max_bytes: int = ROBOTS_MAX_BYTES) -> bytes | int:
+        """A site-wide file such as ``/.well-known/tdmrep.json``, redirects followed, 5xx answers and timeouts
+        retried as :meth:`fetch` retries pages: the body of a 2xx answer (its first ``max_bytes``), the status of any
+        other, :data:`NO_ANSWER` when none came (refused address, unreachable, timeout)."""
+        result = await self.fetch(f"{origin}{path}", check_type=False, max_bytes=max_bytes, follow=True)
+        if result.error and not result.status:
+            return NO_ANSWER
+        return result.body if 200 <= result.status < 300 and not result.error else result.status
 
     async def fetch_robots(self, origin: str) -> tuple[str | None, str]:
         """robots.txt of an origin: ``(text, outcome)``. RFC 9309: a 4xx means no rules (``""``); a 5xx,

@@ -8,6 +8,7 @@ the heap keeps the old item, which is skipped when it surfaces (lazy deletion).
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -40,6 +41,7 @@ class Frontier:
     def __init__(self) -> None:
         self._entries: dict[str, Entry] = {}
         self._heaps: dict[str, list[tuple[int, float, int, str]]] = {}
+        self._waiting: Counter[str] = Counter()  # URLs waiting per host
         self._seq = 0
 
     def __len__(self) -> int:
@@ -47,6 +49,10 @@ class Frontier:
 
     def __contains__(self, url: str) -> bool:
         return url in self._entries
+
+    def waiting(self, host: str) -> int:
+        """How many URLs of ``host`` wait (``crawl.max_frontier_per_host`` bounds it)."""
+        return self._waiting[host]
 
     def get(self, url: str) -> Entry | None:
         return self._entries.get(url)
@@ -60,6 +66,7 @@ class Frontier:
         if entry.url in self._entries:
             raise ValueError(f"{entry.url} is already queued")
         self._entries[entry.url] = entry
+        self._waiting[entry.host] += 1
         self._push_item(entry)
 
     def reprioritise(self, url: str, priority: float) -> None:
@@ -105,6 +112,7 @@ class Frontier:
         if top is None:
             return None
         heapq.heappop(self._heaps[host])
+        self._waiting[host] -= 1
         return self._entries.pop(top[3])
 
     def hosts(self) -> list[str]:
@@ -116,6 +124,7 @@ class Frontier:
         for entry in dropped:
             del self._entries[entry.url]
         self._heaps.pop(host, None)
+        self._waiting.pop(host, None)
         return dropped
 
     def drain(self) -> list[Entry]:
@@ -123,6 +132,7 @@ class Frontier:
         entries = list(self._entries.values())
         self._entries.clear()
         self._heaps.clear()
+        self._waiting.clear()
         return entries
 
     def entries(self) -> list[Entry]:
@@ -139,6 +149,7 @@ class Frontier:
         for data in state["entries"]:
             entry = Entry(**data)
             frontier._entries[entry.url] = entry
+            frontier._waiting[entry.host] += 1
             heapq.heappush(frontier._heaps.setdefault(entry.host, []), (*entry.sort_key(), entry.url))
         frontier._seq = max(state["seq"], max((e.seq for e in frontier._entries.values()), default=0))
         return frontier

@@ -10,11 +10,11 @@ from collections.abc import Iterable
 
 from bitextflow.config import CrawlConfig
 from bitextflow.crawl.crawler import run_sync
-from bitextflow.crawl.fetcher import Fetcher
+from bitextflow.crawl.fetcher import NO_ANSWER, Fetcher
 from bitextflow.crawl.guard import AddressGuard
 from bitextflow.policy import SiteFiles
 from bitextflow.policy.robots import ROBOTS_PATH
-from bitextflow.policy.tdmrep import TDMREP_PATH
+from bitextflow.policy.tdmrep import TDMREP_FETCH_BYTES, TDMREP_PATH
 
 
 async def _fetch_all(origins: list[str], config: CrawlConfig, tdmrep: bool) -> list[SiteFiles]:
@@ -25,7 +25,9 @@ async def _fetch_all(origins: list[str], config: CrawlConfig, tdmrep: bool) -> l
     async def one(origin: str) -> SiteFiles:
         async with slots:  # every connection goes through the guard: a refused address is no answer
             robots = await fetcher.fetch_site_file(origin, ROBOTS_PATH)
-            files = await fetcher.fetch_site_file(origin, TDMREP_PATH) if tdmrep and robots is not None else None
+            if robots == NO_ANSWER:  # unreachable: a full disallow, whatever its tdmrep.json would say
+                return SiteFiles(origin, None, None, "fetch")
+            files = await fetcher.fetch_site_file(origin, TDMREP_PATH, TDMREP_FETCH_BYTES) if tdmrep else None
             return SiteFiles(origin, robots, files, "fetch")
 
     try:

@@ -8,7 +8,9 @@ as unset. It is declared three ways, each superseding the one before (the report
    0|1, "tdm-policy": url}``; the first rule whose location matches the URL's path applies (the report: "the most
    specific match is the first in sequence"). Locations are robots.txt path patterns (``*`` any characters, a final
    ``$`` the end), matched case-sensitively after decoding percent-encoded unreserved characters on both sides.
-   No file (any answer but a 2xx), or a file that is not an array, means the origin does not use the protocol;
+   No file (a 3xx or 4xx answer), or a file that is not an array, means the origin does not use the protocol; a 5xx,
+   a 429 or no answer after retries, a file over 500 KB or nested too deep reserves every page of the origin
+   (:class:`TdmRepFile`), as robots.txt's "unreachable" disallows every path;
 2. a ``tdm-reservation`` HTTP response header;
 3. ``<meta name="tdm-reservation" content="...">`` in an HTML page (:mod:`bitextflow.policy.markup` reads it).
 
@@ -24,6 +26,8 @@ from urllib.parse import urlsplit
 
 TDMREP_PATH = "/.well-known/tdmrep.json"
 TDMREP_MAX_BYTES = 512_000  # a site-wide file like robots.txt; nothing the report asks for is larger
+#: what a crawler asks for: one byte more than a file may hold, so that a longer one is known to be cut
+TDMREP_FETCH_BYTES = TDMREP_MAX_BYTES + 1
 _UNRESERVED_ESCAPE = re.compile(r"%(2[dDeE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])")
 
 
@@ -88,17 +92,21 @@ class TdmRule:
 
 #: Why a tdmrep.json could not be read within its bounds, the name the crawl counts it under (see :class:`TdmRepFile`).
 TDMREP_TOO_DEEP = "tdmrep_too_deep"
+TDMREP_TOO_LARGE = "tdmrep_too_large"
+TDMREP_UNREACHABLE = "tdmrep_unreachable"
 
 
 @dataclass(frozen=True)
 class TdmRepFile:
     """An origin's ``/.well-known/tdmrep.json`` rules (none: the origin does not use the protocol).
 
-    ``unreadable`` names why a file the origin serves could not be read within the bounds a remote file gets (its
-    JSON nested deeper than Python's parser goes: ``RecursionError``, which no ``ValueError`` handler catches, used to
-    end the crawl, and every retry of it, and the extract and cc_fetch stages that read the stored copy). Such an
-    origin reserves every page, as robots.txt's "unreachable" disallows every path: the origin said something about
-    mining its pages, and what it said cannot be known."""
+    ``unreadable`` names why a file the origin serves could not be read within the bounds a remote file gets: its
+    JSON nested deeper than Python's parser goes (``RecursionError``, which no ``ValueError`` handler catches, used to
+    end the crawl, every retry of it, and the extract and cc_fetch stages that read the stored copy), a file longer
+    than :data:`TDMREP_MAX_BYTES` (cut, its later rules lost), or no answer after the fetcher's retries (a 5xx, a
+    429, a timeout: status 0). Such an origin reserves every page, as robots.txt's "unreachable" disallows every
+    path: it may have said something about mining its pages, and what it said cannot be known. A 4xx (no file) and
+    a body that is not a JSON array still mean that the origin does not use the protocol."""
 
     rules: tuple[TdmRule, ...] = ()
     unreadable: str = ""
@@ -106,10 +114,14 @@ class TdmRepFile:
     @classmethod
     def of_answer(cls, answer: bytes | str | int | None) -> TdmRepFile:
         """The rules of a fetch or capture's answer: the body of a 2xx answer (else a status code, or None)."""
+        if isinstance(answer, int) and (answer == 429 or answer >= 500 or answer < 200):
+            return cls(unreadable=TDMREP_UNREACHABLE)  # 5xx, 429 or no answer (0), after the fetcher's retries
         if not isinstance(answer, bytes | str):
             return cls()
+        if len(answer) > TDMREP_MAX_BYTES:
+            return cls(unreadable=TDMREP_TOO_LARGE)  # cut at the limit: its later rules would be missing
         try:
-            data = json.loads(answer[:TDMREP_MAX_BYTES])
+            data = json.loads(answer)
         except RecursionError:
             return cls(unreadable=TDMREP_TOO_DEEP)
         except (ValueError, UnicodeDecodeError):
