@@ -291,7 +291,8 @@ class CrawlConfig(_Section):
     include_paths: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Per host ('*': all): only URLs whose path?query matches one regex are followed. "
-        "RE2 syntax (linear-time matching): no backreferences or lookaround.",
+        "RE2 syntax (linear-time matching): no backreferences or lookaround. At most 1,000 patterns, all hosts together "
+        "(as many for exclude_paths).",
     )
     exclude_paths: dict[str, list[str]] = Field(
         default_factory=dict,

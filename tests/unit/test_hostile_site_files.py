@@ -56,3 +56,20 @@ def test_a_deeply_nested_tdmrep_json_is_unreadable_and_reserves_the_site(body):
     optouts.learn(SiteFiles(SITE, 404, body))  # the stored copy, as extract and cc_fetch read it
     assert optouts.site_verdict(SITE + "/a").reason == "optout_tdmrep"
     assert optouts.verdict(SITE + "/a", optouts.read(SITE + "/a", [], b"<html></html>")).reason == "optout_tdmrep"
+
+
+@pytest.mark.parametrize(
+    ("answer", "unreadable", "reservation"),
+    [
+        (503, "tdmrep_unreachable", 1),
+        (429, "tdmrep_unreachable", 1),
+        (0, "tdmrep_unreachable", 1),  # no answer after the fetcher's retries (a timeout, a refused connection)
+        (b"[" + b'{"location": "/free/", "tdm-reservation": 0},' * 12_000 + b"]", "tdmrep_too_large", 1),
+        (404, "", None),
+        (None, "", None),  # never fetched (not honoured, or a capture that holds none)
+    ],
+)
+def test_tdmrep_fails_closed_as_robots_txt_does(answer, unreadable, reservation):
+    # a 5xx, a timeout or a file cut at its limit meant "no reservation" for the whole crawl
+    site = TdmRepFile.of_answer(answer)
+    assert (site.unreadable, site.reservation(SITE + "/free/a")) == (unreadable, reservation)
