@@ -114,3 +114,22 @@ def test_the_export_keeps_exactly_the_outlier_layers_feed_forward_projections_in
     assert float_products == sorted(f"/model/encoder/layer.{index}/output/dense/MatMul" for index in float_layers)
     quantized = [node for node in graph.node if node.op_type in ("DynamicQuantizeMatMul", "MatMulInteger")]
     assert len(quantized) == 12 * 6 - len(float_layers), "query, key, value, attention output, intermediate, output"
+
+
+def test_weights_are_7_bit_on_an_x86_cpu_without_vnni_and_8_bit_elsewhere(monkeypatch, runtimes):
+    """ONNX Runtime's 8-bit products saturate on AVX2 without VNNI: the export there quantizes weights to 7 bits, in a
+    folder and an encoder identity of its own. The CPU features are set by monkeypatch: one machine has only one CPU."""
+    import platform
+
+    from bitextflow.models import onnx_encoder
+
+    model_dir = runtimes[0].path
+    stamp = json.loads((ensure_exported(model_dir).parent / STAMP_FILENAME).read_text())
+    assert stamp["weight_bits"] == onnx_encoder.weight_bits()
+    names = {}
+    for machine, vnni, bits in (("x86_64", False, 7), ("x86_64", True, 8), ("aarch64", False, 8)):
+        monkeypatch.setattr(platform, "machine", lambda machine=machine: machine)
+        monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda vnni=vnni: vnni, raising=False)
+        assert onnx_encoder.weight_bits() == bits
+        names[bits] = (export_dir(model_dir).name, onnx_encoder.export_variant())
+    assert names[7][0] == names[8][0] + "-w7" and names[7][1] != names[8][1]

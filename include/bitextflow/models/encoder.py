@@ -44,9 +44,9 @@ from bitextflow.models.inference import (
 )
 from bitextflow.models.onnx_encoder import (
     E5_SYMMETRIC_PREFIX,
-    EXPORT_VERSION,
     OnnxForward,
     ensure_exported,
+    export_variant,
     mean_pooled,
     source_signature,
 )
@@ -157,7 +157,7 @@ class SentenceEncoder:
         the same identity make the same vector of a text in the same batch."""
         source = {
             "folder": str(self.path.resolve()), "weights": source_signature(self.path), "runtime": self.runtime,
-            "precision": self.precision, "export": EXPORT_VERSION if self.runtime == "onnx-int8" else None, "prefix": prefix,
+            "precision": self.precision, "export": export_variant() if self.runtime == "onnx-int8" else None, "prefix": prefix,
         }  # fmt: skip
         digest = hashlib.blake2b(json.dumps(source, sort_keys=True).encode(), digest_size=8).hexdigest()
         return f"{self.path.name}-{self.precision}-{digest}"
