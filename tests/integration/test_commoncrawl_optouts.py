@@ -51,8 +51,10 @@ def shard_urls(ctx, shards: list[str]) -> list[str]:
 
 
 def fetch_counts(ctx) -> list[dict]:
+    """The page records' counts of every cc_fetch task (not its robots.txt captures', ``cc_fetch_robots``)."""
     keys = ctx.store.list_keys(ctx.key("cc_fetch", ""))
-    return [ctx.store.get_json(key) for key in keys if key.endswith(".counts.json")]
+    parts = [ctx.store.get_json(key) for key in keys if key.endswith(".counts.json")]
+    return [part for part in parts if part["stage"] == "cc_fetch"]
 
 
 def test_pages_their_site_or_they_themselves_opt_out_are_counted_and_never_reach_the_shards(s3_env, generated):
@@ -100,6 +102,12 @@ def test_pages_their_site_or_they_themselves_opt_out_are_counted_and_never_reach
               if key.endswith(".counts.json")]  # fmt: skip
     hosts = {row.capture.host for row in generated.located if row.capture.domain in generated.bilingual_sites}
     assert sum(part["kept"] for part in robots) == len(hosts), "one robots.txt capture per host of the selected sites"
+    read = [
+        ctx.store.get_json(key) for key in ctx.store.list_keys(ctx.key("cc_fetch", "")) if key.endswith("-robots.counts.json")
+    ]
+    assert read and all(part["stage"] == "cc_fetch_robots" and not part["dropped"] for part in read), (
+        f"every robots.txt capture the fetch tasks read is its row's URL's: {read}"
+    )
 
     # extract does not judge the fetched pages again (it would find no robots.txt in the shard): nothing is counted twice
     shard = outputs["cc_fetch"][0]

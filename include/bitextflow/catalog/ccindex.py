@@ -19,6 +19,13 @@ The opt-outs of the policy (:mod:`bitextflow.policy`) are applied as the crawl a
 robots.txt, from the crawl's ``robotstxt`` subset: :meth:`CrawlIndex.robots_captures`, :func:`captured_site_files`)
 at the admission point before a record is fetched (:class:`Admission`), the page's own declarations (TDMRep,
 ``noai``) once its record is fetched (:func:`declared_optout`); a record set aside never reaches a WARC shard.
+
+The index's rows are not trusted: a row whose ``warc_filename`` is not a plain relative ``.warc.gz`` key (``../``,
+an absolute or empty segment, an escape), whose offset is negative or whose length is not positive or longer than
+``crawl.max_body_bytes`` is dropped by reason (:func:`location_problem`) before any request (S3 answers a range it
+cannot read, ``bytes=10-9``, with the whole object); a fetched record whose ``WARC-Target-URI`` is not the row's URL
+is set aside (:func:`record_verdict`): a row could otherwise put another page, which its site opts out of, under an
+admitted URL.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from bitextflow.catalog.warcs import warc_object
-from bitextflow.config import CommonCrawlIndex, PairConfig
+from bitextflow.config import MAX_BODY_BYTES, CommonCrawlIndex, PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import MissingObjectError, StageError, StorageError
 from bitextflow.extract.documents import PAGE_TYPES
@@ -96,6 +103,12 @@ ROBOTS = pa.schema([RECORDS.field(name) for name in ("partition", "url", "crawl"
 #: The counts of the robots.txt captures found (all kept: a lookup, not a filter of pages), beside cc_records'.
 ROBOTS_COUNTS = "cc_records_robots"
 _LOCATION = ["warc_filename", "warc_record_offset", "warc_record_length"]
+#: A ``warc_filename`` fetched: a key relative to ``crawl.index.warc_root`` of plain segments (none empty, none ``.``
+#: or ``..``, no escape or backslash) ending ``.warc.gz`` (each record its own gzip member: the shards join them), as
+#: Common Crawl's ``crawl-data/CC-MAIN-.../warc/CC-MAIN-...-00000.warc.gz``. Linear in RE2 and in Python's ``re``.
+WARC_FILENAME = r"^(?:[A-Za-z0-9_][A-Za-z0-9_.=+-]*/)*[A-Za-z0-9_][A-Za-z0-9_.=+-]*\.warc\.gz$"
+WARC_FILENAME_MAX = 1024
+_WARC_FILENAME = re.compile(WARC_FILENAME)
 
 
 def crawl_of(uri: str) -> str:
@@ -138,6 +151,41 @@ class SiteRule:
         return pc.if_else(pc.less(fewest, self.min_captures), "below_min_captures", verdict)
 
 
+def location_problem(filename: object, offset: object, length: object, max_length: int = MAX_BODY_BYTES) -> str | None:
+    """Why one index row's record may not be fetched (a reason counted), else None: its ``warc_filename`` is no plain
+    relative ``.warc.gz`` key (:data:`WARC_FILENAME`), its offset is negative or missing, its length is missing, zero or
+    negative (a range S3 cannot read, answered with the whole object) or longer than ``max_length``."""
+    if not isinstance(filename, str) or len(filename) > WARC_FILENAME_MAX or not _WARC_FILENAME.fullmatch(filename):
+        return "index_warc_filename_invalid"
+    if not isinstance(offset, int) or offset < 0:
+        return "index_offset_invalid"
+    if not isinstance(length, int) or length <= 0:
+        return "index_length_invalid"
+    if length > max_length:
+        return "index_length_too_large"
+    return None
+
+
+def location_verdicts(rows: pa.Table, max_length: int) -> pa.Array:
+    """:func:`location_problem` of every row of ``rows`` (``warc_filename``, ``warc_record_offset``,
+    ``warc_record_length`` columns) at once: null where the record may be fetched, else the reason."""
+    name, offset, length = (rows[column] for column in _LOCATION)
+    none = pa.scalar(None, pa.string())
+    verdict = pc.if_else(pc.greater(length, max_length).fill_null(False), "index_length_too_large", none)
+    verdict = pc.if_else(pc.less_equal(length, 0).fill_null(True), "index_length_invalid", verdict)
+    verdict = pc.if_else(pc.less(offset, 0).fill_null(True), "index_offset_invalid", verdict)
+    named = pc.and_(pc.match_substring_regex(name, WARC_FILENAME), pc.less_equal(pc.utf8_length(name), WARC_FILENAME_MAX))
+    return pc.if_else(named.fill_null(False), verdict, "index_warc_filename_invalid")
+
+
+def located(rows: pa.Table, max_length: int, counts: StageCounts) -> pa.Table:
+    """``rows`` whose records may be fetched (:func:`location_verdicts`); the others dropped from ``counts`` by reason."""
+    verdicts = location_verdicts(rows, max_length)
+    for reason, n in Counter(verdicts.drop_null().to_pylist()).items():
+        counts.drop(reason, n)
+    return rows.filter(pc.is_null(verdicts))
+
+
 def selected_sites(counts: pa.Table, rule: SiteRule, stage_counts: StageCounts) -> pa.Table:
     """The sites of one partition that ``rule`` selects (:data:`SITES`), from their per-file counts (summed per crawl
     here, then the largest of the crawls); counted by reason."""
@@ -170,6 +218,8 @@ class CrawlIndex:
         self.partitions = config.extract.site_partitions
         self.languages = {_index_code(config.source): config.source, _index_code(config.target): config.target}
         self.source, self.target = config.source, config.target
+        #: The longest record fetched: what one fetch of the crawl may buffer.
+        self.max_record_bytes = config.crawl.max_body_bytes
         self._table_store, self._table_prefix = warc_object(store, self.settings.table, config.crawl.warc_buckets)
         self._warc_store, self._warc_prefix = warc_object(store, self.settings.warc_root, config.crawl.warc_buckets)
         self._filesystem = None
@@ -268,6 +318,7 @@ class CrawlIndex:
             language = primary_languages(batch.column("content_languages"), self.languages)
             kept = pa.Table.from_batches([batch]).append_column("language", language).filter(pc.is_valid(language))
             counts.drop("other_language", batch.num_rows - kept.num_rows)
+            kept = located(kept, self.max_record_bytes, counts)
             counts.keep(kept.num_rows)
             yield self._by_partition(kept.rename_columns({"url_host_registered_domain": "domain"}), crawl, RECORDS), counts
 
@@ -278,8 +329,9 @@ class CrawlIndex:
         for batch in self._scan(uri, ["url", *_LOCATION], ds.field("url_host_registered_domain").isin(sites)):
             counts = StageCounts(ROBOTS_COUNTS)
             counts.seen(batch.num_rows)
-            counts.keep(batch.num_rows)
-            yield self._by_partition(pa.Table.from_batches([batch]), crawl, ROBOTS), counts
+            kept = located(pa.Table.from_batches([batch]), self.max_record_bytes, counts)
+            counts.keep(kept.num_rows)
+            yield self._by_partition(kept, crawl, ROBOTS), counts
 
     def _by_partition(self, captures: pa.Table, crawl: str, schema: pa.Schema) -> pa.Table:
         """``captures`` of one crawl as ``schema``'s rows, with the site partition of each URL, sorted by it (stable:
@@ -292,7 +344,13 @@ class CrawlIndex:
     # -- the fetch ----------------------------------------------------------------------------------
     def fetch(self, warc_filename: str, offset: int, length: int, attempts: int, backoff_s: float) -> bytes | None:
         """One record's bytes by a ranged GET, tried up to ``attempts`` times with exponential backoff and jitter;
-        None when the WARC file (or the range) does not exist, which no retry mends."""
+        None when the WARC file (or the range) does not exist, which no retry mends. A location
+        :func:`location_problem` refuses is never requested (cc_records and the admission point drop such rows)."""
+        if reason := location_problem(warc_filename, offset, length, self.max_record_bytes):
+            raise StageError(
+                f"cc_fetch: refused to fetch {warc_filename!r:.200} bytes {offset}+{length} ({reason}); the index row is "
+                "invalid: run cc_records again, which drops such rows"
+            )
         key = self._warc_prefix + warc_filename
         for attempt in range(attempts):
             try:
@@ -320,23 +378,30 @@ class Admission:
     of the corpus is not fetched (``optouts``, the policy with the site files of the partition's origins learnt:
     robots.txt for the agents honoured, ``optout_robots``, then a ``/.well-known/tdmrep.json`` reservation,
     ``optout_tdmrep``; None judges records by URL and cap alone); and each site fetches at most ``cap`` records per
-    language, the first in index order that its site allows. Memory: 8 bytes a URL of the partition (in
-    :class:`SeenHashes`) and a counter per site and language.
+    language, the first in index order that its site allows. A record whose location :func:`location_problem`
+    refuses (``max_record_bytes`` long at most) takes no place: neither its URL nor its site's cap. Memory: 8 bytes a
+    URL of the partition (in :class:`SeenHashes`) and a counter per site and language.
     """
 
-    def __init__(self, cap: int, counts: StageCounts, optouts: OptOuts | None = None):
+    def __init__(self, cap: int, counts: StageCounts, optouts: OptOuts | None = None, max_record_bytes: int = MAX_BODY_BYTES):
         self.cap = cap
         self.counts = counts
         self.optouts = optouts
+        self.max_record_bytes = max_record_bytes
         self._urls = SeenHashes()
         self._per_site: Counter[tuple[str, str]] = Counter()
 
     def admitted(self, batch: pa.Table) -> Iterator[dict]:
         """The records of ``batch`` (:data:`RECORDS` rows) that may be fetched, in order; the others counted."""
-        new = self._urls.add(_url_hash(url) for url in batch["url"].to_pylist())
-        for record, first in zip(batch.to_pylist(), new, strict=True):
+        rows = batch.to_pylist()
+        problems = [
+            location_problem(row["warc_filename"], row["warc_record_offset"], row["warc_record_length"], self.max_record_bytes)
+            for row in rows
+        ]
+        new = iter(self._urls.add(_url_hash(row["url"]) for row, problem in zip(rows, problems, strict=True) if problem is None))
+        for record, problem in zip(rows, problems, strict=True):
             self.counts.seen()
-            reason = self.verdict(record, bool(first))
+            reason = problem or self.verdict(record, bool(next(new)))
             if reason is None:
                 yield record
             else:
@@ -355,19 +420,32 @@ class Admission:
 
 
 def captured_site_files(
-    captures: Sequence[Mapping[str, Any]], records: Sequence[bytes | None], crawls: Sequence[str]
+    captures: Sequence[Mapping[str, Any]],
+    records: Sequence[bytes | None],
+    crawls: Sequence[str],
+    counts: StageCounts | None = None,
 ) -> SiteFileCaptures:
     """The site files of the robotstxt subset: :data:`ROBOTS` rows with their fetched records (None: not found). An
     origin's robots.txt is its capture in the first crawl of ``crawls`` that holds one, the first in index order
     there (a URL is fetched from the first crawl listed too); a redirect stands for its target's capture
-    (:class:`SiteFileCaptures`). A record that does not parse is no capture."""
+    (:class:`SiteFileCaptures`). A record that does not parse is no capture, nor one holding a response whose
+    ``WARC-Target-URI`` is not its row's URL. ``counts`` gets each capture: kept, or dropped by reason."""
+    counts = counts if counts is not None else StageCounts("robots_captures")
     rank = {crawl: position for position, crawl in enumerate(crawls)}
     found = SiteFileCaptures()
     unparsed = StageCounts("robots_captures")  # what the origins' robots.txt cannot come from is no page's count
-    for _, record in sorted(zip(captures, records, strict=True), key=lambda pair: rank[pair[0]["crawl"]]):
-        if record is not None:
-            for response in iter_responses(io.BytesIO(record), unparsed, ROBOTS_MAX_BYTES):
-                found.add(response.url, response.status, response.headers, response.body)
+    for capture, record in sorted(zip(captures, records, strict=True), key=lambda pair: rank[pair[0]["crawl"]]):
+        counts.seen()
+        if record is None:
+            counts.drop("warc_missing")
+            continue
+        responses = list(iter_responses(io.BytesIO(record), unparsed, ROBOTS_MAX_BYTES))
+        if any(response.url != capture["url"] for response in responses):
+            counts.drop("record_url_mismatch")
+            continue
+        counts.keep()
+        for response in responses:
+            found.add(response.url, response.status, response.headers, response.body)
     return found
 
 
@@ -379,6 +457,20 @@ def declared_optout(optouts: OptOuts, record: bytes, max_page_bytes: int) -> str
     if response is None or response.status != 200 or response.mime not in PAGE_TYPES:
         return None
     return optouts.page_verdict(response.url, optouts.read(response.url, response.headers, response.body)).reason or None
+
+
+def record_verdict(optouts: OptOuts, record: bytes, url: str, max_page_bytes: int) -> str | None:
+    """The reason a fetched record is set aside, else None: it holds a response whose ``WARC-Target-URI`` is not
+    ``url``, its index row's (``record_url_mismatch``: the row points at another page's record, or its range spans
+    other records), or its page opts itself out (:func:`declared_optout`)."""
+    first = None
+    for response in iter_responses(io.BytesIO(record), StageCounts("record_verdict"), max_page_bytes):
+        if response.url != url:
+            return "record_url_mismatch"
+        first = first or response
+    if first is None or first.status != 200 or first.mime not in PAGE_TYPES:
+        return None
+    return optouts.page_verdict(first.url, optouts.read(first.url, first.headers, first.body)).reason or None
 
 
 def _url_hash(url: str) -> int:

@@ -12,7 +12,11 @@ captured before, the site's opt-outs, the per-site cap), cuts them into shards o
 the lengths the index gives, and fetches each shard's records with ``crawl.index.fetch_concurrency`` ranged GETs in
 flight, each tried ``fetch_attempts`` times with backoff; a record whose page opts itself out (a TDMRep reservation
 or ``noai`` in its headers or markup: :func:`bitextflow.catalog.ccindex.declared_optout`) is set aside, counted, as
-the crawler sets aside such a page. A shard is the kept records' bytes as stored (each a gzip member, so the shard is
+the crawler sets aside such a page, and so is a record whose ``WARC-Target-URI`` is not its row's URL
+(``record_url_mismatch``). A row the index gives no valid location (``index_*``: a ``warc_filename`` with ``../``, a
+length that is not positive or longer than ``crawl.max_body_bytes``) is dropped at the admission point, never
+requested; cc_records drops them already. The robots.txt captures are counted as ``cc_fetch_robots``
+(``cc-NNNNN-robots.counts.json``). A shard is the kept records' bytes as stored (each a gzip member, so the shard is
 a valid ``.warc.gz``), written whole as ``cc_fetch/cc-NNNNN-SSSSS.warc.gz``: no record of a page opted out reaches
 it, so extract judges none again. Each shard's site partition is the partition's, so extract writes one partition
 per file and ``partition`` reads one row group of it.
@@ -33,7 +37,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from bitextflow.catalog.ccindex import Admission, CrawlIndex, captured_site_files, declared_optout
+from bitextflow.catalog.ccindex import Admission, CrawlIndex, captured_site_files, location_problem, record_verdict
 from bitextflow.catalog.site_files import learned_optouts
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
@@ -113,9 +117,11 @@ class CcFetch(IndexStage):
             )  # fmt: skip
 
         def fetch_page(record: dict[str, Any]) -> tuple[bytes | None, str | None]:
-            """The record's bytes, and the reason its page opts itself out (None: it does not)."""
+            """The record's bytes, and the reason it is set aside: another URL's, or its page opts itself out."""
             data = fetch(record)
-            return data, None if data is None else declared_optout(optouts, data, ctx.config.extract.max_page_bytes)
+            if data is None:
+                return None, None
+            return data, record_verdict(optouts, data, record["url"], ctx.config.extract.max_page_bytes)
 
         def shard(records: list[dict[str, Any]], pool: ThreadPoolExecutor) -> None:
             name = fetched_warc_name(partition, len(planned))
@@ -147,7 +153,7 @@ class CcFetch(IndexStage):
         size = 0
         with ThreadPoolExecutor(settings.fetch_concurrency) as pool:
             optouts = self._optouts(partition, tables(plan["robots"]), tables(plan["shards"]), lambda rows: pool.map(fetch, rows))
-            admission = Admission(settings.max_captures_per_language, counts, optouts)
+            admission = Admission(settings.max_captures_per_language, counts, optouts, self.index.max_record_bytes)
             for table in tables(plan["shards"]):
                 for record in admission.admitted(table):
                     if records and size + record["warc_record_length"] > ctx.config.crawl.warc_max_bytes:
@@ -175,8 +181,17 @@ class CcFetch(IndexStage):
         index's robotstxt subset (``robots``, read by ``fetch_all``), else as the module docstring says."""
         ctx = self.ctx
         origins = {origin_of(url) for table in records for url in table["url"].to_pylist()}
-        captures = [row for table in robots for row in table.to_pylist()]
-        found = captured_site_files(captures, list(fetch_all(captures)), ctx.config.crawl.index.crawls)
+        counts = StageCounts(f"{self.name}_robots")
+        captures = []
+        for row in (row for table in robots for row in table.to_pylist()):
+            location = (row["warc_filename"], row["warc_record_offset"], row["warc_record_length"])
+            if reason := location_problem(*location, self.index.max_record_bytes):
+                counts.seen()
+                counts.drop(reason)
+            else:
+                captures.append(row)
+        found = captured_site_files(captures, list(fetch_all(captures)), ctx.config.crawl.index.crawls, counts)
+        ctx.write_counts(self.name, f"{fetch_name(partition)}-robots", counts)
         known = found.site_files(origins)
         return learned_optouts(
             ctx.store, ctx.config, lambda name: ctx.key(self.name, name), origins, known,
