@@ -788,6 +788,11 @@ class DomainTrainingConfig(_Section):
         "Word embeddings are always frozen (zero-shot languages keep their vectors). 2-4 makes CPU training several times cheaper.",
     )  # fmt: skip
     seed: int = Field(0, description="Seed of down-sampling, batch order and head initialisation.")
+    min_test_macro_f1: float = Field(
+        0.5, ge=0, le=1, description="A trained model is published only with at least this test macro F1, and not below "
+        "the newest published version's on the same test sentences (else the task fails, naming both; the model folder "
+        "stays). Only the pair's YAML may set it.",
+    )  # fmt: skip
 
 
 class DomainConfig(_Section):
@@ -1002,6 +1007,8 @@ DEPLOYMENT_ONLY = frozenset({
     # what the domain classifier learns from and predicts: a run that may set them publishes a model trained on its own
     # labelled site, which every later run with `domain.classifier: latest` loads
     "domain.training.crawl_runs", "domain.training.site_labels", "domain.training.other_sites", "domain.training.labels",
+    # what a published model must reach: a run that lowers it publishes any model as the newest
+    "domain.training.min_test_macro_f1",
 })  # fmt: skip
 
 

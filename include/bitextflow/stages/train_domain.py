@@ -4,12 +4,15 @@ Steps: labelled sentences (``domain.training.data`` or the offline Debian set) -
 sequential split per site -> down-sampling (Other at half) -> SVM or transformer training (dev fits the
 temperature) -> evaluation on test and, zero-shot, on the other language -> a model folder with its
 reports and metadata -> ``models/<pair>/domain/v<N>/`` in the store -> the DVC registry (tag
-``model-domain-<pair>-v<N>``). The pair DAG's runs pick the newest with ``domain.classifier: latest``.
+``model-domain-<pair>-v<N>``). The pair DAG's runs pick the newest with ``domain.classifier: latest``, so a model is
+published only when its test macro F1 reaches ``domain.training.min_test_macro_f1`` and is not below the newest
+published version's on the same test sentences (:func:`publication_refusal`); else the task fails in one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import tempfile
 import time
@@ -20,12 +23,12 @@ from pathlib import Path
 from typing import Any, get_args
 
 from bitextflow import records
-from bitextflow.catalog.models import publish_model, record_in_registry
+from bitextflow.catalog.models import domain_prefix, publish_model, published_versions, record_in_registry
 from bitextflow.classify.data import LabelledSentence, check_labels, downsample, label_crawled_sentences, read_labelled
-from bitextflow.classify.model import save_model
+from bitextflow.classify.model import METADATA_FILENAME, save_model
 from bitextflow.classify.training import evaluate_into, prepare_split, split_cap, train_classifier
 from bitextflow.config import DomainTrainingConfig, PairConfig
-from bitextflow.errors import StageError
+from bitextflow.errors import GateFailed, StageError
 from bitextflow.stages.base import Resources, Stage
 from bitextflow.storage import ObjectStore
 from bitextflow.storage.layout import stage_key
@@ -122,6 +125,39 @@ def training_sentences(
     return read_labelled(offline_set(config.source)), zero_shot, f"offline Debian set ({config.source})"
 
 
+def sentences_digest(test: Sequence[LabelledSentence]) -> str:
+    """What a model was tested on: a digest of its test sentences and labels, in any order."""
+    digest = hashlib.sha256()
+    for label, text in sorted((s.label, s.text) for s in test):
+        digest.update(f"{label}\t{text}\n".encode())
+    return digest.hexdigest()
+
+
+def publication_refusal(
+    metadata: Mapping[str, Any], minimum: float, previous: Mapping[str, Any] | None, previous_name: str = "the newest version"
+) -> str | None:
+    """Why a trained model (its ``metadata``) may not become the newest published one, else None: its test macro F1
+    is below ``minimum``, or below that of ``previous`` (the newest published version's metadata) when both were
+    tested on the same sentences (``test_digest``; on other sentences the two figures do not compare)."""
+    f1 = metadata["metrics"]["test"]["macro_f1"]
+    if f1 < minimum:
+        return f"test macro F1 {f1:.3f} is below domain.training.min_test_macro_f1 {minimum:g}"
+    if previous is None or previous.get("test_digest") != metadata["test_digest"]:
+        return None
+    before = previous.get("metrics", {}).get("test", {}).get("macro_f1")
+    if isinstance(before, int | float) and f1 < before:
+        return f"test macro F1 {f1:.3f} is below {previous_name}'s {before:.3f} on the same test sentences"
+    return None
+
+
+def newest_published(store: ObjectStore, pair: str) -> tuple[str, dict[str, Any]] | None:
+    """The newest published domain model's name (``v<N>``) and metadata, or None."""
+    versions = published_versions(store, pair)
+    if not versions:
+        return None
+    return f"v{versions[-1]}", store.get_json(f"{domain_prefix(pair)}v{versions[-1]}/{METADATA_FILENAME}")
+
+
 def train_domain(
     config: PairConfig,
     store: ObjectStore | None,
@@ -175,11 +211,20 @@ def train_domain(
         "data": data_source,
         "train_languages": languages,
         "data_counts": split.counts(),
+        "test_digest": sentences_digest(split.test),
         "metrics": {name: {k: v for k, v in m.items() if k != "confusion_matrix"} for name, m in metrics.items()},
         "training": training.model_dump(mode="json"),
         "training_seconds": round(training_seconds, 1),
     }
     metadata = save_model(classifier, folder, metadata)
+    if publish and store is not None:
+        newest = newest_published(store, config.pair)
+        name, previous = newest if newest is not None else ("the newest version", None)
+        if refusal := publication_refusal(metadata, training.min_test_macro_f1, previous, name):
+            raise GateFailed(
+                f"train-domain {config.pair}: not published, {refusal}; {f'{name} stays the newest' if newest else 'none is'} "
+                f"published (the model is in {folder}); train on more or cleaner data, or change the minimum in the pair's YAML"
+            )
     uri = publish_model(store, config.pair, folder) if publish and store is not None else None
     dvc_get = None
     if uri:
