@@ -198,10 +198,15 @@ class ObjectStore:
             raise self._fail(exc, "read", key) from None
 
     def get_range(self, key: str, offset: int, length: int) -> bytes:
-        """``length`` bytes of ``key`` from ``offset``, in one ranged GET (a WARC record by its index entry)."""
+        """``length`` bytes of ``key`` from ``offset``, in one ranged GET (a WARC record by its index entry). At most
+        ``length`` bytes are read, even from a server that ignores the range and sends the whole object."""
         try:
             ranged = {"Bucket": self.bucket, "Key": key, "Range": f"bytes={offset}-{offset + length - 1}"}
-            return self._client.get_object(**ranged)["Body"].read()
+            body = self._client.get_object(**ranged)["Body"]
+            try:
+                return body.read(length)
+            finally:
+                body.close()
         except (BotoCoreError, ClientError) as exc:
             raise self._fail(exc, "read", key) from None
 
