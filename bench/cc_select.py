@@ -135,7 +135,7 @@ def _fetch_names(inputs_keys: list[Any]) -> list[str]:
 def guard_costs(sites: int, repeats: int = 3) -> dict[str, float]:
     """Microseconds a record, the best of ``repeats``: ``site_verdict`` (the admission's robots.txt verdict) and
     ``declared_optout`` (a fetched record's own TDMRep and noai), on the generated index's bilingual pages."""
-    from bitextflow.catalog.ccindex import declared_optout
+    from bitextflow.catalog.cc_record_checks import declared_optout
     from bitextflow.config import PolicyConfig
     from bitextflow.policy import OptOuts, SiteFiles
     from bitextflow_local.localsite.ccindex import BILINGUAL_KINDS, KINDS, robots_captures, site_captures

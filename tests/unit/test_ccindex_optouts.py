@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from bitextflow.catalog.ccindex import RECORDS, Admission, captured_site_files, declared_optout
+from bitextflow.catalog.cc_record_checks import captured_site_files, declared_optout
+from bitextflow.catalog.ccindex import RECORDS, Admission
 from bitextflow.config import PolicyConfig
 from bitextflow.counts import StageCounts
 from bitextflow.policy import OptOuts, SiteFiles

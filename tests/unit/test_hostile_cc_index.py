@@ -9,15 +9,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from bitextflow.catalog.ccindex import (
-    RECORDS,
-    Admission,
-    captured_site_files,
-    located,
-    location_problem,
-    location_verdicts,
-    record_verdict,
-)
+from bitextflow.catalog.cc_locations import located, location_problem, location_verdicts
+from bitextflow.catalog.cc_record_checks import captured_site_files, record_verdict
+from bitextflow.catalog.ccindex import RECORDS, Admission
 from bitextflow.config import PolicyConfig
 from bitextflow.counts import StageCounts
 from bitextflow.policy import OptOuts, SiteFiles

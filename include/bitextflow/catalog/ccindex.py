@@ -22,7 +22,7 @@ at the admission point before a record is fetched (:class:`Admission`), the page
 
 The index's rows are not trusted: a row whose ``warc_filename`` is not a plain relative ``.warc.gz`` key (``../``,
 an absolute or empty segment, an escape), whose offset is negative or whose length is not positive or longer than
-``crawl.max_body_bytes`` is dropped by reason (:func:`location_problem`) before any request (S3 answers a range it
+``crawl.max_body_bytes`` is dropped by reason (:func:`bitextflow.catalog.cc_locations.location_problem`) before any request (S3 answers a range it
 cannot read, ``bytes=10-9``, with the whole object); a fetched record whose ``WARC-Target-URI`` is not the row's URL
 is set aside (:func:`record_verdict`): a row could otherwise put another page, which its site opts out of, under an
 admitted URL.
@@ -31,30 +31,25 @@ admitted URL.
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 import random
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from bitextflow.catalog.cc_locations import LOCATION, located, location_problem
 from bitextflow.catalog.warcs import warc_object
 from bitextflow.config import MAX_BODY_BYTES, CommonCrawlIndex, PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import MissingObjectError, StageError, StorageError
-from bitextflow.extract.documents import PAGE_TYPES
-from bitextflow.extract.warc import iter_responses
 from bitextflow.hashing import SeenHashes
 from bitextflow.policy import OptOuts
-from bitextflow.policy.captures import SiteFileCaptures
-from bitextflow.policy.robots import ROBOTS_MAX_BYTES
 from bitextflow.storage import ObjectStore
 from bitextflow.text.languages import three_letter_code
 from bitextflow.text.urls import site_bucket, site_partition
@@ -102,13 +97,6 @@ ROBOTS = pa.schema([RECORDS.field(name) for name in ("partition", "url", "crawl"
                                                       "warc_record_length")])  # fmt: skip
 #: The counts of the robots.txt captures found (all kept: a lookup, not a filter of pages), beside cc_records'.
 ROBOTS_COUNTS = "cc_records_robots"
-_LOCATION = ["warc_filename", "warc_record_offset", "warc_record_length"]
-#: A ``warc_filename`` fetched: a key relative to ``crawl.index.warc_root`` of plain segments (none empty, none ``.``
-#: or ``..``, no escape or backslash) ending ``.warc.gz`` (each record its own gzip member: the shards join them), as
-#: Common Crawl's ``crawl-data/CC-MAIN-.../warc/CC-MAIN-...-00000.warc.gz``. Linear in RE2 and in Python's ``re``.
-WARC_FILENAME = r"^(?:[A-Za-z0-9_][A-Za-z0-9_.=+-]*/)*[A-Za-z0-9_][A-Za-z0-9_.=+-]*\.warc\.gz$"
-WARC_FILENAME_MAX = 1024
-_WARC_FILENAME = re.compile(WARC_FILENAME)
 
 
 def crawl_of(uri: str) -> str:
@@ -149,41 +137,6 @@ class SiteRule:
         share = pc.divide(pc.cast(fewest, pa.float64()), pc.cast(pc.max_element_wise(sites["captures"], 1), pa.float64()))
         verdict = pc.if_else(pc.less(share, self.min_share), "below_min_share", pa.scalar(None, pa.string()))
         return pc.if_else(pc.less(fewest, self.min_captures), "below_min_captures", verdict)
-
-
-def location_problem(filename: object, offset: object, length: object, max_length: int = MAX_BODY_BYTES) -> str | None:
-    """Why one index row's record may not be fetched (a reason counted), else None: its ``warc_filename`` is no plain
-    relative ``.warc.gz`` key (:data:`WARC_FILENAME`), its offset is negative or missing, its length is missing, zero or
-    negative (a range S3 cannot read, answered with the whole object) or longer than ``max_length``."""
-    if not isinstance(filename, str) or len(filename) > WARC_FILENAME_MAX or not _WARC_FILENAME.fullmatch(filename):
-        return "index_warc_filename_invalid"
-    if not isinstance(offset, int) or offset < 0:
-        return "index_offset_invalid"
-    if not isinstance(length, int) or length <= 0:
-        return "index_length_invalid"
-    if length > max_length:
-        return "index_length_too_large"
-    return None
-
-
-def location_verdicts(rows: pa.Table, max_length: int) -> pa.Array:
-    """:func:`location_problem` of every row of ``rows`` (``warc_filename``, ``warc_record_offset``,
-    ``warc_record_length`` columns) at once: null where the record may be fetched, else the reason."""
-    name, offset, length = (rows[column] for column in _LOCATION)
-    none = pa.scalar(None, pa.string())
-    verdict = pc.if_else(pc.greater(length, max_length).fill_null(False), "index_length_too_large", none)
-    verdict = pc.if_else(pc.less_equal(length, 0).fill_null(True), "index_length_invalid", verdict)
-    verdict = pc.if_else(pc.less(offset, 0).fill_null(True), "index_offset_invalid", verdict)
-    named = pc.and_(pc.match_substring_regex(name, WARC_FILENAME), pc.less_equal(pc.utf8_length(name), WARC_FILENAME_MAX))
-    return pc.if_else(named.fill_null(False), verdict, "index_warc_filename_invalid")
-
-
-def located(rows: pa.Table, max_length: int, counts: StageCounts) -> pa.Table:
-    """``rows`` whose records may be fetched (:func:`location_verdicts`); the others dropped from ``counts`` by reason."""
-    verdicts = location_verdicts(rows, max_length)
-    for reason, n in Counter(verdicts.drop_null().to_pylist()).items():
-        counts.drop(reason, n)
-    return rows.filter(pc.is_null(verdicts))
 
 
 def selected_sites(counts: pa.Table, rule: SiteRule, stage_counts: StageCounts) -> pa.Table:
@@ -312,7 +265,7 @@ class CrawlIndex:
         pair's (:data:`RECORDS`), in batches, each sorted by site partition (index order within one), with its counts."""
         crawl = crawl_of(uri)
         only = ds.field("url_host_registered_domain").isin(sites)
-        for batch in self._captures(uri, ["url", "url_host_registered_domain", "content_languages", *_LOCATION], only):
+        for batch in self._captures(uri, ["url", "url_host_registered_domain", "content_languages", *LOCATION], only):
             counts = StageCounts("cc_records")
             counts.seen(batch.num_rows)
             language = primary_languages(batch.column("content_languages"), self.languages)
@@ -326,7 +279,7 @@ class CrawlIndex:
         """The robots.txt captures of the hosts of ``sites`` (registered domains) in one file of a crawl's robotstxt
         subset, whatever their status (:data:`ROBOTS`), in batches sorted by site partition, each with its counts."""
         crawl = crawl_of(uri)
-        for batch in self._scan(uri, ["url", *_LOCATION], ds.field("url_host_registered_domain").isin(sites)):
+        for batch in self._scan(uri, ["url", *LOCATION], ds.field("url_host_registered_domain").isin(sites)):
             counts = StageCounts(ROBOTS_COUNTS)
             counts.seen(batch.num_rows)
             kept = located(pa.Table.from_batches([batch]), self.max_record_bytes, counts)
@@ -417,60 +370,6 @@ class Admission:
             return "site_language_cap"
         self._per_site[site] += 1
         return None
-
-
-def captured_site_files(
-    captures: Sequence[Mapping[str, Any]],
-    records: Sequence[bytes | None],
-    crawls: Sequence[str],
-    counts: StageCounts | None = None,
-) -> SiteFileCaptures:
-    """The site files of the robotstxt subset: :data:`ROBOTS` rows with their fetched records (None: not found). An
-    origin's robots.txt is its capture in the first crawl of ``crawls`` that holds one, the first in index order
-    there (a URL is fetched from the first crawl listed too); a redirect stands for its target's capture
-    (:class:`SiteFileCaptures`). A record that does not parse is no capture, nor one holding a response whose
-    ``WARC-Target-URI`` is not its row's URL. ``counts`` gets each capture: kept, or dropped by reason."""
-    counts = counts if counts is not None else StageCounts("robots_captures")
-    rank = {crawl: position for position, crawl in enumerate(crawls)}
-    found = SiteFileCaptures()
-    unparsed = StageCounts("robots_captures")  # what the origins' robots.txt cannot come from is no page's count
-    for capture, record in sorted(zip(captures, records, strict=True), key=lambda pair: rank[pair[0]["crawl"]]):
-        counts.seen()
-        if record is None:
-            counts.drop("warc_missing")
-            continue
-        responses = list(iter_responses(io.BytesIO(record), unparsed, ROBOTS_MAX_BYTES))
-        if any(response.url != capture["url"] for response in responses):
-            counts.drop("record_url_mismatch")
-            continue
-        counts.keep()
-        for response in responses:
-            found.add(response.url, response.status, response.headers, response.body)
-    return found
-
-
-def declared_optout(optouts: OptOuts, record: bytes, max_page_bytes: int) -> str | None:
-    """The reason a fetched record's page opts itself out (a TDMRep reservation in its header or ``<meta>``, a
-    ``noai`` directive: :meth:`OptOuts.page_verdict`), else None. Read as extract reads a page: a 200 response of
-    an HTML type; any other record, or one that does not parse, is left to extract, which counts it."""
-    response = next(iter_responses(io.BytesIO(record), StageCounts("declared_optout"), max_page_bytes), None)
-    if response is None or response.status != 200 or response.mime not in PAGE_TYPES:
-        return None
-    return optouts.page_verdict(response.url, optouts.read(response.url, response.headers, response.body)).reason or None
-
-
-def record_verdict(optouts: OptOuts, record: bytes, url: str, max_page_bytes: int) -> str | None:
-    """The reason a fetched record is set aside, else None: it holds a response whose ``WARC-Target-URI`` is not
-    ``url``, its index row's (``record_url_mismatch``: the row points at another page's record, or its range spans
-    other records), or its page opts itself out (:func:`declared_optout`)."""
-    first = None
-    for response in iter_responses(io.BytesIO(record), StageCounts("record_verdict"), max_page_bytes):
-        if response.url != url:
-            return "record_url_mismatch"
-        first = first or response
-    if first is None or first.status != 200 or first.mime not in PAGE_TYPES:
-        return None
-    return optouts.page_verdict(first.url, optouts.read(first.url, first.headers, first.body)).reason or None
 
 
 def _url_hash(url: str) -> int:

@@ -4,14 +4,14 @@ into the run's WARC shards, one site partition per task (docs/commoncrawl.md).
 The plan writes ``cc_fetch/cc-NNNNN.inputs.json`` for each site partition holding records: the ``cc_records``
 files and row groups to read, of its records and of its hosts' robots.txt captures. A task first learns the site
 files of its records' origins, as the crawl learns a host's before fetching from it: each robots.txt capture read
-by byte range (:func:`bitextflow.catalog.ccindex.captured_site_files`), an origin without one as
+by byte range (:func:`bitextflow.catalog.cc_record_checks.captured_site_files`), an origin without one as
 ``policy.unknown_robots_on_ingest`` says (:func:`bitextflow.catalog.site_files.learned_optouts`: ``fetch`` asks the
 site now, through the crawler's guarded fetcher, cached in ``cc_fetch/site-files/``). It then streams its
 partition's records in index order through one admission point (:class:`bitextflow.catalog.ccindex.Admission`: URLs
 captured before, the site's opt-outs, the per-site cap), cuts them into shards of about ``crawl.warc_max_bytes`` by
 the lengths the index gives, and fetches each shard's records with ``crawl.index.fetch_concurrency`` ranged GETs in
 flight, each tried ``fetch_attempts`` times with backoff; a record whose page opts itself out (a TDMRep reservation
-or ``noai`` in its headers or markup: :func:`bitextflow.catalog.ccindex.declared_optout`) is set aside, counted, as
+or ``noai`` in its headers or markup: :func:`bitextflow.catalog.cc_record_checks.declared_optout`) is set aside, counted, as
 the crawler sets aside such a page, and so is a record whose ``WARC-Target-URI`` is not its row's URL
 (``record_url_mismatch``). A row the index gives no valid location (``index_*``: a ``warc_filename`` with ``../``, a
 length that is not positive or longer than ``crawl.max_body_bytes``) is dropped at the admission point, never
@@ -37,7 +37,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from bitextflow.catalog.ccindex import Admission, CrawlIndex, captured_site_files, location_problem, record_verdict
+from bitextflow.catalog.cc_locations import location_problem
+from bitextflow.catalog.cc_record_checks import captured_site_files, record_verdict
+from bitextflow.catalog.ccindex import Admission, CrawlIndex
 from bitextflow.catalog.site_files import learned_optouts
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
