@@ -21,6 +21,7 @@ from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.tables import read_table
 from bitextflow.text.urls import site_partition
 from bitextflow_local.localsite.ccindex import BUCKET, build_index
+from tests.integration.test_commoncrawl_optouts import fetch_counts
 from tests.support import BUCKET as RUN_BUCKET
 from tests.support import ROOT, wait_for
 
@@ -78,11 +79,9 @@ def test_selection_picks_exactly_the_bilingual_sites_and_fetches_their_pages_onc
     urls = [url for members in by_shard.values() for url in members]
     assert len(urls) == len(set(urls)), "a URL captured in both crawls is fetched once"
     assert set(urls) == {row.capture.url for row in generated.selected()}
-    fetched = {
-        key: ctx.store.get_json(key) for key in ctx.store.list_keys(ctx.key("cc_fetch", "")) if key.endswith(".counts.json")
-    }
-    assert sum(counts["kept"] for counts in fetched.values()) == len(urls)
-    assert sum(counts["dropped"].get("same_url_captured_before", 0) for counts in fetched.values()) > 0
+    fetched = fetch_counts(ctx)  # the pages' counts, not the robots.txt captures' (cc_fetch_robots)
+    assert sum(counts["kept"] for counts in fetched) == len(urls)
+    assert sum(counts["dropped"].get("same_url_captured_before", 0) for counts in fetched) > 0
     for key, members in by_shard.items():  # a shard holds its site partition's pages only: extract writes one a file
         assert {site_partition(url, 4) for url in members} == {partition_of_name(key)}
 
