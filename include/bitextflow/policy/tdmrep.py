@@ -22,7 +22,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
+
+from bitextflow.config import path_pattern
 
 TDMREP_PATH = "/.well-known/tdmrep.json"
 TDMREP_MAX_BYTES = 512_000  # a site-wide file like robots.txt; nothing the report asks for is larger
@@ -47,47 +50,22 @@ def _unescape_unreserved(path: str) -> str:
     return _UNRESERVED_ESCAPE.sub(lambda match: chr(int(match.group(1), 16)), path)
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
-    """A ``location`` matched from the path's start: ``*`` any characters, a final ``$`` the end.
-
-    Matched by a glob walk, not a regex: ``re`` backtracks over the ``.*`` a wildcard would become (a dozen ``*``
-    against a 60-character link held the crawl's event loop for more than 20 s). The literal parts between the
-    wildcards are found leftmost, one after the other (``str.find``), which is the whole match for a pattern whose
-    only wildcard is ``*``: time linear in the path and the pattern."""
-
-    parts: tuple[str, ...]
-    anchored: bool
-
-    @classmethod
-    def of(cls, location: str) -> Location:
-        location = _unescape_unreserved(location)
-        anchored = location.endswith("$")
-        return cls(tuple(location.removesuffix("$").split("*")), anchored)
-
-    def match(self, path: str) -> bool:
-        first, *rest = self.parts
-        if not path.startswith(first):
-            return False
-        if not rest:
-            return not self.anchored or len(path) == len(first)
-        position = len(first)
-        *middle, last = rest
-        for part in middle:
-            found = path.find(part, position)
-            if found < 0:
-                return False
-            position = found + len(part)
-        if self.anchored:
-            return len(path) - len(last) >= position and path.endswith(last)
-        return path.find(last, position) >= 0
+def location_pattern(location: str) -> Any:
+    """A ``location`` as a pattern matched from the path's start: ``*`` any characters, a final ``$`` the end. Compiled
+    by RE2, as ``crawl.include_paths`` are (:func:`bitextflow.config.path_pattern`): Python's ``re`` backtracks over
+    the ``.*`` a wildcard becomes (a dozen ``*`` against a 60-character link held the crawl's event loop for more than
+    20 s), RE2 matches in time linear in the path."""
+    location = _unescape_unreserved(location)
+    anchored = location.endswith("$")
+    body = ".*".join(re.escape(part) for part in location.removesuffix("$").split("*"))
+    return path_pattern("(?s)" + body + ("$" if anchored else ""))
 
 
 @dataclass(frozen=True)
 class TdmRule:
     location: str
     reservation: int
-    pattern: Location
+    pattern: Any
 
 
 #: Why a tdmrep.json could not be read within its bounds, the name the crawl counts it under (see :class:`TdmRepFile`).
@@ -134,7 +112,7 @@ class TdmRepFile:
                 continue  # a rule needs a location and a reservation; a broken one is skipped, not the file
             value = reservation_value(item.get("tdm-reservation"))
             if value is not None:
-                rules.append(TdmRule(item["location"], value, Location.of(item["location"])))
+                rules.append(TdmRule(item["location"], value, location_pattern(item["location"])))
         return cls(tuple(rules))
 
     def reservation(self, url: str) -> int | None:
