@@ -124,6 +124,42 @@ def test_a_paragraph_the_translator_merged_still_aligns(method: str, merge_sente
     assert links == [((k,), (k,)) for k in range(4)] + merged + after
 
 
+def page_with_headings_the_translation_lacks(blocks: int = 24) -> tuple[list[str], list[int], list[str], list[int]]:
+    """One-sentence blocks translated one to one, where every twelfth source block is preceded by a heading of its own
+    that the translation lacks, of two words of its own and one of that block's sentence (a page title repeated as its
+    first heading, which one language's extraction keeps and the other's drops): the block aligner joins it to its
+    neighbour."""
+    src, src_ids, tgt, tgt_ids = [], [], [], []
+    block = 0
+    for k in range(blocks):
+        if k % 12 == 1:
+            src.append(" ".join(words(100 + k).split()[:2] + words(k).split()[:1]))
+            src_ids.append(block)
+            block += 1
+        src.append(words(k))
+        src_ids.append(block)
+        block += 1
+        tgt.append(words(k).upper())
+        tgt_ids.append(k)
+    return src, src_ids, tgt, tgt_ids
+
+
+# Gale-Church sees lengths only: nothing tells it that the heading is not part of its neighbour's translation.
+@pytest.mark.parametrize("method", [method for method in SENTENCE_ALIGNERS if method != "gale-church"])
+def test_a_block_the_translation_lacks_stays_out_of_its_neighbours_bead(method: str) -> None:
+    src, src_ids, tgt, tgt_ids = page_with_headings_the_translation_lacks()
+    blocks = PageBlocks(SideBlocks(src_ids), SideBlocks(tgt_ids))
+    plan = plan_blocks(src, tgt, blocks)
+    assert plan is not None and plan.corresponding
+    beads = aligner(method)(src, tgt, blocks)
+    assert covers(beads, len(src), len(tgt))
+    assert not [bead for bead in beads if crosses_one_side(blocks, bead.src, bead.tgt)], method
+    links = {(bead.src, bead.tgt) for bead in beads}
+    for j, text in enumerate(tgt):
+        i = src.index(text.lower())
+        assert any(i in s and j in t for s, t in links), (method, text)
+
+
 def test_a_reflowed_page_keeps_the_document_search_with_a_price_on_one_sided_crossings() -> None:
     """Blocks of two sentences against blocks of three: the structures do not correspond, the plan is the document-level
     search, and it pairs every sentence with its translation (Vecalign's cost merges pairs of fake vectors into 2-2

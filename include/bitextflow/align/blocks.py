@@ -13,14 +13,17 @@ et al. 2013) reads a page's structure (block types and lengths) as evidence of t
 - **Block plan** (:func:`bitextflow.align.block_plan.plan_blocks`): the two pages' blocks are aligned as units with the
   dictionary-and-length aligner (:mod:`.lexical`) over the blocks' texts. Where that alignment is mostly 1-1 (at least
   :data:`MIN_CORRESPONDING_SHARE` of each side's sentences lie in 1-1 block beads of the same block type), the pages'
-  structures correspond: the block beads become *groups* (a 2-1 block bead is a paragraph the translator merged, so its
-  sentences may be aligned across the boundary the other side lacks; runs of 1-0 and 0-1 block beads between two
-  groups become one group, a block pair the block aligner could not match, whose sentences may still be aligned or
+  structures correspond: the block beads become *groups* (a 2-1 block bead may be a paragraph the translator merged,
+  or a heading, list item or cell the other side lacks next to its neighbour; runs of 1-0 and 0-1 block beads between
+  two groups become one group, a block pair the block aligner could not match, whose sentences may still be aligned or
   left null), and the sentence search runs inside the groups only (:meth:`BlockPlan.band`, :meth:`BlockPlan.cost`).
-- Where they do not correspond (a page re-flowed by its translator), the document-level search stays, and a bead that
-  crosses a block boundary on one side only (its source side spans a boundary XOR its target side does) pays
-  :data:`CROSSING_COST` times the aligner's own null-bead cost: a crossing is believed only where it saves more than
-  leaving a sentence out would cost.
+- Everywhere, a bead that crosses a block boundary on one side only (its source side spans a boundary XOR its target
+  side does) pays :data:`CROSSING_COST` times the aligner's own null-bead cost: a crossing is believed only where it
+  saves more than leaving a sentence out would cost. Inside a 2-1 group, that is what tells a merged paragraph (its
+  sentences still pair one to one, or one translates two) from a block the other side lacks (its sentence stays null
+  rather than riding on its neighbour's bead: "Organization of This Document This document is meant ..." against the
+  paragraph's first sentence alone, on a page whose translation has no heading there). Where the structures do not
+  correspond (a page re-flowed by its translator), the document-level search stays, with the same price.
 
 Every aligner (:mod:`.sentences`, :mod:`.lexical`, :mod:`.embedding`, :mod:`.hybrid`) takes a plan; without one (no
 block information: gold files, plain text) the search is what it was.
@@ -122,21 +125,21 @@ class BlockPlan:
         return lo, hi
 
     def cost(self, bead_cost: BeadCost, null_cost: float) -> BeadCost:
-        """``bead_cost`` with the blocks' rule: inside one group only (corresponding structures), or plus
-        :data:`CROSSING_COST` x ``null_cost`` for a one-sided crossing (the document-level search)."""
+        """``bead_cost`` plus :data:`CROSSING_COST` x ``null_cost`` for a one-sided crossing, and where the structures
+        correspond, inside one group only."""
         crossing = CROSSING_COST * null_cost
 
         def cost(di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
             result = bead_cost(di, dj, s, t)
             if di == 0 or dj == 0:
                 return result  # the band places null beads (see band())
+            one_sided = _crossings(self.src_blocks, di, s) != _crossings(self.tgt_blocks, dj, t)
             if self.corresponding:
                 group = self.src_group[s]
                 inside = (
                     (self.src_group[s + di - 1] == group) & (self.tgt_group[t] == group) & (self.tgt_group[t + dj - 1] == group)
                 )
-                return np.where(inside, result, np.inf)
-            one_sided = _crossings(self.src_blocks, di, s) != _crossings(self.tgt_blocks, dj, t)
+                return np.where(inside, result + crossing * one_sided, np.inf)
             return result + crossing * one_sided
 
         return cost
