@@ -17,9 +17,10 @@ et al. 2013) reads a page's structure (block types and lengths) as evidence of t
   or a heading, list item or cell the other side lacks next to its neighbour; runs of 1-0 and 0-1 block beads between
   two groups become one group, a block pair the block aligner could not match, whose sentences may still be aligned or
   left null), and the sentence search runs inside the groups only (:meth:`BlockPlan.band`, :meth:`BlockPlan.cost`).
-- Everywhere, a bead that crosses a block boundary on one side only (its source side spans a boundary XOR its target
-  side does) pays :data:`CROSSING_COST` times the aligner's own null-bead cost: a crossing is believed only where it
-  saves more than leaving a sentence out would cost. Inside a 2-1 group, that is what tells a merged paragraph (its
+- Everywhere, a bead pays :data:`CROSSING_COST` times the aligner's own null-bead cost for each block boundary one of
+  its sides spans beyond those the other side spans (a 2-2 bead spanning one boundary on each side merges both there
+  and pays nothing; a 3-1 bead joining three blocks of one side pays twice): a crossing is believed only where it
+  saves more than leaving its sentences out would cost. Inside a 2-1 group, that is what tells a merged paragraph (its
   sentences still pair one to one, or one translates two) from a block the other side lacks (its sentence stays null
   rather than riding on its neighbour's bead: "Organization of This Document This document is meant ..." against the
   paragraph's first sentence alone, on a page whose translation has no heading there). Where the structures do not
@@ -42,7 +43,7 @@ BeadCost = Callable[[int, int, NDArray[np.int64], NDArray[np.int64]], NDArray[np
 
 #: Share of each side's sentences that must lie in 1-1 block beads of one type for the structures to correspond.
 MIN_CORRESPONDING_SHARE = 0.8
-#: Cost of a bead crossing a block boundary on one side only, in units of the aligner's null-bead cost.
+#: Cost of each block boundary a bead crosses on one side only, in units of the aligner's null-bead cost.
 CROSSING_COST = 1.0
 
 
@@ -77,11 +78,11 @@ class PageBlocks:
     tgt: SideBlocks
 
 
-def _crossings(ordinals: NDArray[np.int64], d: int, starts: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """Whether the runs of ``d`` sentences starting at ``starts`` span a block boundary (False for empty runs)."""
+def _crossings(ordinals: NDArray[np.int64], d: int, starts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """How many block boundaries the runs of ``d`` sentences starting at ``starts`` span (0 for empty runs)."""
     if d <= 1:
-        return np.zeros(len(starts), dtype=bool)
-    result: NDArray[np.bool_] = ordinals[starts + d - 1] != ordinals[starts]
+        return np.zeros(len(starts), dtype=np.int64)
+    result: NDArray[np.int64] = ordinals[starts + d - 1] - ordinals[starts]
     return result
 
 
@@ -125,15 +126,15 @@ class BlockPlan:
         return lo, hi
 
     def cost(self, bead_cost: BeadCost, null_cost: float) -> BeadCost:
-        """``bead_cost`` plus :data:`CROSSING_COST` x ``null_cost`` for a one-sided crossing, and where the structures
-        correspond, inside one group only."""
+        """``bead_cost`` plus :data:`CROSSING_COST` x ``null_cost`` for each boundary crossed on one side only, and where
+        the structures correspond, inside one group only."""
         crossing = CROSSING_COST * null_cost
 
         def cost(di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
             result = bead_cost(di, dj, s, t)
             if di == 0 or dj == 0:
                 return result  # the band places null beads (see band())
-            one_sided = _crossings(self.src_blocks, di, s) != _crossings(self.tgt_blocks, dj, t)
+            one_sided = np.abs(_crossings(self.src_blocks, di, s) - _crossings(self.tgt_blocks, dj, t))
             if self.corresponding:
                 group = self.src_group[s]
                 inside = (
