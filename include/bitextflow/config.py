@@ -691,8 +691,13 @@ class EmbedConfig(_Section):
 
 
 class ScoreConfig(_Section):
-    max_length_ratio: float = Field(2.5, ge=1, description="Longer side / shorter side, in characters.")
-    min_characters: int = Field(3, ge=1, description="Each side needs at least this many characters.")
+    max_length_ratio: float = Field(
+        2.5,
+        ge=1,
+        description="Longer side / shorter side, in Latin-character equivalents (a Chinese character counts "
+        "3.6, kana 1.7, Hangul 2.4: docs/score.md).",
+    )
+    min_characters: int = Field(3, ge=1, description="Each side needs at least this many Latin-character equivalents.")
     use_bicleaner: Literal["yes", "if-installed", "no"] = Field(
         "no",
         description="Also fix, tag and score pairs with bifixer, bicleaner-hardrules and bicleaner-ai in their own environment "
@@ -851,7 +856,9 @@ class DomainConfig(_Section):
 
 class GateConfig(_Section):
     min_sentence_pairs: int = Field(1, ge=0, description="Fewer released pairs fail the gate.")
-    max_length_ratio: float = Field(3.0, ge=1, description="Any pair with a larger char-length ratio fails it.")
+    max_length_ratio: float = Field(
+        3.0, ge=1, description="Any pair with a larger length ratio (Latin-character equivalents) fails it."
+    )
     max_duplicate_share: float = Field(0.05, ge=0, le=1, description="Share of repeated pairs allowed.")
     max_other_language_share: float = Field(
         0.1, ge=0, le=1, description="Share of one side's sentences that CLD2 is sure are in another language allowed."

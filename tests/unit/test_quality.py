@@ -195,6 +195,13 @@ def test_length_ratio_is_finite_for_empty_sides() -> None:
     assert ratios.tolist() == [2.0, 3.0, 1.0, 1.0]
 
 
+def test_length_ratio_counts_in_the_score_rules_unit_fair_across_scripts() -> None:
+    english = "An information system can have a varying level of importance depending on the environment."
+    japanese = "情報システムはその環境に依存してさまざまな重要度を持ちます。"  # 30 characters against 90
+    (ratio,) = length_ratio(pd.Series([english]), pd.Series([japanese])).tolist()
+    assert ratio < 1.5
+
+
 def test_importing_the_gate_does_not_import_great_expectations() -> None:
     code = "import sys, bitextflow.quality; print('great_expectations' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

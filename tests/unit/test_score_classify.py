@@ -52,6 +52,47 @@ def test_numbers_are_digits_only_where_the_languages_are_unknown_or_unread():
     assert numbers_read("Есть два типа.", "ru") == [] and numbers_read("Hay dos tipos.", "es-MX") == ["2"]
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "lang_b"),
+    [
+        # 90 characters against 30: a third as many, as Japanese writes it
+        (
+            "An information system can have a varying level of importance depending on the environment.",
+            "情報システムはその環境に依存してさまざまな重要度を持ちます。",
+            "ja",
+        ),
+        ("Most cursor keys work intuitively in this editor.", "大部分光标键都能直观地工作。", "zh"),
+        ("The installer supports many languages.", "설치 프로그램은 여러 언어를 지원합니다.", "ko"),
+    ],
+)
+def test_a_correct_translation_in_a_denser_script_passes_the_rules(a, b, lang_b):
+    assert len(a) / len(b) > 2.5 or lang_b == "ko"  # what the rule in characters rejected (this Korean one passed)
+    assert hard_rule_violations(a, b, RULES, "en", lang_b) == []
+
+
+def test_a_denser_script_still_fails_the_length_rule_when_a_side_is_missing_text():
+    assert hard_rule_violations("Install it.", "インストール前にシステム全体の設定ファイルをすべて確認してください。", RULES, "en", "ja") == [
+        "length_ratio"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "lang_b", "tags"),
+    [
+        # full-width digits, kanji numerals, Arabic-Indic and Devanagari digits are the same numbers
+        ("Insert 2 disks and press key 3.", "２枚のディスクを入れて、三番目のキーを押します。", "ja", []),
+        ("Chapter 12 describes the 2024 release.", "第十二章介绍了二〇二四年的版本。", "zh", []),
+        ("Reboot after 10 seconds.", "أعد التشغيل بعد ١٠ ثوان.", "ar", []),
+        ("Wait 15 minutes.", "१५ मिनट प्रतीक्षा करें।", "hi", []),
+        # and a different number is still a mismatch
+        ("Chapter 12 describes the 2024 release.", "第十三章介绍了二〇二四年的版本。", "zh", ["numbers_mismatch"]),
+        ("Reboot after 10 seconds.", "أعد التشغيل بعد ١٢ ثانية.", "ar", ["numbers_mismatch"]),
+    ],
+)
+def test_numbers_match_across_scripts(a, b, lang_b, tags):
+    assert hard_rule_violations(a, b, RULES, "en", lang_b) == tags
+
+
 TERMS = {"package": 2.0, "package manager": 1.0, "kernel": 1.5}
 
 

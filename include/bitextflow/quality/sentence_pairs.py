@@ -9,7 +9,7 @@ The thresholds come from :class:`~bitextflow.config.GateConfig`. Each partition'
   check); a non-whitespace character in ``text_a`` and ``text_b``;
 - ``alignment_score``, ``domain_relevance`` and, where a scorer wrote them, the optional score columns
   (:data:`OPTIONAL_SCORE_COLUMNS`) in [0, 1]; ``lang_a`` / ``lang_b`` equal to the pair's languages;
-- a character-length ratio longer/shorter side (helper column ``length_ratio``) of at most
+- a length ratio (Latin-character equivalents) longer/shorter side (helper column ``length_ratio``) of at most
   ``gate.max_length_ratio``.
 
 The run as a whole (suite ``sentence_pairs``, one row of figures summed over the partitions,
@@ -38,6 +38,7 @@ import pandas as pd
 from bitextflow.config import GateConfig
 from bitextflow.quality.engine import Check
 from bitextflow.text.languages import cld2
+from bitextflow.text.lengths import weighted_length
 
 SENTENCE_PAIR_COLUMNS: tuple[str, ...] = (
     "url_a", "url_b", "lang_a", "lang_b", "text_a", "text_b", "alignment_score",
@@ -55,13 +56,14 @@ SUITE_NAME = "sentence_pairs"
 
 
 def length_ratio(text_a: pd.Series, text_b: pd.Series) -> pd.Series:
-    """Longer side over shorter side in characters, per row.
+    """Longer side over shorter side in Latin-character equivalents (:func:`~bitextflow.text.lengths.weighted_length`,
+    the unit of the score stage's rule), per row.
 
     The shorter length is floored at 1 so an empty side gives a finite ratio (the emptiness has its
     own expectation); a ratio of infinity would also not survive JSON serialisation of the result.
     """
-    len_a = text_a.fillna("").astype(str).str.len()
-    len_b = text_b.fillna("").astype(str).str.len()
+    len_a = text_a.fillna("").astype(str).map(weighted_length).astype(float)
+    len_b = text_b.fillna("").astype(str).map(weighted_length).astype(float)
     longer = pd.concat([len_a, len_b], axis=1).max(axis=1)
     shorter = pd.concat([len_a, len_b], axis=1).min(axis=1).clip(lower=1)
     return (longer / shorter).astype(float)

@@ -8,29 +8,69 @@ bicleaner-hardrules and bicleaner-ai (:mod:`~bitextflow.score.bicleaner`) run af
 from __future__ import annotations
 
 import re
+import unicodedata
+import warnings
 from collections import Counter
 
 from text_to_num import alpha2digit
 
 from bitextflow.config import ScoreConfig
 from bitextflow.text.comparison import normalise_for_comparison
+from bitextflow.text.lengths import weighted_length
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# \d is every decimal digit (full-width, Arabic-Indic, Devanagari, ...); separators: ASCII, full-width, Arabic
+_SEPARATORS = ".,\uff0c\uff0e\u066b\u066c"
+_NUMBER = re.compile(rf"\d+(?:[{_SEPARATORS}]\d+)*")
+_SEPARATOR = re.compile(f"[{_SEPARATORS}]")
 #: The languages whose spelled numbers text2num reads (``alpha2digit``).
 SPELLED_NUMBER_LANGUAGES = frozenset({"da", "de", "en", "es", "fr", "it", "nl", "pt"})
+#: The languages whose numerals in Chinese characters cn2an reads ("三" 3, "十二" 12, "二〇二四" 2024).
+CJK_NUMERAL_LANGUAGES = frozenset({"ja", "zh"})
+
+
+class _AsciiDigits(dict):
+    """``str.translate`` table: every Unicode decimal digit to its ASCII digit, filled as characters are met."""
+
+    def __missing__(self, code: int) -> int:
+        digit = unicodedata.decimal(chr(code), None)
+        self[code] = value = code if digit is None else ord("0") + digit
+        return value
+
+
+_ASCII_DIGITS = _AsciiDigits()
 
 
 def numbers_of(text: str) -> list[str]:
-    """Numbers written in digits, separators removed, sorted: 1,000.5 and 1.000,5 both become 10005."""
-    return sorted(re.sub(r"[.,]", "", n) for n in _NUMBER.findall(text))
+    """Numbers written in digits of any script, as ASCII, separators removed, sorted: 1,000.5, 1.000,5 and
+    １，０００．５ all become 10005."""
+    found = _NUMBER.findall(text)
+    if not text.isascii():
+        found = [number.translate(_ASCII_DIGITS) for number in found]
+    return sorted(_SEPARATOR.sub("", n) for n in found)
 
 
 def numbers_read(text: str, lang: str) -> list[str]:
-    """:func:`numbers_of` the text with its spelled numbers read as digits too where text2num reads ``lang``: "dos"
-    2, "treinta y cinco" 35, "primera" 1, "cero" 0. Every number word counts, so "un libro" holds a 1: these are the
-    numbers a side offers, never the ones it requires (:func:`unmatched_numbers`)."""
+    """:func:`numbers_of` the text with its spelled numbers read as digits too where text2num reads ``lang`` ("dos"
+    2, "treinta y cinco" 35, "primera" 1, "cero" 0) and numerals in Chinese characters where ``lang`` is Chinese or
+    Japanese ("三番目" 3). Every number word counts, so "un libro" holds a 1: these are the numbers a side offers,
+    never the ones it requires (:func:`unmatched_numbers`)."""
     language = lang.split("-")[0].lower()
-    return numbers_of(alpha2digit(text, language, threshold=0) if language in SPELLED_NUMBER_LANGUAGES else text)
+    if language in SPELLED_NUMBER_LANGUAGES:
+        text = alpha2digit(text, language, threshold=0)
+    elif language in CJK_NUMERAL_LANGUAGES:
+        text = _cjk_numerals_read(text)
+    return numbers_of(text)
+
+
+def _cjk_numerals_read(text: str) -> str:
+    import cn2an  # noqa: PLC0415 - only Chinese and Japanese pairs need it (and it imports slowly)
+
+    with warnings.catch_warnings():  # it warns of each run of numeral characters it cannot read, and leaves it
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            return str(cn2an.transform(text, "cn2an"))
+        except (ValueError, KeyError, IndexError):
+            return text
 
 
 def unmatched_numbers(text_a: str, text_b: str, lang_a: str, lang_b: str) -> bool:
@@ -49,9 +89,10 @@ def hard_rule_violations(text_a: str, text_b: str, config: ScoreConfig, lang_a: 
     languages, which say how numbers are spelled (none given: digits only)."""
     tags: list[str] = []
     a, b = text_a.strip(), text_b.strip()
-    if len(a) < config.min_characters or len(b) < config.min_characters:
+    len_a, len_b = weighted_length(a), weighted_length(b)  # Latin-character equivalents: fair across scripts
+    if len_a < config.min_characters or len_b < config.min_characters:
         tags.append("too_short")
-    if min(len(a), len(b)) and max(len(a), len(b)) / min(len(a), len(b)) > config.max_length_ratio:
+    if min(len_a, len_b) and max(len_a, len_b) / min(len_a, len_b) > config.max_length_ratio:
         tags.append("length_ratio")
     if normalise_for_comparison(a) == normalise_for_comparison(b):
         tags.append("identical_sides")
