@@ -1,7 +1,8 @@
-"""The local stack's tooling without starting it: secret files, and the one-line errors where a server it needs is
-missing (the stack itself is tests/stack's)."""
+"""The local stack's tooling without starting it: secret files, the one-line errors where a server it needs is missing,
+and `prepare` of a pair without a dictionary (the stack itself is tests/stack's)."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,14 @@ def test_a_model_build_that_cannot_run_is_one_line_naming_the_step_and_where_its
     log_file = Path(line.split("its traceback is in ")[1].split(";")[0])
     assert "Traceback" in log_file.read_text() and line.endswith("fix the cause and run `make models` again")
     log_file.unlink()
+
+
+def test_a_pair_without_a_dictionary_is_prepared_with_a_line_on_what_its_runs_do(tmp_path, monkeypatch) -> None:
+    """en-zh has no Debian dictionary package (apt-cache answers from the machine's package lists): `prepare` goes on."""
+    if shutil.which("apt-cache") is None:
+        pytest.skip("apt-cache not found: the dictionary step needs Debian's package lists")
+    from bitextflow_local.prepare import dictionary_step
+
+    monkeypatch.setenv("BITEXTFLOW_CACHE", str(tmp_path))
+    line = dictionary_step("en", "zh").build()
+    assert line.startswith("none for en-zh") and "identical tokens" in line

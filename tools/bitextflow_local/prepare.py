@@ -101,10 +101,11 @@ def dictionary_step(lang_a: str, lang_b: str) -> Step:
         from bitextflow.align.dictionary import load_dictionary
 
         dictionary = load_dictionary(lang_a, lang_b)
-        if dictionary is None:
-            raise BitextflowError(
-                f"no {lang_a}-{lang_b} dictionary could be built (the line above says why); fix that, or let the pair "
-                "config do without: align.sentence_aligner gale-church and no tfidf in align.document_methods"
+        if dictionary is None:  # a pair without one still runs: say what its runs will do instead
+            return (
+                f"none for {lang_a}-{lang_b} (the line above says why): its runs align sentences on the vectors, lengths "
+                "and identical tokens (numbers, names, commands) without word pairs, and tfidf document alignment "
+                "compares identical tokens only"
             )
         return f"{len(dictionary)} lemma pairs"
 
