@@ -58,12 +58,15 @@ $(STAMP): requirements.lock pyproject.toml tools/pyproject.toml
 
 # Debian packages of what the demo does not run: groff (the crawl benchmark's full local site), Redis and
 # PostgreSQL (the distributed profile, `services up --executor celery`; Debian keeps initdb off PATH), Chromium
-# and its driver (tests/stack/test_browser.py).
+# and its driver (tests/stack/test_browser.py), Noto fonts (reports of pairs outside Latin, Cyrillic and Greek).
 debian-extras:
 	$(call debian,command -v groff,groff-base)
 	$(call debian,command -v redis-server,redis-server)
 	$(call debian,command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb',postgresql)
 	$(call debian,command -v chromedriver,chromium chromium-driver)
+	@# the release report's plots draw Chinese, Japanese, Korean, Arabic, Devanagari and Thai text with these
+	@# (bitextflow.release.report.PLOT_FONTS); matplotlib lists fonts once, so its list is made again after
+	$(call debian,fc-list -q 'Noto Sans CJK JP' && fc-list -q 'Noto Sans Arabic',fonts-noto-cjk fonts-noto-core) && rm -f $${XDG_CACHE_HOME:-$$HOME/.cache}/matplotlib/fontlist-*.json
 
 # Every dictionary, model, data set and environment a pair config or a test uses (`bitextflow-local prepare --list`).
 models: venv

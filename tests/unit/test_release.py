@@ -6,6 +6,7 @@ tests/integration/test_release.py's.
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -223,3 +224,25 @@ def test_seen_hashes_say_which_are_new_in_order_across_chunks_and_at_the_ends_of
             reference.add(value)
         assert seen.add(chunk).tolist() == expected
     assert len(seen) == len(reference)
+
+
+def test_the_report_of_a_japanese_release_draws_every_glyph_and_counts_words(tmp_path: Path) -> None:
+    """matplotlib drew Japanese domain terms as boxes ("Glyph 12531 missing from font(s) DejaVu Sans"), and the
+    statistics counted a Japanese sentence as one whitespace token."""
+    import warnings
+
+    from matplotlib import font_manager
+
+    try:
+        font_manager.findfont("Noto Sans CJK JP", fallback_to_default=False)
+    except ValueError:
+        pytest.skip("Noto Sans CJK JP is not installed (`make setup` installs Debian's fonts-noto-cjk)")
+    df = pairs(12).assign(lang_b="ja", domain_terms="contract;契約;パッケージ")
+    df["text_b"] = [f"第{i}条：両当事者は「ここ」に同意し署名します。" for i in range(12)]
+    extras = ReleaseExtras(crawl_log=[{"url": df["url_a"][0], "outcome": "fetched"}])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_release(tmp_path, "en-ja", 1, df, counts(), "run-ja", GATE_REPORT, extras)
+    assert not [str(w.message) for w in caught if "missing from font" in str(w.message)]
+    stats = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
+    assert stats["side_b"]["tokens"] >= 12 * 8  # ICU words (第 0 条 両 当事者 は ここ に 同意 し 署名 します), not 12

@@ -15,7 +15,6 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from icu4py.breakers import WordBreaker
 from sacremoses import MosesPunctNormalizer
 from sentencex import segment
 
@@ -24,9 +23,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.extract.language import identify
 from bitextflow.extract.model import SENTENCE_SOURCE_TYPES, ExtractedPage
 from bitextflow.text.languages import UNKNOWN
-
-# Languages whose script has no spaces between words; ICU segments them with its word dictionaries.
-UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
+from bitextflow.text.lengths import token_count
 
 
 @dataclass(slots=True)
@@ -154,16 +151,6 @@ def normalise_punctuation(text: str, language: str) -> str:
         for pattern, substitution in normaliser.substitutions:
             text = pattern.sub(substitution, text)
     return " ".join(text.split())
-
-
-def token_count(text: str, language: str) -> int:
-    """Words of ``text``: whitespace tokens, or for languages written without spaces (Chinese, Japanese,
-    Thai, ...) the words of ICU's dictionary-based word segmenter, so the DSI token window means the
-    same in every language. Segments without a letter or digit (punctuation, spaces) are not words.
-    """
-    if language not in UNSPACED_LANGUAGES:
-        return len(text.split())
-    return sum(1 for word in WordBreaker(text, language) if any(ch.isalnum() for ch in word))
 
 
 def ends_with_punctuation(text: str) -> bool:

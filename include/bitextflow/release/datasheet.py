@@ -116,7 +116,7 @@ def render_datasheet(
         "",
         "## Composition",
         f"- {stats['sentence_pairs']} sentence pairs ({stats['unique_pairs']} unique) from {stats['document_pairs']} document pairs.",
-        f"- {stats['side_a']['tokens']} {src} tokens, {stats['side_b']['tokens']} {tgt} tokens (whitespace tokens).",
+        f"- {stats['side_a']['tokens']} {src} tokens, {stats['side_b']['tokens']} {tgt} tokens (words: whitespace tokens, ICU word boundaries in scripts without spaces).",
         *(f"- {n} monolingual {lang} sentences (deduplicated)." for lang, n in stats.get("monolingual_sentences", {}).items()),
         "- Files: `<pair>.tsv` (Bitextor columns), `<pair>.tmx` (TMX 1.4), `<pair>.jsonl` (every field), "
         "`document_pairs.jsonl`, `mono.<lang>.txt`, `stats.json`, `report.html`, `gate.json`, `release.json`.",

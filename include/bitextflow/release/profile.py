@@ -24,6 +24,7 @@ import pandas as pd
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.hashing import SeenHashes
+from bitextflow.text.lengths import token_count
 
 TOKEN_BIN_EDGES: tuple[int, ...] = (0, 5, 10, 20, 30, 50, 80, 120)
 """Left edges of token-length bins (last bin open-ended); fixed so versions compare bin by bin."""
@@ -85,9 +86,9 @@ class _Side:
         self.character_bins = np.zeros(len(CHARACTER_BIN_EDGES), dtype=np.int64)
 
     def add(self, texts: list[str], urls: list[str], languages: list[str]) -> None:
-        # Whitespace tokens: language-neutral and reproducible, though scripts without spaces (zh, ja) count a
-        # sentence as one token; characters are given next to them for that reason.
-        tokens = np.array([len(t.split()) for t in texts], dtype=np.int64)
+        # Words: whitespace tokens, and ICU's word boundaries for scripts without spaces (zh, ja, th), where a
+        # whole sentence would be one whitespace token
+        tokens = np.array([token_count(t, language) for t, language in zip(texts, languages, strict=True)], dtype=np.int64)
         characters = np.array([len(t) for t in texts], dtype=np.int64)
         self.tokens += int(tokens.sum())
         self.characters += int(characters.sum())

@@ -34,6 +34,26 @@ matplotlib.use("Agg")  # before pyplot: workers have no display
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib import font_manager  # noqa: E402
+
+# Every glyph is looked up in these fonts in order (matplotlib's font fallback): DejaVu for Latin, Cyrillic and Greek,
+# then Debian's Noto fonts (fonts-noto-cjk, fonts-noto-core: `make setup`) for Chinese, Japanese, Korean, Arabic,
+# Hebrew, Devanagari and Thai, so domain terms and hosts in those scripts are drawn, not boxes. A font that is not
+# installed is left out (matplotlib would warn of it at every text).
+PLOT_FONTS = (
+    "DejaVu Sans", "Noto Sans CJK JP", "Noto Sans Arabic", "Noto Sans Hebrew", "Noto Sans Devanagari", "Noto Sans Thai",
+)  # fmt: skip
+
+
+def _installed(family: str) -> bool:
+    try:
+        font_manager.findfont(family, fallback_to_default=False)
+    except ValueError:
+        return False
+    return True
+
+
+plt.rcParams["font.family"] = [family for family in PLOT_FONTS if _installed(family)] or ["DejaVu Sans"]
 
 from bitextflow.release.profile import MAX_LABELS as _MAX_LABELS  # noqa: E402
 from bitextflow.release.profile import CorpusProfile, GateVerdict, host  # noqa: E402
@@ -163,7 +183,8 @@ def _efficiency_plot(curve: np.ndarray) -> str:
 
 def _table(rows: Iterable[tuple[Any, ...]], header: tuple[str, ...]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
+    # dir="auto": a cell of Arabic or Hebrew text reads right to left
+    body = "".join("<tr>" + "".join(f'<td dir="auto">{html.escape(str(v))}</td>' for v in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 

@@ -1,4 +1,4 @@
-"""Text length in a unit fair across scripts: Latin-character equivalents.
+"""Text length in units fair across scripts: Latin-character equivalents, and words.
 
 A Chinese sentence has about a third as many characters as its English translation, a Japanese or Korean one about
 half: a length-ratio rule in characters, set for English-Spanish, rejects most correct English-Chinese pairs. Here a
@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import re
 
+from icu4py.breakers import WordBreaker
+
+# Languages whose script has no spaces between words; ICU segments them with its word dictionaries.
+UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
 #: Latin-character equivalents per character, by script (code point ranges; everything else counts 1).
 SCRIPT_WEIGHTS: dict[str, tuple[float, str]] = {
     "han": (3.6, "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"),
@@ -37,3 +41,13 @@ def script_counts(text: str) -> dict[str, int]:
 def weighted_length(text: str) -> float:
     """The length of ``text`` in Latin-character equivalents (its character count where every character counts one)."""
     return len(text) + sum((SCRIPT_WEIGHTS[name][0] - 1.0) * count for name, count in script_counts(text).items())
+
+
+def token_count(text: str, language: str) -> int:
+    """Words of ``text``: whitespace tokens, or for languages written without spaces (Chinese, Japanese,
+    Thai, ...) the words of ICU's dictionary-based word segmenter, so the DSI token window means the
+    same in every language. Segments without a letter or digit (punctuation, spaces) are not words.
+    """
+    if language.split("-")[0] not in UNSPACED_LANGUAGES:
+        return len(text.split())
+    return sum(1 for word in WordBreaker(text, language) if any(ch.isalnum() for ch in word))
