@@ -10,7 +10,7 @@ import pytest
 
 from bitextflow.align.aligners import SENTENCE_ALIGNERS, sentence_aligner
 from bitextflow.align.block_plan import plan_blocks
-from bitextflow.align.blocks import BlockPlan, PageBlocks, SideBlocks, crosses_one_side
+from bitextflow.align.blocks import CROSSING_COST, BlockPlan, PageBlocks, SideBlocks, crosses_one_side
 from bitextflow.align.sentences import banded_search
 from tests.support.alignment_fakes import covers, word_vector
 
@@ -180,7 +180,8 @@ def test_the_crossing_cost_is_paid_by_one_sided_crossings_only() -> None:
     cost = plan.cost(lambda di, dj, s, t: np.zeros(len(s)), null_cost=2.0)
     s, t = np.array([0, 1, 1]), np.array([0, 0, 1])
     # 2-1 beads: source 0-1 (one block) with target 0 (one block); source 1-2 (crosses) with target 0; with target 1
-    assert cost(2, 1, s, t).tolist() == [0.0, 2.0, 2.0]
+    crossing = CROSSING_COST * 2.0
+    assert cost(2, 1, s, t).tolist() == [0.0, crossing, crossing]
     # 2-2: source 1-2 crosses, target 0-1 crosses too: both sides merge there
     assert cost(2, 2, np.array([1]), np.array([0])).tolist() == [0.0]
 

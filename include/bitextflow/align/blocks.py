@@ -43,7 +43,9 @@ BeadCost = Callable[[int, int, NDArray[np.int64], NDArray[np.int64]], NDArray[np
 
 #: Share of each side's sentences that must lie in 1-1 block beads of one type for the structures to correspond.
 MIN_CORRESPONDING_SHARE = 0.8
-#: Cost of each block boundary a bead crosses on one side only, in units of the aligner's null-bead cost.
+#: Cost of each block boundary a bead crosses on one side only, in units of the aligner's null-bead cost. At 1 a crossing
+#: is kept where it saves more than leaving its extra sentence out; at 2 (measured: docs/align.md) one sentence that
+#: translates two across a merged paragraph's boundary is no longer aligned.
 CROSSING_COST = 1.0
 
 
