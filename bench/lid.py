@@ -15,7 +15,8 @@ Identifiers (each text -> a code):
   is reliable, else fastText's best label scoring at least 0.3, else ``un``. Supported: the union of the two.
 - ``heliport`` (GPLv3, never imported): its CLI (``--heliport PATH``, default ``.venv-heliport/bin/heliport``) run once
   per file, the file on stdin, its default confidence thresholds (``und`` below them). Skipped, with the reason, when
-  the CLI is absent. Its speed includes the start of 50 processes and their model loading.
+  the CLI is absent (its own environment: ``uv venv .venv-heliport --python 3.11 && uv pip install --python
+  .venv-heliport/bin/python heliport==1.0.1``). Its speed includes the start of 50 processes and their model loading.
 
 Codes: answers are mapped to ISO 639-3 once, by ``TO_639_3`` (ISO 639-1 codes and CLD2's spellings such as ``jw``;
 CLD2's ``zh-Hant`` is ``zh``); three-letter answers are taken as they are. Macrolanguages (``MACROLANGUAGE``, ISO 639-3):
