@@ -73,20 +73,25 @@ def page_with_extra_sentences(blocks: int = 12) -> tuple[list[str], list[int], l
     return src, src_ids, tgt, tgt_ids
 
 
-@pytest.mark.parametrize("method", SENTENCE_ALIGNERS)
-def test_blocks_that_align_one_to_one_never_give_a_bead_crossing_one_side(method: str) -> None:
-    src, src_ids, tgt, tgt_ids = page_with_extra_sentences()
+def assert_aligned_inside_blocks(method: str, page: tuple[list[str], list[int], list[str], list[int]]) -> None:
+    """The page's structures correspond, no bead crosses a block on one side only, and every translated sentence is in
+    a bead with its translation."""
+    src, src_ids, tgt, tgt_ids = page
     blocks = PageBlocks(SideBlocks(src_ids), SideBlocks(tgt_ids))
     plan = plan_blocks(src, tgt, blocks)
     assert plan is not None and plan.corresponding
     beads = aligner(method)(src, tgt, blocks)
     assert covers(beads, len(src), len(tgt))
-    assert not [bead for bead in beads if crosses_one_side(blocks, bead.src, bead.tgt)]
-    # every translated sentence still finds its translation
+    assert not [bead for bead in beads if crosses_one_side(blocks, bead.src, bead.tgt)], method
     links = {(bead.src, bead.tgt) for bead in beads}
     for j, text in enumerate(tgt):
         i = src.index(text.lower())
         assert any(i in s and j in t for s, t in links), (method, text)
+
+
+@pytest.mark.parametrize("method", SENTENCE_ALIGNERS)
+def test_blocks_that_align_one_to_one_never_give_a_bead_crossing_one_side(method: str) -> None:
+    assert_aligned_inside_blocks(method, page_with_extra_sentences())
 
 
 def test_without_blocks_the_search_joins_the_extra_sentence_across_the_boundary() -> None:
@@ -147,17 +152,7 @@ def page_with_headings_the_translation_lacks(blocks: int = 24) -> tuple[list[str
 # Gale-Church sees lengths only: nothing tells it that the heading is not part of its neighbour's translation.
 @pytest.mark.parametrize("method", [method for method in SENTENCE_ALIGNERS if method != "gale-church"])
 def test_a_block_the_translation_lacks_stays_out_of_its_neighbours_bead(method: str) -> None:
-    src, src_ids, tgt, tgt_ids = page_with_headings_the_translation_lacks()
-    blocks = PageBlocks(SideBlocks(src_ids), SideBlocks(tgt_ids))
-    plan = plan_blocks(src, tgt, blocks)
-    assert plan is not None and plan.corresponding
-    beads = aligner(method)(src, tgt, blocks)
-    assert covers(beads, len(src), len(tgt))
-    assert not [bead for bead in beads if crosses_one_side(blocks, bead.src, bead.tgt)], method
-    links = {(bead.src, bead.tgt) for bead in beads}
-    for j, text in enumerate(tgt):
-        i = src.index(text.lower())
-        assert any(i in s and j in t for s, t in links), (method, text)
+    assert_aligned_inside_blocks(method, page_with_headings_the_translation_lacks())
 
 
 def test_a_reflowed_page_keeps_the_document_search_with_a_price_on_one_sided_crossings() -> None:
