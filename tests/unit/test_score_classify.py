@@ -71,9 +71,9 @@ def test_a_correct_translation_in_a_denser_script_passes_the_rules(a, b, lang_b)
 
 
 def test_a_denser_script_still_fails_the_length_rule_when_a_side_is_missing_text():
-    assert hard_rule_violations("Install it.", "インストール前にシステム全体の設定ファイルをすべて確認してください。", RULES, "en", "ja") == [
-        "length_ratio"
-    ]
+    assert hard_rule_violations(
+        "Install it.", "インストール前にシステム全体の設定ファイルをすべて確認してください。", RULES, "en", "ja"
+    ) == ["length_ratio"]
 
 
 @pytest.mark.parametrize(
