@@ -107,3 +107,17 @@ def test_relevance_grows_with_weighted_density_and_stays_below_one():
     many, _ = relevance("Kernel package kernel package.", TERMS)
     assert none == 0.0 and 0 < one < many < 1
     assert terms == ["kernel"]
+
+
+def test_terms_are_found_in_scripts_written_without_spaces():
+    """A Japanese or Chinese sentence is one run of word characters: its terms matched nothing (issue 41: each
+    Japanese term of an en-ja release matched 0-5 pairs, each English one 37-204)."""
+    from bitextflow.extract.relevance import TermMatcher
+
+    assert term_matches("パッケージ管理システムでパッケージを入れます。", {"パッケージ": 1.0, "パッケージ管理": 2.0}) == {
+        "パッケージ": 2,
+        "パッケージ管理": 1,
+    }
+    assert term_matches("安装软件包之前，请先阅读发行说明。", {"软件包": 1.0}) == {"软件包": 1}
+    assert relevance("安装软件包之前，请先阅读发行说明。", {"软件包": 1.0})[0] > 0.5
+    assert TermMatcher({"软件包": 1.0}, "zh").count("安装软件包之前，请先阅读发行说明。") == {"软件包": 1}

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from bitextflow.extract.model import ExtractedPage
+from bitextflow.text.lengths import words
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # ISO 639-1 -> Snowball algorithm (the languages PyStemmer ships).
@@ -52,7 +53,7 @@ class TermMatcher:
         self._stems: dict[str, str] = {}  # word -> stem: a dict lookup is a tenth of a Snowball call
         self._by_tokens: dict[tuple[str, ...], str] = {}
         for term in terms:
-            tokens = tuple(self._normalise_all([_WORD.findall(term.casefold())])[0])
+            tokens = tuple(self._normalise_all([words(term.casefold(), _WORD)])[0])
             if tokens:
                 self._by_tokens.setdefault(tokens, term)
         self._lengths = sorted({len(tokens) for tokens in self._by_tokens}, reverse=True)
@@ -77,7 +78,7 @@ class TermMatcher:
         """:meth:`count` of each text (a document's paragraphs: one stemming call for all of them)."""
         if not self._by_tokens:
             return [Counter() for _text in texts]
-        token_lists = self._normalise_all([_WORD.findall(text.casefold()) for text in texts])
+        token_lists = self._normalise_all([words(text.casefold(), _WORD) for text in texts])
         return [self._terms_in(tokens) for tokens in token_lists]
 
     def _terms_in(self, tokens: list[str]) -> Counter[str]:

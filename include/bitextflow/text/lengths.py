@@ -21,6 +21,11 @@ from icu4py.breakers import WordBreaker
 
 # Languages whose script has no spaces between words; ICU segments them with its word dictionaries.
 UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
+# Their scripts: Thai and Lao, Tibetan, Myanmar, Khmer, kana, Han
+_UNSPACED_SCRIPT = re.compile(
+    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+)
+_WORD = re.compile(r"\w+(?:[-']\w+)*")
 #: Latin-character equivalents per character, by script (code point ranges; everything else counts 1).
 SCRIPT_WEIGHTS: dict[str, tuple[float, str]] = {
     "han": (3.6, "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"),
@@ -51,3 +56,19 @@ def token_count(text: str, language: str) -> int:
     if language.split("-")[0] not in UNSPACED_LANGUAGES:
         return len(text.split())
     return sum(1 for word in WordBreaker(text, language) if any(ch.isalnum() for ch in word))
+
+
+def words(text: str, word: re.Pattern[str] = _WORD) -> list[str]:
+    """The words of ``text`` in any language: matches of ``word`` (runs of letters and digits with inner hyphens and
+    apostrophes), and inside a run of a script written without spaces, ICU's dictionary-based word boundaries
+    ("パッケージ管理" is パッケージ and 管理, "安装软件包" 安装, 软件 and 包). Terms and texts cut by it match each other."""
+    found = word.findall(text)
+    if text.isascii() or not _UNSPACED_SCRIPT.search(text):
+        return found
+    cut: list[str] = []
+    for token in found:
+        if _UNSPACED_SCRIPT.search(token):
+            cut += [part for part in WordBreaker(token, "und") if any(ch.isalnum() for ch in part)]
+        else:
+            cut.append(token)
+    return cut

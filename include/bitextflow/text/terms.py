@@ -9,23 +9,23 @@ same term counts.
 from __future__ import annotations
 
 import math
-import re
 
-_WORD = re.compile(r"\w+(?:[-']\w+)*", re.UNICODE)
+from bitextflow.text.lengths import words
+
 # Scale so that one term of weight 1 in a 10-token sentence gives about 0.63.
 _DENSITY_SCALE = 10.0
 
 
 def term_matches(text: str, terms: dict[str, float]) -> dict[str, int]:
-    """Count of each (possibly multi-word) term, matched on whole lower-cased tokens."""
-    tokens = [t.lower() for t in _WORD.findall(text)]
-    joined = f" {' '.join(tokens)} "
-    return {term: n for term in terms if (n := joined.count(f" {' '.join(_WORD.findall(term))} ")) > 0}
+    """Count of each (possibly multi-word) term, matched on whole lower-cased words (:func:`.lengths.words`: in
+    Chinese, Japanese or Thai text, ICU's words, so a term is found inside a run of characters without spaces)."""
+    joined = f" {' '.join(word.lower() for word in words(text))} "
+    return {term: n for term in terms if (n := joined.count(f" {' '.join(words(term))} ")) > 0}
 
 
 def relevance(text: str, terms: dict[str, float]) -> tuple[float, list[str]]:
     """Relevance in [0, 1) and the matched terms, most weighted first."""
-    tokens = len(_WORD.findall(text))
+    tokens = len(words(text))
     if not tokens or not terms:
         return 0.0, []
     matches = term_matches(text, terms)
