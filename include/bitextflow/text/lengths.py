@@ -19,13 +19,6 @@ import re
 
 from icu4py.breakers import WordBreaker
 
-# Languages whose script has no spaces between words; ICU segments them with its word dictionaries.
-UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
-# Their scripts: Thai and Lao, Tibetan, Myanmar, Khmer, kana, Han
-_UNSPACED_SCRIPT = re.compile(
-    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
-)
-_WORD = re.compile(r"\w+(?:[-']\w+)*")
 #: Latin-character equivalents per character, by script (code point ranges; everything else counts 1).
 SCRIPT_WEIGHTS: dict[str, tuple[float, str]] = {
     "han": (3.6, "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"),
@@ -34,11 +27,20 @@ SCRIPT_WEIGHTS: dict[str, tuple[float, str]] = {
     "cjk_punctuation": (1.6, "\u3000-\u303f\uff01-\uff65"),  # 、。「」 and full-width forms
 }
 _PATTERNS = {name: re.compile(f"[{ranges}]") for name, (_weight, ranges) in SCRIPT_WEIGHTS.items()}
+# one search before the four counts: most non-ASCII text (accented Latin, Cyrillic) has none of these scripts
+_WEIGHTED_SCRIPT = re.compile(f"[{''.join(ranges for _weight, ranges in SCRIPT_WEIGHTS.values())}]")
+# Languages whose script has no spaces between words; ICU segments them with its word dictionaries.
+UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
+# Their scripts: Han and kana (as weighted above), Thai and Lao, Tibetan, Myanmar, Khmer
+_UNSPACED_SCRIPT = re.compile(
+    f"[{SCRIPT_WEIGHTS['han'][1]}{SCRIPT_WEIGHTS['kana'][1]}\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff]"
+)
+_WORD = re.compile(r"\w+(?:[-']\w+)*")
 
 
 def script_counts(text: str) -> dict[str, int]:
     """How many characters of ``text`` each script of :data:`SCRIPT_WEIGHTS` has (scripts it lacks left out)."""
-    if text.isascii():
+    if text.isascii() or not _WEIGHTED_SCRIPT.search(text):
         return {}
     return {name: count for name, pattern in _PATTERNS.items() if (count := len(pattern.findall(text)))}
 
