@@ -39,6 +39,17 @@ class StageCounts:
     def dropped_total(self) -> int:
         return sum(self.dropped.values())
 
+    def unbalanced(self) -> str | None:
+        """Why the counts lose or invent items (``in`` is not ``kept`` plus the dropped counts); None when they
+        add up. Repairs are kept items, counted in ``kept`` already."""
+        if self.items_in == self.kept + self.dropped_total:
+            return None
+        missing = self.items_in - self.kept - self.dropped_total
+        return (
+            f"in={self.items_in} but kept={self.kept} + dropped={self.dropped_total} "
+            f"({'lost' if missing > 0 else 'invented'} {abs(missing)} without a reason)"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         data = {
             "stage": self.stage,

@@ -62,6 +62,12 @@ class RunContext:
         return stage_key(self.config.pair, self.run_id, stage, name)
 
     def write_counts(self, stage: str, shard: str, counts: StageCounts) -> None:
+        """Write a shard's counts; refused when they do not add up, so that no stage loses items silently."""
+        if (problem := counts.unbalanced()) is not None:
+            raise StageError(
+                f"stage {stage}, shard {shard}: its counts do not add up: {problem}; every item a stage reads must be "
+                "kept or dropped under a reason (a bug in the stage: please report it with this message)"
+            )
         self.store.put_json(self.key(stage, f"{shard}.counts.json"), counts.to_dict())
         log.info("%s [%s]", counts.summary(), shard)
         if self.on_counts is not None:

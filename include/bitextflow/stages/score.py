@@ -187,8 +187,8 @@ class Score(Stage):
         counts = StageCounts("score")
         counts.seen(len(frame))
         for rule_list in frame.loc[frame["rule_tags"] != "", "rule_tags"]:
-            for tag in rule_list.split(";"):
-                counts.drop(tag)
+            # a pair is one item: counted under the first rule it breaks (the rejected file keeps them all)
+            counts.drop(rule_list.split(";")[0])
         frame["bicleaner_score"] = None
         if "output_key" in job:
             self._apply_bicleaner(frame, job, counts)
