@@ -895,6 +895,33 @@ class PersonalDataConfig(_Section):
     )
 
 
+class MonolingualConfig(_Section):
+    """The monolingual corpus as documents (docs/release.md, "Monolingual documents"): every document extraction kept
+    in one of the pair's languages is annotated; the release's ``documents.<lang>.jsonl.gz`` holds those that pass the
+    thresholds below, each with its annotations, so that users can filter again without running anything."""
+
+    enabled: bool = Field(True, description="Annotate the documents and release them; false: no `documents.*` files.")
+    quality_labels: list[Literal["PT", "RTE", "PRT", "NRT", "WLN"]] = Field(
+        ["PT", "RTE", "PRT"],
+        description="Document text-quality labels released (MaCoCu scheme: PT publishable running text, RTE running text "
+        "with errors, PRT partially running text, NRT not running text, WLN wrong or no language; docs/text-quality.md). "
+        "The default keeps documentation pages, whose commands and lists make them partly running text; [PT, RTE] keeps "
+        "running text only.",
+    )
+    min_quality_score: float = Field(
+        0.0, ge=0, le=1, description="Lowest document quality score released (0..1, the likelihood of running text)."
+    )
+    min_language_score: float = Field(
+        0.5, ge=0, le=1, description="Lowest share of the document's text in its language (the identifier's language set)."
+    )
+    min_relevance: float = Field(0.0, ge=0, description="Lowest domain relevance released (extraction's ILSP-FC score).")
+    min_words: int = Field(20, ge=0, description="Fewer words in the document's main content: not released.")
+    duplicates: Literal["drop", "keep"] = Field(
+        "drop", description="Documents the run set aside as copies of another (same URL, text or near-duplicate): "
+        "`drop` releases the one kept, with its cluster's size; `keep` releases the copies too.",
+    )  # fmt: skip
+
+
 class StorageConfig(_Section):
     bucket: str = Field("bitextflow", min_length=3, max_length=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$")
 
@@ -1040,6 +1067,7 @@ class PairConfig(_Section):
     domain: DomainConfig
     gate: GateConfig = GateConfig()
     personal_data: PersonalDataConfig = PersonalDataConfig()
+    mono: MonolingualConfig = MonolingualConfig()
     storage: StorageConfig = StorageConfig()
     release: ReleaseConfig = ReleaseConfig()
     gpu: GpuDispatchConfig = GpuDispatchConfig()

@@ -202,6 +202,24 @@ class SentencePair:
 
 
 @dataclass(frozen=True, slots=True)
+class AnnotatedDocument:
+    """A document of one of the pair's languages as the monolingual corpus holds it (the ``monolingual`` stage): the
+    fields a release filters on (``mono.*``), and ``document``, the release's JSON line with every annotation
+    (docs/release.md, "Monolingual documents"). ``duplicate_of``: the document the run kept instead ("" when kept)."""
+
+    doc_id: str = column(pa.string())
+    language: str = column(pa.string())
+    quality_label: str = column(pa.string())
+    quality_score: float = column(pa.float64())
+    language_score: float = column(pa.float64())
+    relevance: float = column(pa.float64())
+    words: int = column(pa.int64())
+    duplicate_of: str = column(pa.string())
+    document: str = column(pa.string())
+    partition: int = column(pa.int32(), default=0, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
 class SentenceEmbedding:
     """A sentence's vector, computed once per run (the ``embed`` stage): ``text_hash`` identifies the sentence's text
     (:func:`bitextflow.models.vectors.text_hash`), ``vector`` is float16, L2-normalised."""
@@ -218,3 +236,4 @@ DOCUMENT_PAIRS = schema_of(DocumentPair)
 SENTENCE_PAIRS = schema_of(SentencePair, exclude=("domain_probs_a", "domain_probs_b"))
 CLASSIFIED_SENTENCE_PAIRS = schema_of(SentencePair, exclude=("vector_a", "vector_b"))
 SENTENCE_EMBEDDINGS = schema_of(SentenceEmbedding)
+ANNOTATED_DOCUMENTS = schema_of(AnnotatedDocument)

@@ -328,7 +328,7 @@ def test_run_classify_writes_both_distributions(store, pair_config, svm_folder, 
 
 def test_with_a_classifier_the_dag_classifies_the_runs_shards_in_one_gpu_step(s3_env, store, pair_config, svm_folder):
     """Default ``gpu.mode`` (in-process): the step is a worker task running ``bitextflow classify`` over every score
-    shard of the run; ``classify_outputs[shard]`` then hands each output key to the gate. A kubernetes pair gets a GPU pod
+    shard of the run; ``classify_outputs[shard]`` then hands each output key on (monolingual, then the gate). A kubernetes pair gets a GPU pod
     running the same command instead (tests/integration/test_dispatch.py validates its manifest)."""
     from airflow.sdk.bases.decorator import DecoratedOperator
 
@@ -343,7 +343,7 @@ def test_with_a_classifier_the_dag_classifies_the_runs_shards_in_one_gpu_step(s3
     step = dag.get_task("classify")
     assert isinstance(step, DecoratedOperator) and not step.is_mapped
     assert step.upstream_task_ids == {"score"} and step.downstream_task_ids == {"classify_outputs"}
-    assert dag.get_task("classify_outputs").downstream_task_ids == {"gate"}
+    assert dag.get_task("classify_outputs").downstream_task_ids == {"monolingual_plan"}
 
     ctx = run_context(config, store, "manual__classify-step")
     computing = (

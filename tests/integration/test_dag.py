@@ -84,7 +84,7 @@ def assert_visible_in_the_ui(run, version: int) -> None:
             .all()
         )
     keys = {(task_id, key) for task_id, key in xcoms}
-    for task_id in ("crawl", "extract", "align_documents", "align_sentences", "score", "classify_outputs", "gate"):
+    for task_id in ("crawl", "extract", "align_documents", "align_sentences", "score", "classify_outputs", "monolingual", "gate"):
         assert any(t == task_id and k.startswith("counts.") for t, k in keys), f"no counts XCom on {task_id}"
     assert {(gate, "_link_DataDocsLink") for gate in ("gate_documents", "gate", "release")} <= keys
     names = {name: extra for name, extra in events}

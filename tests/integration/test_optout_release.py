@@ -1,13 +1,20 @@
 """A release built from a crawl holds no page whose owner opted out: a tiny bilingual site on 127.0.0.1 whose owner
 refuses GPTBot one page pair (robots.txt) and reserves text and data mining on another (TDMRep ``<meta>``), crawled and
-run through every stage to a release on the real S3 server; the released TSV, TMX and JSONL are read back, and the
-datasheet's publication guards count what was set aside. (Takedowns and personal data in a release:
+run through every stage to a release on the real S3 server; the released TSV, TMX, JSONL and monolingual documents are
+read back (every document line valid against the published schema), and the datasheet's publication guards count what
+was set aside. (Takedowns and personal data in a release:
 tests/integration/test_publishing_guards.py; the policy's decisions: tests/unit/test_optout_policy.py.)"""
 
 from __future__ import annotations
 
+import gzip
+import json
+
+from jsonschema import Draft202012Validator
+
 from bitextflow.catalog.releases import list_releases, release_prefix
 from bitextflow.config import load_pair_config
+from bitextflow.release.documents import document_schema, documents_file
 from bitextflow.stages.registry import run_context, run_pipeline
 from tests.support import ROOT, QuietHandler, serving
 from tests.support.texts import DOCUMENTATION
@@ -70,3 +77,18 @@ def test_no_page_whose_owner_opted_out_reaches_the_release(store) -> None:
     assert counts["optout_robots"] == 2 and counts["optout_tdmrep"] == 1
     datasheet = store.get_bytes(prefix + "datasheet.md").decode("utf-8")
     assert "`optout_robots`" in datasheet and "`optout_tdmrep`" in datasheet
+    validator = Draft202012Validator(document_schema())
+    for language in ("en", "es"):
+        lines = [json.loads(line) for line in gzip.decompress(store.get_bytes(prefix + documents_file(language))).splitlines()]
+        for line in lines:
+            validator.validate(line)
+            assert line["language"] == language and line["optouts"]["robots"] == "allowed"
+        urls = {line["url"] for line in lines}
+        assert f"http://{host}/{language}/free.html" in urls, f"documents.{language}: the page nobody refused is released"
+        # robots.txt refuses both GPT pages; the TDMRep reservation is in the English page's markup only
+        reserved = {url for url in urls if "/gpt/" in url or url.endswith("/en/tdm/reserved.html")}
+        assert not reserved, f"documents.{language} holds a page its owner opted out: {reserved}"
+        (free,) = [line for line in lines if line["url"].endswith("/free.html")]
+        assert free["document_pairs"], "the free page's document pair is named"
+    stats = json.loads(store.get_bytes(prefix + "stats.json"))
+    assert stats["documents"]["en"]["documents"] >= 1 and "monolingual en documents" in datasheet

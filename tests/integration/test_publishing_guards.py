@@ -7,6 +7,7 @@ and partition stages would have left them: the guards sit in the gate and the re
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -142,9 +143,11 @@ def deployment(store: ObjectStore, tmp_path: Path):
 
 
 def released(store: ObjectStore, version: int) -> dict[str, str]:
+    """Every file of a release as text (the monolingual documents decompressed)."""
     prefix = release_prefix(PAIR, version)
     names = store.get_json(prefix + MANIFEST_NAME)["files"]
-    return {name: store.get_bytes(prefix + name).decode("utf-8") for name in names}
+    raw = {name: store.get_bytes(prefix + name) for name in names}
+    return {name: (gzip.decompress(data) if name.endswith(".gz") else data).decode("utf-8") for name, data in raw.items()}
 
 
 def assert_published_safely(files: dict[str, str], pages_traced: bool = True) -> None:

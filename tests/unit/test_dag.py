@@ -25,7 +25,8 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
     dag = bag.dags[DAG_ID]
     order = [
         "crawl_plan", "crawl", "extract_plan", "extract", "partition_plan", "partition", "gate_documents", "deduplicate",
-        "align_documents", "embed", "align_sentences", "score", "classify", "classify_outputs", "gate", "release",
+        "align_documents", "embed", "align_sentences", "score", "classify", "classify_outputs", "monolingual_plan",
+        "monolingual", "gate", "release",
     ]  # fmt: skip
     assert [t.task_id for t in dag.topological_sort()] == order
     for upstream, downstream in zip(order, order[1:], strict=False):
@@ -42,6 +43,7 @@ def test_factory_makes_one_dag_per_pair_with_stages_in_order():
         "align_sentences",
         "score",
         "classify_outputs",
+        "monolingual",
     }, (
         "crawl maps over host groups, extract over batches of WARC files, the rest over site partitions; with a domain "
         "classifier, classify is one step (its model loads once) whose outputs map over the partitions"

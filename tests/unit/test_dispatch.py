@@ -153,7 +153,7 @@ def test_cpu_only_pod_has_no_gpu_limit_and_stays_valid(tmp_path):
 
 def test_with_a_domain_classifier_on_kubernetes_classify_is_one_valid_gpu_pod(tmp_path):
     """The pair DAG's classify stage with a classifier: the pod runs ``bitextflow classify`` for the run, between the
-    score shards and ``classify_outputs`` (which hands each shard's key to the gate)."""
+    score shards and ``classify_outputs`` (which hands each shard's key to the monolingual stage, then the gate)."""
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 
     from bitextflow_airflow.pair_dag import build_pair_dag
@@ -163,7 +163,7 @@ def test_with_a_domain_classifier_on_kubernetes_classify_is_one_valid_gpu_pod(tm
     pod = dag.get_task("classify")
     assert isinstance(pod, KubernetesPodOperator)
     assert pod.upstream_task_ids == {"score"} and pod.downstream_task_ids == {"classify_outputs"}
-    assert dag.get_task("classify_outputs").downstream_task_ids == {"gate"}
+    assert dag.get_task("classify_outputs").downstream_task_ids == {"monolingual_plan"}
 
     manifest = manifest_of(pod)
     result = validate_strict(manifest, tmp_path)

@@ -11,6 +11,8 @@ release. From version N:
 - monolingual corpus: rebuilt from the run's sentences when they are still in the store (so that a page's
   sentences go with it), else from N's ``mono.<lang>.txt``, where a listed page's sentences are known only through
   the removed pairs: lines equal to a sentence of a listed page in a removed pair are removed with it;
+- monolingual documents: the run's annotated documents when still in the store, else N's ``documents.<lang>.jsonl.gz``,
+  through the takedown list (a listed page, prefix, host or text) and the personal-data guard;
 - document pairs: N's ``document_pairs.jsonl`` without listed pages; report and datasheet written anew;
   ``stats.json`` keeps N's stage counts and adds ``redaction``: the source version, the pairs removed by the grounds
   of the requests (``why``), the list's size and digest. The removed text is never written anywhere.
@@ -21,6 +23,7 @@ settings) makes redacting again with the same list return the same version.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -31,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from bitextflow import records
 from bitextflow.catalog.checkpoints import CrawlLog
 from bitextflow.catalog.releases import ReleaseInfo, list_releases, publish_release, read_release_records, release_prefix
 from bitextflow.config import PairConfig
@@ -39,12 +43,13 @@ from bitextflow.errors import StageError
 from bitextflow.quality import enforce, release_checks, validate
 from bitextflow.redaction import Screen, TakedownList, screen_for
 from bitextflow.release.build import MONOLINGUAL_COLUMNS, ReleaseExtras
+from bitextflow.release.documents import annotated_row, documents_file
 from bitextflow.storage import ObjectStore
-from bitextflow.storage.layout import SENTENCE_SHARDS
+from bitextflow.storage.layout import ANNOTATED_DOCUMENT_SHARDS, SENTENCE_SHARDS
 from bitextflow.storage.tables import StoredTables, stage_outputs
 
 #: Counts a release writes for what it rebuilds itself; a redacted version counts them anew.
-_REBUILT_COUNTS = ("release_monolingual", "release_document_pairs")
+_REBUILT_COUNTS = ("release_monolingual", "release_document_pairs", "release_documents")
 
 
 def redact_release(store: ObjectStore, config: PairConfig, version: int, takedowns: TakedownList) -> ReleaseInfo:
@@ -90,6 +95,12 @@ def redact_release(store: ObjectStore, config: PairConfig, version: int, takedow
     if "document_pairs.jsonl" in manifest_files:
         document_pairs = pd.read_json(io.BytesIO(store.get_bytes(prefix + "document_pairs.jsonl")), lines=True, dtype=False)
 
+    documents = None
+    if run_documents := stage_outputs(store, pair, source.run_id, "monolingual", ANNOTATED_DOCUMENT_SHARDS):
+        documents = StoredTables(store, run_documents)
+    elif any(documents_file(language) in manifest_files for language in (config.source, config.target)):
+        documents = [_released_documents(store, prefix, language) for language in (config.source, config.target)]
+
     redaction = {
         "source_version": version,
         "removed_sentence_pairs": len(pairs) - len(kept),
@@ -99,13 +110,21 @@ def redact_release(store: ObjectStore, config: PairConfig, version: int, takedow
         "monolingual_traced": bool(run_sentences),
     }
     extras = ReleaseExtras(
-        document_pairs, sentences, CrawlLog(store, pair, source.run_id), config, screen=monolingual_screen, redaction=redaction
-    )
+        document_pairs, sentences, CrawlLog(store, pair, source.run_id), config, screen=monolingual_screen,
+        redaction=redaction, documents=documents,
+    )  # fmt: skip
     stage_counts = [StageCounts.from_dict(c) for c in stats["stage_counts"] if c["stage"] not in _REBUILT_COUNTS]
     gate_report = store.get_json(prefix + "gate.json")
     return publish_release(
         store, pair, kept, [*stage_counts, counts], source.run_id, gate_report, extras, verify=_release_gate(pair), redaction=digest
     )  # fmt: skip
+
+
+def _released_documents(store: ObjectStore, prefix: str, language: str) -> pd.DataFrame:
+    """A release's ``documents.<lang>.jsonl.gz`` as annotated-document rows, in file order."""
+    key = prefix + documents_file(language)
+    lines = gzip.decompress(store.get_bytes(key)).splitlines() if store.exists(key) else []
+    return pd.DataFrame([annotated_row(json.loads(line)) for line in lines], columns=records.ANNOTATED_DOCUMENTS.names)
 
 
 def _monolingual_lines(store: ObjectStore, prefix: str, language: str) -> pd.DataFrame:

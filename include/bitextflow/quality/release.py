@@ -12,13 +12,18 @@ published version:
   ``release_pairs``, then ``release_pairs.00001`` and on): the columns of the classified sentence pairs (optional
   scores aside); URLs, texts, languages and ``pair_hash`` present; texts not blank; each side in its language;
   no ``pair_hash`` seen earlier in the file (helper column ``repeated_pair_hash``); scores in [0, 1]; each
-  non-empty domain distribution a JSON object of probabilities in [0, 1] adding up to 1.
+  non-empty domain distribution a JSON object of probabilities in [0, 1] adding up to 1;
+- release documents (each ``documents.<lang>.jsonl.gz``, read back a chunk at a time: ``release_documents.<lang>``,
+  then ``release_documents.<lang>.00001`` and on): every line valid against the published JSON schema
+  (:func:`bitextflow.release.documents.document_schema`), in the file's language, no document twice, none from a
+  page an opt-out reserves, and no personal data the release screens for left in its text.
 
 :func:`release_file_counts` is also what ``bench/release_check.py`` uses on a published release.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from collections.abc import Iterator
@@ -26,15 +31,22 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from jsonschema import Draft202012Validator
 
 from bitextflow.errors import StageError
 from bitextflow.hashing import SeenHashes
 from bitextflow.quality.engine import Check
 from bitextflow.quality.sentence_pairs import OPTIONAL_SCORE_COLUMNS, REPEATED_HASH_COLUMN, SENTENCE_PAIR_COLUMNS
+from bitextflow.redaction import PersonalDataDetector
+from bitextflow.release.documents import document_schema, documents_file
 from bitextflow.release.formats import validate_tmx
 from bitextflow.release.profile import identity
 
-RELEASE_FILES_SUITE, RELEASE_PAIRS_SUITE = RELEASE_SUITES = ("release_files", "release_pairs")
+RELEASE_FILES_SUITE, RELEASE_PAIRS_SUITE, RELEASE_DOCUMENTS_SUITE = RELEASE_SUITES = (
+    "release_files", "release_pairs", "release_documents",
+)  # fmt: skip
+#: What can be wrong with a released document, one helper column each (None: nothing).
+DOCUMENT_PROBLEM_COLUMNS = ("schema_problem", "repeated_id", "optout_problem", "personal_data")
 PROBLEM_COLUMN = "problem"
 DOMAIN_PROBLEM_COLUMNS = {"domain_probs_a": "domain_probs_a_problem", "domain_probs_b": "domain_probs_b_problem"}
 #: JSONL lines per release-pairs suite: the gate holds one chunk of the release at a time.
@@ -50,6 +62,11 @@ def required_release_files(pair: str) -> list[str]:
 
 def _line_count(path: Path) -> int:
     with path.open("rb") as handle:
+        return sum(1 for _ in handle)
+
+
+def _gzip_line_count(path: Path) -> int:
+    with gzip.open(path, "rb") as handle:
         return sum(1 for _ in handle)
 
 
@@ -71,6 +88,10 @@ def release_file_counts(directory: Path, pair: str, sentence_pairs: int) -> pd.D
         "stats.json": (lambda _path: int(stats.get("sentence_pairs", -1)), sentence_pairs),
         "document_pairs.jsonl": (_document_pair_yield, sentence_pairs),
         **{f"mono.{language}.txt": (_line_count, int(expected)) for language, expected in mono_expected.items()},
+        **{
+            documents_file(language): (_gzip_line_count, int(figures["documents"]))
+            for language, figures in stats.get("documents", {}).items()
+        },
     }
     rows = []
     for path in sorted(p for p in directory.iterdir() if p.is_file()):
@@ -87,15 +108,13 @@ def release_file_counts(directory: Path, pair: str, sentence_pairs: int) -> pd.D
                 if records != expected:
                     problem = f"{path.name} holds {records} records, expected {expected}"
         rows.append({"file": path.name, "records": records, "expected": expected, PROBLEM_COLUMN: problem})
+    announced = {f"mono.{language}.txt": int(n) for language, n in mono_expected.items()} | {
+        documents_file(language): int(figures["documents"]) for language, figures in stats.get("documents", {}).items()
+    }
     rows += [
-        {
-            "file": f"mono.{language}.txt",
-            "records": None,
-            "expected": int(expected),
-            PROBLEM_COLUMN: f"mono.{language}.txt missing",
-        }
-        for language, expected in mono_expected.items()
-        if not (directory / f"mono.{language}.txt").is_file()
+        {"file": name, "records": None, "expected": expected, PROBLEM_COLUMN: f"{name} missing"}
+        for name, expected in announced.items()
+        if not (directory / name).is_file()
     ]
     # object columns keep None as None (a float column would turn it into NaN) for the gate and its readers
     return pd.DataFrame(rows, columns=["file", "records", "expected", PROBLEM_COLUMN], dtype=object)
@@ -172,8 +191,57 @@ def _release_pairs_check(frame: pd.DataFrame, lang_a: str, lang_b: str, suite: s
     return Check(suite, frame, expectations)
 
 
-def release_checks(directory: Path, pair: str, sentence_pairs: int, required: list[str] | None = None) -> Iterator[Check]:
-    """The release suites over the files built into ``directory``: the files, then the pairs chunk by chunk."""
+def release_documents_checks(path: Path, language: str, detector: PersonalDataDetector | None) -> Iterator[Check]:
+    """The suites over one language's released documents, read back as users read them, a chunk at a time; each row
+    is a line with helper columns saying what is wrong with it (None: nothing)."""
+    validator = Draft202012Validator(document_schema())
+    seen: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    chunk = 0
+
+    def check() -> Check:
+        suite = f"{RELEASE_DOCUMENTS_SUITE}.{language}" + (f".{chunk:05d}" if chunk else "")
+        frame = pd.DataFrame(rows, columns=["id", "language", *DOCUMENT_PROBLEM_COLUMNS], dtype=object)
+        return Check(suite, frame, lambda gxe: [
+            gxe.ExpectColumnValuesToBeInSet(column="language", value_set=[language]),
+            *(gxe.ExpectColumnValuesToBeNull(column=column) for column in DOCUMENT_PROBLEM_COLUMNS),
+        ])  # fmt: skip
+
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for number, text in enumerate(lines, 1):
+            line = json.loads(text)
+            errors = sorted(validator.iter_errors(line), key=lambda error: list(error.path))
+            identifier = str(line.get("id", ""))
+            optouts = line.get("optouts") or {}
+            found = [f.kind for f in detector.find(line.get("text", ""))] if detector is not None else []
+            rows.append({
+                "id": identifier,
+                "language": line.get("language"),
+                "schema_problem": f"line {number}: {errors[0].message} at /{'/'.join(map(str, errors[0].path))}" if errors else None,
+                "repeated_id": identifier if identifier in seen else None,
+                "optout_problem": ", ".join(f"{k}={v}" for k, v in optouts.items() if k != "robots_agents" and v not in ("allowed", "not_checked")) or None,
+                "personal_data": ", ".join(sorted(set(found))) or None,
+            })  # fmt: skip
+            seen.add(identifier)
+            if len(rows) == PAIRS_PER_CHECK:
+                yield check()
+                rows, chunk = [], chunk + 1
+    if rows or not chunk:
+        yield check()
+
+
+def release_checks(
+    directory: Path,
+    pair: str,
+    sentence_pairs: int,
+    required: list[str] | None = None,
+    detector: PersonalDataDetector | None = None,
+) -> Iterator[Check]:
+    """The release suites over the files built into ``directory``: the files, the pairs chunk by chunk, then each
+    language's documents (``detector``: the personal data the release screens for)."""
     lang_a, lang_b = pair.split("-", 1)
     yield release_files_check(directory, pair, sentence_pairs, required or required_release_files(pair))
     yield from release_pairs_checks(directory / f"{pair}.jsonl", lang_a, lang_b)
+    for language in (lang_a, lang_b):
+        if (path := directory / documents_file(language)).is_file():
+            yield from release_documents_checks(path, language, detector)

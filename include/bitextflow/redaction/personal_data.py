@@ -311,10 +311,10 @@ def placeholder(kind: str, number: int) -> str:
     return f"[{kind.upper()}_{number}]"
 
 
-def redact(texts: Sequence[str], detector: PersonalDataDetector) -> tuple[list[str], set[str]]:
-    """``texts`` (the sides of one pair, or one sentence) with every finding replaced by ``[TYPE_n]``, n counted per
-    type over the group in order of appearance, the same value getting the same n on every side; and the types
-    found."""
+def redact(texts: Sequence[str], detector: PersonalDataDetector) -> tuple[list[str], dict[str, int]]:
+    """``texts`` (the sides of one pair, one sentence, or the paragraphs of a document) with every finding replaced by
+    ``[TYPE_n]``, n counted per type over the group in order of appearance, the same value getting the same n on every
+    side; and the types found, each with how many distinct values of it were replaced."""
     numbers: dict[tuple[str, str], int] = {}
     per_kind: dict[str, int] = {}
     redacted = []
@@ -327,4 +327,4 @@ def redact(texts: Sequence[str], detector: PersonalDataDetector) -> tuple[list[s
             pieces.extend([text[last : finding.start], placeholder(finding.kind, numbers[key])])
             last = finding.end
         redacted.append("".join(pieces) + text[last:])
-    return redacted, set(per_kind)
+    return redacted, per_kind

@@ -2,8 +2,8 @@
 
 ``<pair>.tsv`` (Bitextor's columns), ``<pair>.tmx`` (validated against the TMX 1.4 DTD), ``<pair>.jsonl``
 (every column), ``stats.json``, ``gate.json`` and, when the run's other outputs are given
-(:class:`ReleaseExtras`), ``document_pairs.jsonl``, ``mono.<lang>.txt``, ``report.html`` and
-``datasheet.md``. Publishing them as a numbered version is :mod:`bitextflow.catalog.releases`.
+(:class:`ReleaseExtras`), ``document_pairs.jsonl``, ``documents.<lang>.jsonl.gz`` (the monolingual corpus as
+annotated documents, :mod:`bitextflow.release.documents`), ``mono.<lang>.txt``, ``report.html`` and ``datasheet.md``. Publishing them as a numbered version is :mod:`bitextflow.catalog.releases`.
 
 Pairs, document pairs and sentences come as chunks (one site partition after another), each written to the
 files as it comes, so a release never holds the run: :class:`~bitextflow.release.profile.CorpusProfile`
@@ -20,12 +20,13 @@ from typing import IO, Any
 
 import pandas as pd
 
-from bitextflow.config import PairConfig
+from bitextflow.config import MonolingualConfig, PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.hashing import SeenHashes
 from bitextflow.redaction import Screen
 from bitextflow.release.datasheet import local_site_licences, render_datasheet
+from bitextflow.release.documents import DocumentsCorpus
 from bitextflow.release.formats import TmxWriter, validate_tmx, write_jsonl, write_lines, write_tsv
 from bitextflow.release.guards import guard_counts
 from bitextflow.release.profile import CorpusProfile, GateVerdict, identity
@@ -57,7 +58,8 @@ class ReleaseExtras:
     (iterable twice); ``config``: the pair config (for the datasheet); ``gates``: what the run's gates said;
     ``screen``: the publication guards the monolingual corpus and the document pairs pass (the gate screened the
     sentence pairs), counted as ``release_monolingual`` and ``release_document_pairs``;
-    ``redaction``: what a redacted version was made from (``stats.json``'s ``redaction``).
+    ``redaction``: what a redacted version was made from (``stats.json``'s ``redaction``); ``documents``: the
+    ``monolingual`` stage's annotated documents (``records.ANNOTATED_DOCUMENTS`` rows), filtered by ``config.mono``.
     """
 
     document_pairs: Chunks | None = None
@@ -67,6 +69,7 @@ class ReleaseExtras:
     gates: Sequence[GateVerdict] = ()
     screen: Screen | None = None
     redaction: Mapping[str, Any] | None = None
+    documents: Chunks | None = None
 
 
 class MonolingualCorpus:
@@ -177,6 +180,16 @@ def build_release(
         for sentences in chunks_of(extras.sentences):
             mono.add(sentences)
     release_counts = [mono.counts] if mono else []
+    corpus = None
+    if extras.documents is not None:
+        corpus = DocumentsCorpus(
+            directory, pair.split("-", 1), extras.config.mono if extras.config else MonolingualConfig(),
+            *((extras.screen.takedowns, extras.screen.detector) if extras.screen else ()),
+        )  # fmt: skip
+        for frame in chunks_of(extras.documents):
+            corpus.add(frame.to_dict("records"))
+        paths += corpus.close()
+        release_counts.append(corpus.counts)
     if extras.document_pairs is not None:
         document_pair_counts = StageCounts("release_document_pairs")
         document_pairs = write(
@@ -196,6 +209,8 @@ def build_release(
     if mono is not None:
         paths += mono.close()
         stats["monolingual_sentences"] = dict(mono.lines)
+    if corpus is not None:
+        stats["documents"] = corpus.statistics()
     gate = gate_report if gate_report is not None else {"success": None, "note": "published without a quality gate"}
     write("stats.json", lambda out: out.write(json_bytes(stats)))
     write("gate.json", lambda out: out.write(json_bytes(gate)))
@@ -204,7 +219,8 @@ def build_release(
 
         paired_urls = {url for frame in chunks_of(extras.document_pairs) for url in (*frame["url_a"], *frame["url_b"])}
         samples, crawl = profile.take_samples(chunks), crawl_profile(extras.crawl_log, paired_urls)
-        report = render_report(pair, version, profile, stats, samples, crawl, extras.gates)
+        documents = corpus.samples if corpus is not None else {}
+        report = render_report(pair, version, profile, stats, samples, crawl, extras.gates, documents)
         write("report.html", lambda out: out.write(report))
     if extras.config is not None:
         datasheet = render_datasheet(extras.config, version, run_id, stats, local_site_licences(extras.config))

@@ -118,8 +118,15 @@ def render_datasheet(
         f"- {stats['sentence_pairs']} sentence pairs ({stats['unique_pairs']} unique) from {stats['document_pairs']} document pairs.",
         f"- {stats['side_a']['tokens']} {src} tokens, {stats['side_b']['tokens']} {tgt} tokens (words: whitespace tokens, ICU word boundaries in scripts without spaces).",
         *(f"- {n} monolingual {lang} sentences (deduplicated)." for lang, n in stats.get("monolingual_sentences", {}).items()),
+        *(
+            f"- {f['documents']} monolingual {lang} documents, {f['words']} words (text-quality labels: "
+            + (", ".join(f"{label} {n}" for label, n in f["quality_labels"].items()) or "none")
+            + ")."
+            for lang, f in stats.get("documents", {}).items()
+        ),
         "- Files: `<pair>.tsv` (Bitextor columns), `<pair>.tmx` (TMX 1.4), `<pair>.jsonl` (every field), "
-        "`document_pairs.jsonl`, `mono.<lang>.txt`, `stats.json`, `report.html`, `gate.json`, `release.json`.",
+        "`document_pairs.jsonl`, `documents.<lang>.jsonl.gz` (the monolingual corpus: one annotated document a line), "
+        "`mono.<lang>.txt` (its sentences), `stats.json`, `report.html`, `gate.json`, `release.json`.",
         "",
         "## Collection process",
         "Seeds:",
@@ -135,7 +142,18 @@ def render_datasheet(
         "classification and a Great Expectations gate. Thresholds used:",
         "",
     ]
-    for section in ("extract", "align", "score", "domain", "gate"):
+    if stats.get("documents"):
+        lines.extend(
+            [
+                "The monolingual documents are every page extraction kept in one of the pair's languages, aligned or "
+                "not, annotated (language and its score, text quality per paragraph and per document in the MaCoCu "
+                "scheme, domain relevance and classifier distribution, near-duplicate cluster size, personal data "
+                "replaced, the opt-outs passed, document pairs), then filtered by the `mono` thresholds below; each "
+                "line keeps its annotations, so the corpus can be filtered again (docs/release.md).",
+                "",
+            ]
+        )
+    for section in ("extract", "align", "score", "domain", "gate", "mono"):
         values = {k: v for k, v in data[section].items() if k != "terms"}
         lines.extend([f"### {section}", "", *_section_table(values), ""])
     lines.append("Domain terms (weights):")

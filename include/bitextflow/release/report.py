@@ -188,6 +188,37 @@ def _table(rows: Iterable[tuple[Any, ...]], header: tuple[str, ...]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _documents_section(
+    figures: Mapping[str, Mapping[str, Any]], samples: Mapping[str, Mapping[str, Sequence[Mapping[str, str]]]]
+) -> str:
+    """The monolingual documents: documents and words per language, their quality labels, samples per label."""
+    parts = [
+        "<h2>Monolingual documents</h2><p>Released documents per language (<code>documents.&lt;lang&gt;.jsonl.gz</code>), "
+        "with their text-quality labels (PT publishable running text, RTE running text with errors, PRT partially running "
+        "text, NRT not running text, WLN wrong or no language).</p>",
+        _table(
+            (
+                (lang, f["documents"], f["words"], ", ".join(f"{label}={n}" for label, n in f["quality_labels"].items()) or "-")
+                for lang, f in figures.items()
+            ),
+            ("language", "documents", "words", "quality labels"),
+        ),  # fmt: skip
+    ]
+    labels = {f"{lang} {label}": n for lang, f in figures.items() for label, n in f["quality_labels"].items()}
+    if labels:
+        png = _bar("Documents per language and quality label", labels, "documents")
+        parts.append(f'<img alt="Documents per language and quality label" src="data:image/png;base64,{png}">')
+    rows = [
+        (lang, label, sample["url"], sample["text"])
+        for lang, bands in samples.items()
+        for label, band in sorted(bands.items())
+        for sample in band
+    ]
+    if rows:
+        parts.append("<h3>Sample documents per quality label</h3>" + _table(rows, ("language", "label", "url", "text (start)")))
+    return "".join(parts)
+
+
 def render_report(
     pair: str,
     version: int,
@@ -196,10 +227,12 @@ def render_report(
     samples: Mapping[str, list[tuple[str, str, str, str]]],
     crawl: CrawlProfile,
     gates: Sequence[GateVerdict] = (),
+    documents: Mapping[str, Mapping[str, Sequence[Mapping[str, str]]]] | None = None,
 ) -> bytes:
     """The report as UTF-8 HTML. ``stats`` is the release's ``stats.json`` (with the monolingual and document-pair
     figures); ``samples`` the pairs shown per score band (:meth:`CorpusProfile.take_samples`); ``gates`` the
-    verdicts of the run's quality gates."""
+    verdicts of the run's quality gates; ``documents`` sample released documents per language and quality label
+    (:attr:`~bitextflow.release.documents.DocumentsCorpus.samples`)."""
     sections: list[str] = []
 
     def figure(title: str, png: str, note: str = "") -> None:
@@ -217,6 +250,7 @@ def render_report(
             for s in ("side_a", "side_b")
         ),
         *((f"monolingual sentences ({lang})", n) for lang, n in stats.get("monolingual_sentences", {}).items()),
+        *((f"monolingual documents ({lang})", figures["documents"]) for lang, figures in stats.get("documents", {}).items()),
     ]
     sections.append("<h2>Summary</h2>" + _table(summary, ("figure", "value")))
     if gates:
@@ -258,6 +292,8 @@ def render_report(
         figure(f"Distribution: {column}", _bar(column, dict(counts.most_common(_MAX_LABELS)), "sentence pairs"))
     for column, means in profile.distribution_means().items():
         figure(f"Distribution: {column}", _bar(f"mean {column}", means, "mean probability"))
+    if stats.get("documents"):
+        sections.append(_documents_section(stats["documents"], documents or {}))
     if stats["stage_counts"]:
         figure("Counts per stage", _stage_counts(stats["stage_counts"]))
         sections.append(

@@ -21,16 +21,15 @@ from bitextflow.catalog import incremental
 from bitextflow.catalog.run_outputs import PartitionOutputs, write_partition_outputs
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.urls import host_group, host_of
-from bitextflow.extract.dedup import Duplicate, set_aside
 from bitextflow.quality import document_pairs_check
 from bitextflow.stages.base import Stage
+from bitextflow.stages.deduplicate import run_duplicates_set_aside
 from bitextflow.stages.gating import judge
 from bitextflow.storage.layout import (
     CRAWL_LOGS,
     DECLARED_VERSION_FILES,
     DOCUMENT_PAIR_SHARDS,
     carried_sentence_pairs_name,
-    duplicates_name,
     partition_name,
     partition_of_key,
 )
@@ -127,13 +126,7 @@ class AlignDocuments(Stage):
         ``align_documents/part-NNNNN.cross-shard-duplicates.parquet`` with the reason and the kept twin."""
         ctx = self.ctx
         name = partition_name(partition)
-        verdicts = read_table(ctx.store, ctx.key("deduplicate", duplicates_name(partition)))
-        found = {
-            int(order): Duplicate(reason, twin)
-            for order, reason, twin in zip(verdicts["order"], verdicts["drop_reason"], verdicts["duplicate_of"], strict=True)
-        }
-        orders = read_table(ctx.store, ctx.key("partitions", f"{name}.sketches.parquet"), columns=["order"])["order"]
-        kept, removed = set_aside(documents, orders, found)
+        kept, removed = run_duplicates_set_aside(ctx, documents, partition)
         write_table(ctx.store, ctx.key("align_documents", f"{name}.cross-shard-duplicates.parquet"), removed, records.DOCUMENTS)
         return kept
 

@@ -23,24 +23,31 @@ from bitextflow import records
 from bitextflow.catalog.releases import list_releases
 from bitextflow.catalog.run_outputs import RunOutputs, write_gated_outputs
 from bitextflow.catalog.takedowns import read_takedowns
+from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.hashing import SeenHashes
 from bitextflow.quality import Check, PairsSummary, run_sentence_pairs_check, sentence_pairs_check, with_helper_columns
 from bitextflow.redaction import screen_for
 from bitextflow.stages.base import Stage
 from bitextflow.stages.gating import judge
+from bitextflow.stages.monolingual import Monolingual
 from bitextflow.storage.layout import GATED_PAIRS, RELEASED_DOCUMENT_PAIRS, partition_name, partition_of_key
 from bitextflow.storage.tables import read_tables, write_table
 
 
 class Gate(Stage):
     name = "gate"
-    after = "classify"
+    after = "monolingual"
     outputs = GATED_PAIRS
     partitioning = "run"
     gate = "sentence_pairs"
     asset = "sentence_pairs"
     help = "drop pairs repeated across the run, validate each site partition and the run (fails the run on a violation)"
+
+    @classmethod
+    def reads(cls, config: PairConfig) -> str | None:
+        """The classified pairs, as the monolingual stage passes them on, or classify's own without it."""
+        return cls.after if Monolingual.enabled(config) else Monolingual.after
 
     def run(self, classified_keys: Sequence[str]) -> list[str]:
         """Returns the gated pairs' keys, one per partition with pairs, in partition order."""

@@ -32,6 +32,7 @@ from bitextflow.stages.embed import Embed
 from bitextflow.stages.extract import Extract
 from bitextflow.stages.gate import Gate
 from bitextflow.stages.gate_documents import GateDocuments
+from bitextflow.stages.monolingual import Monolingual
 from bitextflow.stages.partition import Partition
 from bitextflow.stages.release import Release
 from bitextflow.stages.score import Score
@@ -111,6 +112,7 @@ REGISTRY = StageRegistry(
         AlignSentences,
         Score,
         Classify,
+        Monolingual,
         Gate,
         Release,
         TrainDomain,

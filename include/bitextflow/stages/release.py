@@ -23,12 +23,19 @@ from bitextflow.catalog.takedowns import read_takedowns
 from bitextflow.counts import StageCounts
 from bitextflow.errors import GateFailed, StageError
 from bitextflow.quality import release_checks
-from bitextflow.redaction import screen_for
+from bitextflow.redaction import TakedownList, screen_for
 from bitextflow.release.build import MONOLINGUAL_COLUMNS, ReleaseExtras
 from bitextflow.release.profile import GateVerdict
 from bitextflow.stages.base import RunContext, Stage
 from bitextflow.stages.gating import judge
-from bitextflow.storage.layout import GATE_REPORTS, RELEASED_DOCUMENT_PAIRS, SENTENCE_SHARDS, data_docs_path
+from bitextflow.stages.monolingual import Monolingual
+from bitextflow.storage.layout import (
+    ANNOTATED_DOCUMENT_SHARDS,
+    GATE_REPORTS,
+    RELEASED_DOCUMENT_PAIRS,
+    SENTENCE_SHARDS,
+    data_docs_path,
+)
 from bitextflow.storage.tables import StoredTables
 
 log = logging.getLogger(__name__)
@@ -49,8 +56,9 @@ class Release(Stage):
 
         def release_gate(directory: Path, version: int) -> None:
             sentence_pairs = json.loads((directory / "stats.json").read_text(encoding="utf-8"))["sentence_pairs"]
+            detector = screen_for(ctx.config, TakedownList()).detector
             try:
-                judge(ctx, "release", release_checks(directory, ctx.config.pair, sentence_pairs))
+                judge(ctx, "release", release_checks(directory, ctx.config.pair, sentence_pairs, detector=detector))
             except GateFailed:
                 ctx.store.put_tree(ctx.key("gate", "rejected_release/"), directory)
                 log.error(
@@ -94,8 +102,9 @@ def record_command(ctx: RunContext, info: ReleaseInfo) -> str:
 def release_extras(ctx: RunContext) -> ReleaseExtras:
     """The run's outputs a release is made of besides the gated pairs, each read a partition at a time: document
     pairs, the monolingual corpus (sentences of the documents extraction kept, i.e. in the pair's languages and
-    domain) and the crawl log (absent when the run ingested WARCs); the monolingual corpus and the document pairs
-    pass the takedown list and the personal-data guard as the gate's pairs did. Only what the run's latest attempt wrote
+    domain), the annotated documents (the ``monolingual`` stage's, unless ``mono.enabled`` is off) and the crawl log
+    (absent when the run ingested WARCs); the monolingual corpus, the documents and the document pairs pass the
+    takedown list and the personal-data guard as the gate's pairs did. Only what the run's latest attempt wrote
     (:class:`~bitextflow.catalog.run_outputs.RunOutputs`): a run cleared and run again with other partitions leaves
     the earlier attempt's files beside them."""
     outputs = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id)
@@ -103,7 +112,10 @@ def release_extras(ctx: RunContext) -> ReleaseExtras:
     sentences = StoredTables(ctx.store, outputs.current(ctx.outputs("partitions", SENTENCE_SHARDS)), MONOLINGUAL_COLUMNS)
     crawl = CrawlLog(ctx.store, ctx.config.pair, ctx.run_id)
     screen = screen_for(ctx.config, read_takedowns(ctx.store))
-    return ReleaseExtras(document_pairs, sentences, crawl, ctx.config, gate_verdicts(ctx, outputs), screen)
+    documents = None
+    if Monolingual.enabled(ctx.config):
+        documents = StoredTables(ctx.store, outputs.current(ctx.outputs("monolingual", ANNOTATED_DOCUMENT_SHARDS)))
+    return ReleaseExtras(document_pairs, sentences, crawl, ctx.config, gate_verdicts(ctx, outputs), screen, documents=documents)
 
 
 def gate_verdicts(ctx: RunContext, outputs: RunOutputs) -> list[GateVerdict]:

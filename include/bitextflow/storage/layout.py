@@ -37,6 +37,8 @@ CC_RECORDS = re.compile(r"^(index|robots)-\d{5}\.records\.parquet$")
 CC_ROBOTS_RECORDS = re.compile(r"^robots-\d{5}\.records\.parquet$")
 CC_WARC_SHARDS = re.compile(r"^cc-\d{5}-\d{5}\.warc\.gz$")
 DOCUMENT_SHARDS = re.compile(r"\.documents\.parquet$")
+#: Extraction's rejected documents of each shard (``extract/<shard>.documents.rejected.parquet``), with reason and twin.
+REJECTED_DOCUMENT_SHARDS = re.compile(r"\.documents\.rejected\.parquet$")
 SENTENCE_SHARDS = re.compile(r"\.sentences\.parquet$")
 #: A site partition's task list (``partitions/part-NNNNN.inputs.json``: the extract shards holding it).
 PARTITION_INPUTS = re.compile(r"^part-\d{5}\.inputs\.json$")
@@ -47,6 +49,8 @@ DOCUMENT_PAIR_SHARDS = re.compile(r"^docpairs-part-\d{5}-\d{5}\.parquet$")
 #: The run's document pairs as released: the shards plus those an incremental run carried over, per partition.
 RELEASED_DOCUMENT_PAIRS = re.compile(r"^docpairs-part-\d{5}-(\d{5}|carried)\.parquet$")
 SENTENCE_PAIR_SHARDS = re.compile(r"^sentpairs-part-\d{5}-\d{5}\.parquet$")
+#: A partition's annotated documents, the monolingual corpus (``monolingual/part-NNNNN.documents.parquet``).
+ANNOTATED_DOCUMENT_SHARDS = re.compile(r"^part-\d{5}\.documents\.parquet$")
 #: The gated pairs of a run, one file per site partition (``gate/part-NNNNN.sentence_pairs.parquet``).
 GATED_PAIRS = re.compile(r"^part-\d{5}\.sentence_pairs\.parquet$")
 #: The reports of a run's gate suites (``gate/<suite>.report.json``).
@@ -54,6 +58,8 @@ GATE_REPORTS = re.compile(r"\.report\.json$")
 _PARTITION_OF_NAME = re.compile(r"part-(\d{5})")
 #: The partition stage's plan (``partitions/plan.json``): P and the partitions that hold documents.
 PARTITION_PLAN = "plan.json"
+#: The deduplicate stage's count of the copies of each kept document (``deduplicate/copies.parquet``).
+COPIES_NAME = "copies.parquet"
 #: The gate's manifest (``gate/sentence_pairs.outputs.json``): the gated pairs it wrote.
 GATED_OUTPUTS = "sentence_pairs.outputs.json"
 

@@ -1,0 +1,261 @@
+"""The monolingual corpus as documents: every page extraction kept in one of the pair's languages, annotated, then
+filtered into the release's ``documents.<lang>.jsonl.gz``.
+
+As HPLT, FineWeb-2 and MaCoCu release web text, a line is a document, not a sentence: its URL, crawl date and source
+record, its text with the structure extraction found (paragraph types, boilerplate flags, paragraph languages), and
+the annotations users filter on afterwards: the language with its score and the page's language set, text quality per
+paragraph and per document in the MaCoCu scheme (:mod:`bitextflow.extract.text_quality`), domain relevance and terms,
+the domain classifier's distribution, the near-duplicate cluster's size, the personal data replaced (by type), the
+opt-outs the page passed and the document pairs it belongs to. The line's JSON schema ships beside this module
+(``documents.schema.json``, published in docs/release.md).
+
+:func:`annotate` makes a line (the ``monolingual`` stage, for every document); :func:`held_back_by` says which
+``mono.*`` threshold keeps a document out of the release; :class:`DocumentsCorpus` writes the released lines.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from bitextflow.config import MonolingualConfig, PairConfig
+from bitextflow.counts import StageCounts
+from bitextflow.extract.text_quality import document_quality, paragraph_quality
+from bitextflow.records import Document
+from bitextflow.redaction.personal_data import PersonalDataDetector, redact
+from bitextflow.redaction.takedowns import TakedownList
+from bitextflow.text.lengths import token_count
+
+SCHEMA_FILE = Path(__file__).with_name("documents.schema.json")
+#: Where a document's record came from: the run's crawl, WARC files it ingested, Common Crawl by its index.
+SourceKind = Literal["crawl", "warc", "commoncrawl"]
+#: The report shows this many documents per quality label and language, each cut at this many characters.
+SAMPLES_PER_BAND = 3
+SAMPLE_CHARS = 400
+
+
+@functools.cache
+def document_schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+
+
+def documents_file(language: str) -> str:
+    return f"documents.{language}.jsonl.gz"
+
+
+def source_kind(config: PairConfig) -> SourceKind:
+    if config.crawl.index is not None:
+        return "commoncrawl"
+    return "warc" if config.crawl.warcs else "crawl"
+
+
+def optout_verdicts(config: PairConfig) -> dict[str, Any]:
+    """The opt-outs every released page passed: a document exists only when each opt-out the pair honours let its page
+    in (extraction and the crawl set the others aside, counted), so the verdicts follow from the pair's policy."""
+    policy = config.policy
+    return {
+        "robots": "allowed",
+        "tdmrep": "allowed" if policy.honour_tdmrep else "not_checked",
+        "noai": "allowed" if policy.honour_noai else "not_checked",
+        "robots_agents": sorted({config.crawl.user_agent, *policy.robots_agents}),
+    }
+
+
+@dataclass(frozen=True)
+class DocumentContext:
+    """What the run knows about a document beyond its row: the copies of it set aside, the document pairs it is in,
+    its sentences' domain distributions in classified pairs (JSON objects), the document kept instead of it."""
+
+    copies: int = 0
+    document_pairs: Sequence[tuple[str, str]] = ()
+    domain_distributions: Sequence[str] = ()
+    duplicate_of: str = ""
+
+
+def mean_distribution(distributions: Sequence[str]) -> dict[str, float] | None:
+    """The mean of ``{label: probability}`` JSON objects (rounded as the classify stage rounds); None for none."""
+    parsed = [json.loads(value) for value in distributions if value]
+    if not parsed:
+        return None
+    total: Counter[str] = Counter()
+    for distribution in parsed:
+        total.update(distribution)
+    return {label: round(total[label] / len(parsed), 4) for label in sorted(total)}
+
+
+def annotate(
+    document: Document,
+    context: DocumentContext,
+    *,
+    source: SourceKind,
+    optouts: Mapping[str, Any],
+    detector: PersonalDataDetector | None,
+) -> dict[str, Any]:
+    """The release line of ``document``: its text and structure with every annotation, personal data replaced by
+    typed placeholders (counted by type in ``personal_data``)."""
+    paragraphs = list(document.paragraphs)
+    texts = [document.title, *(p.text for p in paragraphs)]
+    found: Mapping[str, int] = {}
+    if detector is not None:
+        texts, found = redact(texts, detector)
+    title, paragraph_texts = texts[0], texts[1:]
+    verdicts = [
+        paragraph_quality(text, document.language, detected_language=p.language)
+        for p, text in zip(paragraphs, paragraph_texts, strict=True)
+    ]
+    main = [i for i, p in enumerate(paragraphs) if not p.boilerplate and p.type != "title"]
+    quality = document_quality([(paragraph_texts[i], verdicts[i]) for i in main])
+    main_text = "\n".join(paragraph_texts[i] for i in main)
+    shares = {entry["language"]: float(entry["share"]) for entry in document.language_set}
+    return {
+        "id": document.doc_id,
+        "url": document.url,
+        "title": title,
+        "crawl_date": document.warc_date,
+        "source": {
+            "kind": source,
+            "warc": document.warc_key,
+            "offset": int(document.warc_offset),
+            "record_id": document.warc_record_id,
+        },
+        "language": document.language,
+        "language_score": round(shares.get(document.language, 0.0), 4),
+        "language_set": [{"language": lang, "share": round(share, 4)} for lang, share in shares.items()],
+        "text": main_text,
+        "paragraphs": [
+            {
+                "type": p.type,
+                "text": text,
+                "boilerplate": bool(p.boilerplate),
+                "language": p.language,
+                "quality": verdict.label,
+                "quality_score": round(verdict.score, 4),
+            }
+            for p, text, verdict in zip(paragraphs, paragraph_texts, verdicts, strict=True)
+        ],
+        "words": token_count(main_text, document.language),
+        "quality": {"label": quality.label, "score": round(quality.score, 4)},
+        "domain": {
+            "relevance": round(float(document.relevance), 4),
+            "terms": sorted({term for i in main for term in paragraphs[i].terms}),
+            "classifier": mean_distribution(context.domain_distributions),
+        },
+        "duplicates": {"cluster_size": 1 + context.copies, "duplicate_of": context.duplicate_of or None},
+        "personal_data": dict(sorted(found.items())),
+        "optouts": dict(optouts),
+        "document_pairs": [list(pair) for pair in sorted(context.document_pairs)],
+    }
+
+
+def annotated_row(line: Mapping[str, Any], partition: int = 0) -> dict[str, Any]:
+    """The ``records.ANNOTATED_DOCUMENTS`` row of a release line: the fields the ``mono.*`` thresholds read, and the line."""
+    return {
+        "doc_id": line["id"],
+        "language": line["language"],
+        "quality_label": line["quality"]["label"],
+        "quality_score": line["quality"]["score"],
+        "language_score": line["language_score"],
+        "relevance": line["domain"]["relevance"],
+        "words": line["words"],
+        "duplicate_of": line["duplicates"]["duplicate_of"] or "",
+        "document": json.dumps(line, ensure_ascii=False, sort_keys=True),
+        "partition": partition,
+    }
+
+
+def held_back_by(row: Mapping[str, Any], mono: MonolingualConfig) -> str | None:
+    """The first ``mono.*`` threshold an annotated document (``records.ANNOTATED_DOCUMENTS`` row) misses, as the
+    reason it is counted under; None when it is released."""
+    if row["duplicate_of"] and mono.duplicates == "drop":
+        return "duplicate"
+    if not row["words"] or row["words"] < mono.min_words:
+        return "too_few_words"
+    if row["language_score"] < mono.min_language_score:
+        return "below_language_score"
+    if row["quality_label"] not in mono.quality_labels:
+        return f"quality_{row['quality_label']}"
+    if row["quality_score"] < mono.min_quality_score:
+        return "below_quality_score"
+    if row["relevance"] < mono.min_relevance:
+        return "below_relevance"
+    return None
+
+
+@dataclass
+class DocumentsCorpus:
+    """The released documents of each of the pair's ``languages``, written as they come into ``directory``
+    (gzip without a timestamp, so that the same documents give the same bytes), through the takedown list and, as a
+    guard, the personal-data detector (the stage replaced what it found; a text it missed is not released), every
+    document counted as ``release_documents``; :attr:`documents` and :attr:`words` per language and
+    :attr:`labels` (document quality labels released, per language) feed the statistics and the report."""
+
+    directory: Path
+    languages: Sequence[str]
+    mono: MonolingualConfig
+    takedowns: TakedownList = field(default_factory=TakedownList)
+    detector: PersonalDataDetector | None = None
+    counts: StageCounts = field(default_factory=lambda: StageCounts("release_documents"))
+    documents: Counter[str] = field(default_factory=Counter)
+    words: Counter[str] = field(default_factory=Counter)
+    labels: dict[str, Counter[str]] = field(default_factory=dict)
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    _files: dict[str, IO[bytes]] = field(default_factory=dict)
+
+    def add(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Annotated documents (``records.ANNOTATED_DOCUMENTS`` rows) in release order."""
+        for row in rows:
+            self.counts.seen()
+            if row["language"] not in self.languages:
+                self.counts.drop("other_language")
+                continue
+            if (reason := held_back_by(row, self.mono)) is not None:
+                self.counts.drop(reason)
+                continue
+            line = json.loads(row["document"])
+            if len(self.takedowns) and (entry := self.takedowns.match((line["url"],), (line["text"],))) is not None:
+                self.counts.drop(entry.reason)
+                continue
+            if self.detector is not None and any(True for _ in self.detector.find(line["text"])):
+                self.counts.drop("personal_data_missed")
+                continue
+            self._write(row["language"], line)
+
+    def _write(self, language: str, line: dict[str, Any]) -> None:
+        if language not in self._files:
+            self._files[language] = gzip.GzipFile(self.directory / documents_file(language), "wb", mtime=0)
+        self._files[language].write(json.dumps(line, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+        self.counts.keep()
+        self.documents[language] += 1
+        self.words[language] += line["words"]
+        label = line["quality"]["label"]
+        self.labels.setdefault(language, Counter())[label] += 1
+        band = self.samples.setdefault(language, {}).setdefault(label, [])
+        if len(band) < SAMPLES_PER_BAND:
+            band.append({"url": line["url"], "title": line["title"], "text": line["text"][:SAMPLE_CHARS]})
+
+    def close(self) -> list[Path]:
+        """Every language's file, empty where none was released."""
+        paths = []
+        for language in self.languages:
+            if language not in self._files:
+                self._files[language] = gzip.GzipFile(self.directory / documents_file(language), "wb", mtime=0)
+            self._files[language].close()
+            paths.append(self.directory / documents_file(language))
+        return paths
+
+    def statistics(self) -> dict[str, Any]:
+        """``stats.json``'s ``documents``: per language, documents and words released and their quality labels."""
+        return {
+            language: {
+                "documents": self.documents[language],
+                "words": self.words[language],
+                "quality_labels": dict(sorted(self.labels.get(language, Counter()).items())),
+            }
+            for language in self.languages
+        }

@@ -1,0 +1,132 @@
+"""Stage ``monolingual``: every document of the pair's languages annotated for the monolingual corpus.
+
+Extraction kept each page with its structure, languages and relevance; document alignment paired some of them and
+the classify stage gave their sentences domain distributions. This stage puts it together per site partition, for
+every document extraction kept in one of the pair's languages, aligned or not, and copies the run set aside included
+(each naming the document kept instead): text quality per paragraph and per document, the language's score, domain
+relevance, terms and the classifier's mean distribution, the near-duplicate cluster's size, personal data replaced,
+the opt-outs it passed and its document pairs (:func:`bitextflow.release.documents.annotate`). It writes
+``monolingual/part-NNNNN.documents.parquet`` (``records.ANNOTATED_DOCUMENTS``); the release filters them by the
+pair's ``mono.*`` thresholds into ``documents.<lang>.jsonl.gz``, annotations kept, so users can filter again.
+
+It comes after ``classify`` and passes classify's shards on to the gate (its ``outputs`` are theirs), so a run's
+gate and release wait for it; with ``mono.enabled: false`` the gate reads classify's shards itself.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import pandas as pd
+
+from bitextflow import records
+from bitextflow.catalog.run_outputs import RunOutputs
+from bitextflow.config import PairConfig
+from bitextflow.counts import StageCounts
+from bitextflow.redaction import TakedownList, screen_for
+from bitextflow.release.documents import DocumentContext, annotate, annotated_row, optout_verdicts, source_kind
+from bitextflow.stages.base import Stage
+from bitextflow.stages.deduplicate import run_duplicates_set_aside
+from bitextflow.storage.layout import (
+    COPIES_NAME,
+    PARTITION_DOCUMENTS,
+    SENTENCE_PAIR_SHARDS,
+    partition_name,
+    partition_of_key,
+)
+from bitextflow.storage.tables import read_table, read_tables, write_table
+
+_PAIR_COLUMNS = ["url_a", "url_b", "domain_probs_a", "domain_probs_b"]
+
+
+class Monolingual(Stage):
+    name = "monolingual"
+    after = "classify"
+    outputs = SENTENCE_PAIR_SHARDS
+    output_folder = "classify"  # it passes classify's shards on to the gate; its documents lie in its own folder
+    partitioning = "shard"
+    outputs_per_input = "many"
+    help = "annotate every document of the pair's languages for the monolingual corpus (mono.*)"
+
+    @classmethod
+    def enabled(cls, config: PairConfig) -> bool:
+        return config.mono.enabled
+
+    def plan(self, classified_keys: Sequence[str]) -> list[str]:
+        """One task per site partition holding documents (``monolingual/part-NNNNN.inputs.json``: its documents and
+        the classified sentence-pair shards it passes on)."""
+        ctx = self.ctx
+        classified: dict[int, list[str]] = defaultdict(list)
+        for key in classified_keys:
+            classified[partition_of_key(key)].append(key)
+        documents = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id).current(ctx.outputs("partitions", PARTITION_DOCUMENTS))
+        return [
+            ctx.store.put_json(
+                ctx.key("monolingual", f"{partition_name(partition)}.inputs.json"),
+                {"partition": partition, "documents": key, "classified": sorted(classified.get(partition, []))},
+            )
+            for key in documents
+            for partition in [partition_of_key(key)]
+        ]
+
+    def setup(self) -> None:
+        ctx = self.ctx
+        copies = read_table(ctx.store, ctx.key("deduplicate", COPIES_NAME))
+        self.copies = dict(zip(copies["doc_id"], copies["copies"], strict=True))
+        self.detector = screen_for(ctx.config, TakedownList()).detector  # takedowns: the release applies the list of its day
+        self.source, self.optouts = source_kind(ctx.config), optout_verdicts(ctx.config)
+
+    def run(self, inputs_key: str) -> list[str]:
+        """Annotates the partition's documents; returns its classified shards (the gate's inputs)."""
+        ctx = self.ctx
+        plan = ctx.store.get_json(inputs_key)
+        partition = plan["partition"]
+        kept, copies = run_duplicates_set_aside(ctx, read_table(ctx.store, plan["documents"]), partition)
+        documents = pd.concat([kept, copies], ignore_index=True)
+        counts = StageCounts(self.name)
+        counts.seen(len(documents))
+        languages = [ctx.config.source, ctx.config.target]
+        in_pair = documents[documents["language"].isin(languages)]
+        counts.drop("other_language", len(documents) - len(in_pair))
+        pairs_of, distributions_of = self._pairs(partition, plan["classified"])
+        rows = []
+        for row in in_pair.itertuples():
+            document = records.Document.from_row(row)
+            duplicate_of = document.duplicate_of if document.drop_reason else ""
+            context = DocumentContext(
+                copies=0 if duplicate_of else int(self.copies.get(document.doc_id, 0)),
+                document_pairs=pairs_of.get(document.doc_id, ()),
+                domain_distributions=() if duplicate_of else distributions_of.get(document.url, ()),
+                duplicate_of=duplicate_of,
+            )
+            line = annotate(document, context, source=self.source, optouts=self.optouts, detector=self.detector)
+            for kind, n in line["personal_data"].items():
+                counts.repair(f"personal_data_{kind}", n)
+            rows.append(annotated_row(line, partition))
+        counts.keep(len(rows))
+        name = partition_name(partition)
+        frame = pd.DataFrame(rows, columns=[f.name for f in records.ANNOTATED_DOCUMENTS])
+        write_table(ctx.store, ctx.key("monolingual", f"{name}.documents.parquet"), frame, records.ANNOTATED_DOCUMENTS)
+        ctx.write_counts(self.name, name, counts)
+        return list(plan["classified"])
+
+    def _pairs(self, partition: int, classified_keys: list[str]) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[str]]]:
+        """The partition's document pairs by document id, and its classified sentences' domain distributions by URL."""
+        ctx = self.ctx
+        manifest = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id).partition(partition)
+        pairs_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        if manifest is not None:
+            document_pairs = read_tables(ctx.store, manifest.document_pairs, records.DOCUMENT_PAIRS)
+            for a, b in zip(document_pairs["doc_id_a"], document_pairs["doc_id_b"], strict=True):
+                pairs_of[a].append((a, b))
+                pairs_of[b].append((a, b))
+        distributions_of: dict[str, list[str]] = defaultdict(list)
+        for key in classified_keys:
+            pairs = read_table(ctx.store, key, columns=_PAIR_COLUMNS)
+            for url_a, url_b, probs_a, probs_b in pairs.itertuples(index=False):
+                if probs_a:
+                    distributions_of[url_a].append(probs_a)
+                if probs_b:
+                    distributions_of[url_b].append(probs_b)
+        return pairs_of, distributions_of

@@ -1,0 +1,148 @@
+"""The monolingual corpus as documents: a document's release line (every annotation, valid against the published
+schema, personal data replaced), the ``mono.*`` thresholds that keep one out (counted by reason), the gzip files
+(same documents, same bytes) and the schema published in docs/release.md. The stage and the release on the real S3
+server: tests/integration/test_optout_release.py."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from bitextflow.config import MonolingualConfig
+from bitextflow.counts import StageCounts
+from bitextflow.errors import StageError
+from bitextflow.records import Document, Paragraph
+from bitextflow.redaction import PersonalDataDetector, TakedownList
+from bitextflow.redaction.takedowns import TakedownEntry
+from bitextflow.release.documents import (
+    DocumentContext,
+    DocumentsCorpus,
+    annotate,
+    annotated_row,
+    document_schema,
+    documents_file,
+    held_back_by,
+    mean_distribution,
+)
+from bitextflow.stages.base import RunContext
+from tests.support import ROOT
+
+RUNNING = (
+    "The package manager installs the software you choose together with every library it needs. "
+    "It keeps a list of the files each package holds, so that removing a package later leaves nothing behind."
+)
+OPTOUTS = {"robots": "allowed", "tdmrep": "allowed", "noai": "allowed", "robots_agents": ["*", "bitextflow"]}
+
+
+def document(url: str = "http://example.org/en/guide.html", text: str = RUNNING, **fields) -> Document:
+    paragraphs = (
+        Paragraph("title", "Installing packages", "en", False, False),
+        Paragraph("heading", "Installing packages", "en", False, False, ("package",)),
+        Paragraph("text", text, "en", False, False, ("package", "install")),
+        Paragraph("listitem", "Home | News | Contact", "en", True, False),
+    )
+    values = {
+        "language": "en", "language_set": ({"language": "en", "share": 0.97}, {"language": "fr", "share": 0.03}),
+        "title": "Installing packages", "paragraphs": paragraphs, "relevance": 0.42, "warc_key": "crawl/a.warc.gz",
+        "warc_offset": 1234, "warc_record_id": "<urn:uuid:1>", "warc_date": "2026-12-01T10:00:00Z",
+    } | fields  # fmt: skip
+    return Document(re.sub(r"\W", "", url)[-16:], url, **values)
+
+
+def line_of(doc: Document, context: DocumentContext | None = None, detector=None) -> dict:
+    return annotate(doc, context or DocumentContext(), source="crawl", optouts=OPTOUTS, detector=detector)
+
+
+def row_of(line: dict, duplicate_of: str = "") -> dict:
+    return annotated_row(line) | {"duplicate_of": duplicate_of}
+
+
+def test_a_line_holds_the_text_its_structure_and_every_annotation_valid_against_the_schema() -> None:
+    context = DocumentContext(
+        copies=2, document_pairs=[("d1", "d2")],
+        domain_distributions=['{"computing": 0.9, "legal": 0.1}', '{"computing": 0.7, "legal": 0.3}'],
+    )  # fmt: skip
+    line = line_of(document(), context)
+    Draft202012Validator(document_schema()).validate(line)
+    assert line["text"] == f"Installing packages\n{RUNNING}", "the main content: no title, no boilerplate"
+    assert [p["type"] for p in line["paragraphs"]] == ["title", "heading", "text", "listitem"]
+    assert line["paragraphs"][3]["boilerplate"] is True
+    assert line["quality"]["label"] in ("PT", "RTE"), line["quality"]
+    assert line["language_score"] == 0.97 and line["source"]["offset"] == 1234
+    assert line["domain"] == {"relevance": 0.42, "terms": ["install", "package"], "classifier": {"computing": 0.8, "legal": 0.2}}
+    assert line["duplicates"] == {"cluster_size": 3, "duplicate_of": None}
+    assert line["document_pairs"] == [["d1", "d2"]] and line["words"] == 35
+
+
+def test_personal_data_is_replaced_in_every_paragraph_and_counted_by_type() -> None:
+    text = RUNNING + " Write to ana.lopez@example.com or bob@example.org, or call +34 912 34 56 78."
+    line = line_of(document(text=text), detector=PersonalDataDetector(regions=("ES",)))
+    assert "example.com" not in json.dumps(line) and "[EMAIL_1]" in line["text"] and "[PHONE_1]" in line["text"]
+    assert line["personal_data"] == {"email": 2, "phone": 1}
+
+
+def test_mean_distribution_is_none_without_a_classified_sentence() -> None:
+    assert mean_distribution([]) is None and mean_distribution(["", ""]) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"duplicate_of": "kept-one"}, "duplicate"),
+        ({"words": 3}, "too_few_words"),
+        ({"language_score": 0.2}, "below_language_score"),
+        ({"quality_label": "NRT"}, "quality_NRT"),
+        ({"relevance": -1.0}, "below_relevance"),
+    ],
+)
+def test_each_threshold_holds_a_document_back_under_its_own_reason(change: dict, reason: str) -> None:
+    row = row_of(line_of(document())) | change
+    assert held_back_by(row_of(line_of(document())), MonolingualConfig()) is None
+    assert held_back_by(row, MonolingualConfig()) == reason
+
+
+def test_the_corpus_counts_every_document_and_writes_the_same_bytes_twice(tmp_path: Path) -> None:
+    lines = [line_of(document(f"http://example.org/en/{n}.html")) for n in range(3)]
+    rows = [row_of(line) for line in lines] + [row_of(lines[0], duplicate_of=lines[1]["id"])]
+    rows.append(row_of(line_of(document("http://example.org/es/1.html", language="es"))) | {"language": "fr"})
+    entry = TakedownEntry(url="http://example.org/en/2.html", who="the site owner", when="2026-11-30", why="asked")
+    takedowns = TakedownList([entry])
+    written = []
+    for attempt in ("a", "b"):
+        folder = tmp_path / attempt
+        folder.mkdir()
+        corpus = DocumentsCorpus(folder, ["en", "es"], MonolingualConfig(), takedowns)
+        corpus.add(rows)
+        corpus.close()
+        written.append((folder / documents_file("en")).read_bytes())
+    assert written[0] == written[1], "gzip without a timestamp: the same documents give the same bytes"
+    assert corpus.counts.to_dict() == {
+        "stage": "release_documents", "in": 5, "kept": 2,
+        "dropped": {"duplicate": 1, "other_language": 1, "takedown_url": 1},
+    }  # fmt: skip
+    released = [json.loads(line) for line in gzip.decompress(written[0]).splitlines()]
+    assert [line["url"] for line in released] == ["http://example.org/en/0.html", "http://example.org/en/1.html"]
+    assert gzip.decompress((tmp_path / "b" / documents_file("es")).read_bytes()) == b"", "a language with none: empty"
+    assert corpus.statistics()["en"]["documents"] == 2 and corpus.statistics()["en"]["words"] == 2 * lines[0]["words"]
+
+
+def test_docs_release_md_publishes_the_schema_the_release_checks() -> None:
+    docs = (ROOT / "docs" / "release.md").read_text(encoding="utf-8")
+    published = re.search(r"<!-- documents schema -->\n```json\n(.*?)\n```", docs, re.DOTALL)
+    assert published, "docs/release.md: the documents schema block (after <!-- documents schema -->) is missing"
+    assert json.loads(published.group(1)) == document_schema(), "docs/release.md's schema differs from the package's"
+
+
+def test_counts_that_lose_an_item_are_refused_with_the_stage_and_shard_named() -> None:
+    counts = StageCounts("example")
+    counts.seen(3)
+    counts.keep(1)
+    counts.drop("too_short")
+    ctx = RunContext(config=None, store=None, run_id="manual__counts")  # type: ignore[arg-type]: refused before use
+    with pytest.raises(StageError, match=r"stage example, shard part-00001: .*in=3 but kept=1 \+ dropped=1 \(lost 1"):
+        ctx.write_counts("example", "part-00001", counts)
