@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from jsonschema import Draft202012Validator
 
@@ -146,3 +147,35 @@ def test_counts_that_lose_an_item_are_refused_with_the_stage_and_shard_named() -
     ctx = RunContext(config=None, store=None, run_id="manual__counts")  # type: ignore[arg-type]: refused before use
     with pytest.raises(StageError, match=r"stage example, shard part-00001: .*in=3 but kept=1 \+ dropped=1 \(lost 1"):
         ctx.write_counts("example", "part-00001", counts)
+
+
+def test_a_release_with_documents_describes_them_and_its_gate_catches_a_bad_line(tmp_path: Path) -> None:
+    """The release's files, statistics, report and datasheet with the documents; then one line the guards would not
+    have let through (another language, personal data, an opt-out) written into the built file, which its suite fails."""
+    from bitextflow.config import load_pair_config
+    from bitextflow.quality import validate
+    from bitextflow.quality.release import release_documents_checks
+    from bitextflow.release.build import ReleaseExtras, build_release
+    from tests.unit.test_release import pairs
+
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml")
+    lines = [line_of(document(f"http://example.org/en/{n}.html")) for n in range(2)]
+    extras = ReleaseExtras(crawl_log=[{"url": "http://example.org/en/0.html", "outcome": "fetched"}], config=config)
+    extras = ReleaseExtras(**{**extras.__dict__, "documents": [pd.DataFrame([row_of(line) for line in lines])]})
+    build_release(tmp_path, "en-es", 1, pairs(), [], "run-documents", None, extras)
+    stats = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
+    assert stats["documents"]["en"]["documents"] == 2 and stats["documents"]["es"]["documents"] == 0
+    assert sum(stats["documents"]["en"]["quality_scores"]) == 2
+    assert "Monolingual documents" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "2 monolingual en documents" in (tmp_path / "datasheet.md").read_text(encoding="utf-8")
+    detector = PersonalDataDetector()
+    (good,) = validate(release_documents_checks(tmp_path / documents_file("en"), "en", detector))
+    assert good.success, good.failures
+    bad = line_of(document("http://example.org/en/9.html", text=RUNNING + " Mail ana.lopez@example.com."))
+    bad["language"], bad["optouts"]["tdmrep"] = "es", "reserved"
+    with gzip.open(tmp_path / documents_file("en"), "ab") as out:
+        out.write((json.dumps(lines[0]) + "\n" + json.dumps(bad) + "\n").encode())
+    (report,) = validate(release_documents_checks(tmp_path / documents_file("en"), "en", detector))
+    failed = " ".join(report.failures)
+    for column in ("language", "repeated_id", "optout_problem", "personal_data", "schema_problem"):
+        assert column in failed, f"{column} not caught: {report.failures}"

@@ -204,6 +204,9 @@ class DocumentsCorpus:
     documents: Counter[str] = field(default_factory=Counter)
     words: Counter[str] = field(default_factory=Counter)
     labels: dict[str, Counter[str]] = field(default_factory=dict)
+    #: Per language: released documents per tenth of the quality score (0..9), and per most probable domain label.
+    quality_bins: dict[str, Counter[int]] = field(default_factory=dict)
+    domains: dict[str, Counter[str]] = field(default_factory=dict)
     samples: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
     _files: dict[str, IO[bytes]] = field(default_factory=dict)
 
@@ -235,6 +238,9 @@ class DocumentsCorpus:
         self.words[language] += line["words"]
         label = line["quality"]["label"]
         self.labels.setdefault(language, Counter())[label] += 1
+        self.quality_bins.setdefault(language, Counter())[min(int(line["quality"]["score"] * 10), 9)] += 1
+        if distribution := line["domain"]["classifier"]:
+            self.domains.setdefault(language, Counter())[max(sorted(distribution), key=distribution.__getitem__)] += 1
         band = self.samples.setdefault(language, {}).setdefault(label, [])
         if len(band) < SAMPLES_PER_BAND:
             band.append({"url": line["url"], "title": line["title"], "text": line["text"][:SAMPLE_CHARS]})
@@ -250,12 +256,15 @@ class DocumentsCorpus:
         return paths
 
     def statistics(self) -> dict[str, Any]:
-        """``stats.json``'s ``documents``: per language, documents and words released and their quality labels."""
+        """``stats.json``'s ``documents``: per language, documents and words released, their quality labels, how many
+        fall in each tenth of the quality score, and how many have each domain label as their most probable."""
         return {
             language: {
                 "documents": self.documents[language],
                 "words": self.words[language],
                 "quality_labels": dict(sorted(self.labels.get(language, Counter()).items())),
+                "quality_scores": [self.quality_bins.get(language, Counter())[tenth] for tenth in range(10)],
+                "domains": dict(sorted(self.domains.get(language, Counter()).items())),
             }
             for language in self.languages
         }

@@ -205,9 +205,19 @@ def _documents_section(
         ),  # fmt: skip
     ]
     labels = {f"{lang} {label}": n for lang, f in figures.items() for label, n in f["quality_labels"].items()}
-    if labels:
-        png = _bar("Documents per language and quality label", labels, "documents")
-        parts.append(f'<img alt="Documents per language and quality label" src="data:image/png;base64,{png}">')
+    scores = {
+        f"{lang} {tenth / 10:.1f}-{(tenth + 1) / 10:.1f}": n
+        for lang, f in figures.items()
+        for tenth, n in enumerate(f.get("quality_scores", []))
+    }
+    domains = {f"{lang} {label}": n for lang, f in figures.items() for label, n in f.get("domains", {}).items()}
+    for title, counts in (
+        ("Documents per language and quality label", labels),
+        ("Documents per language and quality score", scores),
+        ("Documents per language and most probable domain", domains),
+    ):
+        if any(counts.values()):
+            parts.append(f'<img alt="{title}" src="data:image/png;base64,{_bar(title, counts, "documents")}">')
     rows = [
         (lang, label, sample["url"], sample["text"])
         for lang, bands in samples.items()
