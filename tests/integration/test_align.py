@@ -93,6 +93,8 @@ FAQ = (
     ("Each release is supported for several years. Security updates come from a separate archive.",
      "Cada versión recibe soporte durante varios años. Las actualizaciones de seguridad vienen de otro archivo."),
 )  # fmt: skip
+#: A command both FAQ pages show in English: the Spanish page's copy is another language's paragraph there.
+COMMAND = "Run apt-get update as root, then apt-get upgrade."
 
 
 def _sentences(text: str) -> list[str]:
@@ -103,7 +105,9 @@ def test_a_partly_translated_page_pair_gives_sentence_pairs_of_its_translated_pa
     """The Spanish guide keeps three of its five paragraphs in English and is identified as English: document
     alignment pairs it with the English guide (its second pass), and sentence alignment aligns the translated
     paragraphs, split from the page's paragraphs since extraction kept its English ones only; the untranslated
-    ones are counted. The fully translated FAQ gives its pairs as before."""
+    ones are counted. The fully translated FAQ gives its pairs as before, less the command both of its pages show in
+    English: the English page's copy is set aside (the Spanish page holds it as an English paragraph), never joined to
+    a neighbouring sentence's bead."""
     import pandas as pd
 
     from bitextflow import records
@@ -119,8 +123,13 @@ def test_a_partly_translated_page_pair_gives_sentence_pairs_of_its_translated_pa
     pages = {  # doc_id: (url, document language, language set, paragraphs as (text, language))
         "guide-en": ("http://site.test/en/guide.html", "en", {"en": 1.0}, [(text, "en") for text in GUIDE_EN]),
         "guide-es": ("http://site.test/es/guide.html", "en", {"en": 0.6, "es": 0.4}, partly),
-        "faq-en": ("http://site.test/en/faq.html", "en", {"en": 1.0}, [(en, "en") for en, _es in FAQ]),
-        "faq-es": ("http://site.test/es/faq.html", "es", {"es": 1.0}, [(es, "es") for _en, es in FAQ]),
+        "faq-en": ("http://site.test/en/faq.html", "en", {"en": 1.0}, [*((en, "en") for en, _es in FAQ), (COMMAND, "en")]),
+        "faq-es": (
+            "http://site.test/es/faq.html",
+            "es",
+            {"es": 0.9, "en": 0.1},
+            [*((es, "es") for _en, es in FAQ), (COMMAND, "en")],
+        ),
     }
     documents, sentences = [], []
     for doc_id, (url, language, language_set, texts) in pages.items():
@@ -156,5 +165,5 @@ def test_a_partly_translated_page_pair_gives_sentence_pairs_of_its_translated_pa
     assert sorted(aligned) == sorted(translated + faq)
     counts = store.get_json(ctx.key("align_sentences", "sentpairs-part-00000-00000.counts.json"))
     untranslated = 2 * 3  # three untranslated paragraphs of two sentences: on the English page, and on the Spanish one
-    assert counts["dropped"] == {"untranslated_src": untranslated, "untranslated_tgt": untranslated}
+    assert counts["dropped"] == {"untranslated_src": untranslated + 1, "untranslated_tgt": untranslated}
     assert counts["in"] == counts["kept"] + sum(counts["dropped"].values()) and counts["kept"] == len(aligned)

@@ -59,12 +59,10 @@ class PairSentences:
 def pair_sentences(ctx: RunContext, doc_pairs: pd.DataFrame, partition: int) -> list[PairSentences]:
     """The sentences each document pair of ``doc_pairs`` (one shard of site partition ``partition``) gives the aligner."""
     source, target = ctx.config.source, ctx.config.target
-    stored = _document_sentences(ctx, partition, set(doc_pairs["doc_id_a"]) | set(doc_pairs["doc_id_b"]))
-    sides = [*((doc_id, source) for doc_id in doc_pairs["doc_id_a"]), *((doc_id, target) for doc_id in doc_pairs["doc_id_b"])]
-    # only a page with no stored sentence in its side's language can be a partly translated one
-    documents = _documents(
-        ctx, partition, {doc_id for doc_id, language in sides if all(row[0] != language for row in stored.get(doc_id, []))}
-    )
+    doc_ids = set(doc_pairs["doc_id_a"]) | set(doc_pairs["doc_id_b"])
+    stored = _document_sentences(ctx, partition, doc_ids)
+    # every page: the paragraphs it leaves in the other side's language (commands, code, names) are copies, not text
+    documents = _documents(ctx, partition, doc_ids)
     result = []
     for pair in doc_pairs.itertuples():
         side_a = _side(ctx, stored.get(pair.doc_id_a, []), documents.get(pair.doc_id_a), source, target)
@@ -117,10 +115,15 @@ def _side(
     other_language: str,
 ) -> _Side:
     """A page as the ``language`` side of a pair, from its ``stored`` sentences, or from its paragraphs when it is a
-    partly translated page whose ``document`` extraction identified as another language."""
+    partly translated page whose ``document`` extraction identified as another language. Its ``untranslated``
+    sentences are those it holds in ``other_language``: a partly translated page's stored sentences in its own
+    language, and the paragraphs any page leaves in the other side's language (a command, a code block, a table cell
+    the translator copied), split as that side's sentences; the other side's copies of them are set aside, since a
+    copy on one side only would be joined to its neighbour's bead."""
     not_in_language = sum(row[0] != language for row in stored)
-    # a partly translated page's untranslated sentences are the ones extraction stored, in its own language
     untranslated = frozenset(row[1] for row in stored if row[0] == other_language)
+    if document is not None and document.language == language:
+        untranslated |= frozenset(sentences_in(document, other_language, ctx.config.extract))
     if document is not None and document.language != language:
         found = split_sentences(document, language, ctx.config.extract)
         sentences = [sentence.text for sentence in found]
