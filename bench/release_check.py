@@ -11,7 +11,7 @@ its manifest lists, and checks:
 - ``report_present``: ``report.html`` with at least one embedded plot; ``datasheet_present``:
   ``datasheet.md`` with its licence section;
 - ``gate_passed``: ``gate.json`` says the sentence-pair gate succeeded, and the run's release gate
-  reports (``release_files``, ``release_pairs``) say it passed; ``data_docs_present``: the run's Great
+  reports (``release_files``, ``release_pairs``, ``release_documents.<lang>``) say it passed; ``data_docs_present``: the run's Great
   Expectations Data Docs (HTML) are in the store;
 - ``dvc_get``: ``dvc get <registry> releases/<pair>/v<N> --rev <pair>-v<N>`` returns exactly the
   manifest's files (data from the DVC remote on S3).
@@ -40,7 +40,7 @@ from bitextflow.catalog.registry import registry_for, release_path, release_tag
 from bitextflow.catalog.releases import MANIFEST_NAME, list_releases, release_prefix
 from bitextflow.config import load_pair_config
 from bitextflow.errors import BitextflowError
-from bitextflow.quality.release import PROBLEM_COLUMN, RELEASE_SUITES, release_file_counts
+from bitextflow.quality.release import PROBLEM_COLUMN, RELEASE_DOCUMENTS_SUITE, RELEASE_SUITES, release_file_counts
 from bitextflow.release.formats import validate_tmx
 from bitextflow.settings import load_services_env, project_home
 from bitextflow.storage import ObjectStore
@@ -104,8 +104,10 @@ def check_release(pair: str, version: int | None) -> dict[str, Any]:
             return "## Licences" in files["datasheet.md"].read_text(encoding="utf-8")
 
         def gate_passed() -> bool:
+            documents = [f"{RELEASE_DOCUMENTS_SUITE}.{name.split('.')[1]}" for name in files if name.startswith("documents.")]
             release_gates = [
-                store.get_json(stage_key(pair, release.run_id, "gate", f"{suite}.report.json")) for suite in RELEASE_SUITES
+                store.get_json(stage_key(pair, release.run_id, "gate", f"{suite}.report.json"))
+                for suite in (*RELEASE_SUITES, *documents)
             ]
             return json.loads(files["gate.json"].read_text()).get("success") is True and all(r["success"] for r in release_gates)
 

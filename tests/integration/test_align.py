@@ -19,6 +19,7 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
     from bitextflow.config import load_pair_config
     from bitextflow.stages.registry import REGISTRY, run_context
     from bitextflow.storage.tables import read_table, write_table
+    from tests.support import write_partition_documents
 
     def frame(schema: pa.Schema, rows: list[dict[str, object]]) -> pd.DataFrame:
         return pd.DataFrame([{field.name: row.get(field.name) for field in schema} for row in rows])
@@ -51,6 +52,7 @@ def test_align_sentences_stage_uses_the_configured_aligner(store) -> None:
             for k, text in enumerate(texts)
         ]
         write_table(store, sentences_key, frame(records.SENTENCES, rows), records.SENTENCES)
+        write_partition_documents(store, ctx.key("partitions", "part-00000.documents.parquet"), frame(records.SENTENCES, rows))
         pair = {"doc_id_a": "a", "doc_id_b": "b", "url_a": "a", "url_b": "b", "method": "url_tokens", "score": 1.0,
                 "partition": 0}  # fmt: skip
         pairs_key = write_table(

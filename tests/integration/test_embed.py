@@ -13,7 +13,7 @@ from bitextflow.errors import StageError
 from bitextflow.models.vectors import pair_vectors, text_hash, unpack
 from bitextflow.stages.registry import REGISTRY, run_context, run_stage
 from bitextflow.storage.tables import read_table, read_table_and_metadata, write_table
-from tests.support import ROOT
+from tests.support import ROOT, write_partition_documents
 from tests.support.texts import DOCUMENTATION
 
 ENGLISH, SPANISH = (list(side) for side in zip(*(DOCUMENTATION[i] for i in (0, 1, 2, 5)), strict=True))
@@ -36,6 +36,7 @@ def document_pairs_key(store) -> str:
     rows = sentences("en1", "en", ENGLISH) + sentences("es1", "es", SPANISH)
     rows += sentences("en2", "en", ENGLISH[:2]) + sentences("es2", "es", SPANISH[:2])
     write_table(store, ctx.key("partitions", "part-00000.sentences.parquet"), pd.DataFrame(rows), records.SENTENCES)
+    write_partition_documents(store, ctx.key("partitions", "part-00000.documents.parquet"), pd.DataFrame(rows))
     pairs = [
         records.DocumentPair(a, b, f"http://site/{a}", f"http://site/{b}", "url_tokens", 1.0)
         for a, b in (("en1", "es1"), ("en2", "es2"))
@@ -110,10 +111,8 @@ def test_a_second_run_takes_its_vectors_from_the_machines_cache_and_stores_the_s
         ctx = run_context(config.with_overrides(overrides), store, run_id)
         key = ctx.key("align_documents", "docpairs-part-00000-00000.parquet")
         store.put_bytes(key, store.get_bytes(document_pairs_key))
-        store.put_bytes(
-            ctx.key("partitions", "part-00000.sentences.parquet"),
-            store.get_bytes(first.key("partitions", "part-00000.sentences.parquet")),
-        )
+        for name in ("part-00000.sentences.parquet", "part-00000.documents.parquet"):
+            store.put_bytes(ctx.key("partitions", name), store.get_bytes(first.key("partitions", name)))
         run_stage(ctx, REGISTRY.get("embed"), [key])
         assert len(encoded) == expected, run_id
         if not expected:

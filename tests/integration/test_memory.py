@@ -22,7 +22,7 @@ from bitextflow.records import DocumentPair, Sentence
 from bitextflow.stages.registry import REGISTRY, run_context
 from bitextflow.storage.layout import stage_key
 from bitextflow.storage.tables import write_table
-from tests.support import ROOT
+from tests.support import ROOT, write_partition_documents
 
 PAIRED_DOCUMENTS = 20
 SENTENCES_PER_DOCUMENT = 40
@@ -58,6 +58,8 @@ def _run_of(store, tmp_path, run_id: str, scale: int) -> str:
     local = tmp_path / f"{run_id}.parquet"
     pq.write_table(table, local, row_group_size=SENTENCE_BATCH)  # as the partition stage writes: row groups of a batch
     store.put_file(stage_key("en-es", run_id, "partitions", "part-00000.sentences.parquet"), local)
+    documents = stage_key("en-es", run_id, "partitions", "part-00000.documents.parquet")
+    write_partition_documents(store, documents, records.frame_of(rows, records.SENTENCES))
     pairs = [DocumentPair(f"en{d}", f"es{d}", f"http://h/en{d}", f"http://h/es{d}", partition=0) for d in range(PAIRED_DOCUMENTS)]
     key = stage_key("en-es", run_id, "align_documents", "docpairs-part-00000-00000.parquet")
     write_table(store, key, records.frame_of(pairs, records.DOCUMENT_PAIRS), records.DOCUMENT_PAIRS)

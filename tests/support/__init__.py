@@ -112,6 +112,30 @@ def cross_shard_duplicates(ctx):
     return pd.concat([read_table(ctx.store, key) for key in sorted(keys)], ignore_index=True)
 
 
+def write_partition_documents(store, key: str, sentences) -> str:
+    """At ``key`` (a partition's ``documents.parquet``), the documents of a partition whose ``sentences`` (a frame of
+    ``records.SENTENCES`` rows) a test wrote by hand: one document per ``doc_id``, a paragraph per ``paragraph_index``,
+    as extraction leaves them beside their sentences (sentence alignment reads the pages' paragraphs too)."""
+    from bitextflow import records
+    from bitextflow.storage.tables import write_table
+
+    documents = []
+    for doc_id, rows in sentences.groupby("doc_id", sort=False):
+        language, url = rows["language"].iloc[0], rows["url"].iloc[0]
+        paragraphs = [
+            {"type": "text", "text": " ".join(group["text"]), "language": language, "boilerplate": False,
+             "out_of_language": False, "terms": []}
+            for _index, group in rows.groupby("paragraph_index", sort=True)
+        ]  # fmt: skip
+        documents.append({"doc_id": doc_id, "url": url, "language": language, "paragraphs": paragraphs, "images": [],
+                          "repairs": [], "language_set": [{"language": language, "share": 1.0}],
+                          "partition": int(rows["partition"].iloc[0])})  # fmt: skip
+    import pandas as pd
+
+    frame = pd.DataFrame([{field.name: row.get(field.name) for field in records.DOCUMENTS} for row in documents])
+    return write_table(store, key, frame, records.DOCUMENTS)
+
+
 def through_partitions(ctx, documents, sentences=None) -> list[str]:
     """``documents`` (and ``sentences``) written as one extract shard, gathered by the partition stage and de-duplicated
     across the run, as document alignment finds them; returns the partitions' documents keys."""

@@ -3,6 +3,8 @@ its own, its CLI, its REST API and its releases (the fixtures are tests/stack/co
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import os
 import re
@@ -104,11 +106,18 @@ class Stack:
         return state
 
     def release(self, run_id: str) -> tuple[int, dict[str, str]]:
-        """The sentence pairs and the SHA-256 of each file of ``run_id``'s release, from its manifest."""
+        """The sentence pairs and the SHA-256 of each file of ``run_id``'s release, from its manifest; for the
+        monolingual documents, of their lines without the provenance of each page's WARC record (its crawl date,
+        file, offset and record id), which a second crawl of the same site gives anew."""
         store = ObjectStore.from_env("bitextflow", self.client_env())
         (info,) = [info for info in list_releases(store, "en-es") if info.run_id == run_id]
-        manifest = store.get_json(f"releases/en-es/v{info.version}/release.json")
-        return info.sentence_pairs, {name: entry["sha256"] for name, entry in manifest["files"].items()}
+        prefix = f"releases/en-es/v{info.version}/"
+        digests = {name: entry["sha256"] for name, entry in store.get_json(prefix + "release.json")["files"].items()}
+        for name in [name for name in digests if name.startswith("documents.")]:
+            lines = [json.loads(line) for line in gzip.decompress(store.get_bytes(prefix + name)).splitlines()]
+            content = [{k: v for k, v in line.items() if k not in ("crawl_date", "source")} for line in lines]
+            digests[name] = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        return info.sentence_pairs, digests
 
 
 def task_states(api: httpx.Client, run_id: str) -> str:

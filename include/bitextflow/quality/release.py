@@ -42,9 +42,9 @@ from bitextflow.release.documents import document_schema, documents_file
 from bitextflow.release.formats import validate_tmx
 from bitextflow.release.profile import identity
 
-RELEASE_FILES_SUITE, RELEASE_PAIRS_SUITE, RELEASE_DOCUMENTS_SUITE = RELEASE_SUITES = (
-    "release_files", "release_pairs", "release_documents",
-)  # fmt: skip
+#: The suites every release passes; each documents file adds ``release_documents.<lang>`` (and chunks after it).
+RELEASE_FILES_SUITE, RELEASE_PAIRS_SUITE = RELEASE_SUITES = ("release_files", "release_pairs")
+RELEASE_DOCUMENTS_SUITE = "release_documents"
 #: What can be wrong with a released document, one helper column each (None: nothing).
 DOCUMENT_PROBLEM_COLUMNS = ("schema_problem", "repeated_id", "optout_problem", "personal_data")
 PROBLEM_COLUMN = "problem"

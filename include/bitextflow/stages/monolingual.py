@@ -87,7 +87,8 @@ class Monolingual(Stage):
         counts = StageCounts(self.name)
         counts.seen(len(documents))
         languages = [ctx.config.source, ctx.config.target]
-        in_pair = documents[documents["language"].isin(languages)]
+        # by URL: the release's bytes do not depend on the order the crawl fetched the pages in
+        in_pair = documents[documents["language"].isin(languages)].sort_values(["language", "url", "doc_id"], kind="stable")
         counts.drop("other_language", len(documents) - len(in_pair))
         pairs_of, distributions_of = self._pairs(partition, plan["classified"])
         rows = []
