@@ -17,7 +17,9 @@ from __future__ import annotations
 import functools
 import logging
 
-from bitextflow.text.languages import UNKNOWN, cld2_top
+import pycld2
+
+from bitextflow.text.languages import UNKNOWN, cld2_top, normalise_language
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,26 @@ def _fasttext():
         return None
     # its default cuts input at 80 characters (and logs each time); we cap it ourselves
     return LangDetector(LangDetectConfig(max_input_length=None, model="lite")).detect
+
+
+@functools.lru_cache(maxsize=256)
+def identifier_code(language: str) -> str:
+    """A language tag as the identifier answers it (``es-ES`` -> ``es``, ``heb`` -> ``iw``, ``nb`` -> ``no``), so
+    that what it says compares with what a page or a pair expects."""
+    code = normalise_language(language) if language and language != UNKNOWN else UNKNOWN
+    return _FASTTEXT_TO_CLD2.get(code, code)
+
+
+@functools.cache
+def identifiable_languages() -> frozenset[str]:
+    """The languages the identifier can name: CLD2's and fastText's, in :func:`identifier_code`'s spelling. For any
+    other language (Montenegrin, say) it can only ever answer another one."""
+    codes = {code for name, code in pycld2.LANGUAGES if name in pycld2.DETECTED_LANGUAGES}
+    detect = _fasttext()
+    if detect is not None:
+        labels = detect("labels", model="lite", k=-1, threshold=-1.0)
+        codes |= {_FASTTEXT_TO_CLD2.get(guess["lang"], guess["lang"]) for guess in labels}
+    return frozenset(codes)
 
 
 @functools.lru_cache(maxsize=_REMEMBERED_TEXTS)

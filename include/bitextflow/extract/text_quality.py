@@ -31,18 +31,14 @@ has the figures.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-import pycld2
-
-from bitextflow.extract import language
-from bitextflow.extract.language import identify
-from bitextflow.text.languages import UNKNOWN, cld2_top, normalise_language
+from bitextflow.extract.language import identifiable_languages, identifier_code, identify
+from bitextflow.text.languages import UNKNOWN, cld2_top
 from bitextflow.text.lengths import UNSPACED_LANGUAGES, token_count, weighted_length, words
 
 QUALITY_LABELS = ("PT", "RTE", "PRT", "NRT", "WLN")
@@ -111,29 +107,8 @@ _ELLIPSIS = ("...", "…", "..", "[…]", "[...]")
 _WORD_EDGES = "\"'„“”«»‘’()[]{}.,;:!?*-–—"
 # Scripts written without a sentence-final mark (Thai, Lao): the term says nothing there.
 _NO_TERMINAL_MARK = frozenset({"th", "lo"})
-# CLD2's spellings of the codes it writes differently (the identifier answers in CLD2's codes).
-_CLD2_SPELLING = {"he": "iw", "jv": "jw", "nb": "no", "fil": "tl"}
 _SHORT_WORDS = 12
 _REPEATED_FROM = 8  # words; fewer say nothing of repetition
-
-
-@functools.lru_cache(maxsize=256)
-def _code(language: str) -> str:
-    """A language tag in the identifier's spelling (``es-ES`` -> ``es``, ``heb`` -> ``iw``, ``mlt`` -> ``mt``)."""
-    code = normalise_language(language) if language and language != UNKNOWN else UNKNOWN
-    return _CLD2_SPELLING.get(code, code)
-
-
-@functools.cache
-def _identifiable() -> frozenset[str]:
-    """The languages the identifier can name (CLD2's and fastText's, in CLD2's spelling). For any other language
-    (Montenegrin, say) it can only ever answer another one, so the language terms are left at 0 for it."""
-    codes = {code for name, code in pycld2.LANGUAGES if name in pycld2.DETECTED_LANGUAGES}
-    detect = language._fasttext()  # the identifier's own second opinion, loaded once for the process
-    if detect is not None:
-        labels = detect("labels", model="lite", k=-1, threshold=-1.0)
-        codes |= {_CLD2_SPELLING.get(guess["lang"], guess["lang"]) for guess in labels}
-    return frozenset(codes)
 
 
 def terms(text: str, language: str, *, detected_language: str | None = None) -> dict[str, float]:
@@ -143,13 +118,13 @@ def terms(text: str, language: str, *, detected_language: str | None = None) -> 
     expected language as the extract stage does for a paragraph of a page in that language).
     """
     text = text.strip()
-    expected = _code(language)
+    expected = identifier_code(language)
     found = dict.fromkeys(TERMS, 0.0)
-    if expected in _identifiable():
+    if expected in identifiable_languages():
         if detected_language is None:
             detected = identify(text, frozenset({expected}))[0] if text else UNKNOWN
         else:
-            detected = _code(detected_language)
+            detected = identifier_code(detected_language)
         cld2_language, reliable = cld2_top(text) if text else (UNKNOWN, False)
         found["unknown"] = float(detected == UNKNOWN)
         found["other"] = float(detected not in (expected, UNKNOWN))
