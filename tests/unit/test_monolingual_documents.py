@@ -18,7 +18,7 @@ from bitextflow.config import MonolingualConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.records import Document, Paragraph
-from bitextflow.redaction import PersonalDataDetector, TakedownList
+from bitextflow.redaction import PersonalDataDetector, Screen, TakedownList
 from bitextflow.redaction.takedowns import TakedownEntry
 from bitextflow.release.documents import (
     DocumentContext,
@@ -29,6 +29,7 @@ from bitextflow.release.documents import (
     documents_file,
     held_back_by,
     mean_distribution,
+    screened_line,
 )
 from bitextflow.stages.base import RunContext
 from tests.support import ROOT
@@ -55,8 +56,8 @@ def document(url: str = "http://example.org/en/guide.html", text: str = RUNNING,
     return Document(re.sub(r"\W", "", url)[-16:], url, **values)
 
 
-def line_of(doc: Document, context: DocumentContext | None = None, detector=None) -> dict:
-    return annotate(doc, context or DocumentContext(), source="crawl", optouts=OPTOUTS, detector=detector)
+def line_of(doc: Document, context: DocumentContext | None = None, detector=None, replace: bool = True) -> dict:
+    return annotate(doc, context or DocumentContext(), source="crawl", optouts=OPTOUTS, detector=detector, replace=replace)
 
 
 def row_of(line: dict, duplicate_of: str = "") -> dict:
@@ -85,6 +86,22 @@ def test_personal_data_is_replaced_in_every_paragraph_and_counted_by_type() -> N
     line = line_of(document(text=text), detector=PersonalDataDetector(regions=("ES",)))
     assert "example.com" not in json.dumps(line) and "[EMAIL_1]" in line["text"] and "[PHONE_1]" in line["text"]
     assert line["personal_data"] == {"email": 2, "phone": 1}
+
+
+def test_the_release_screen_replaces_what_a_stricter_detector_finds_and_drops_where_the_guard_drops() -> None:
+    text = RUNNING + " Write to ana.lopez@example.com, or call +34 912 34 56 78."
+    line = line_of(document(text=text), detector=PersonalDataDetector(("email",)))
+    assert line["personal_data"] == {"email": 1} and "912 34 56 78" in line["text"]
+    counts = StageCounts("release_documents")
+    stricter = screened_line(line, Screen(detector=PersonalDataDetector(regions=("ES",))), counts)
+    assert stricter is not None and "[PHONE_1]" in stricter["text"] and "[EMAIL_1]" in stricter["text"]
+    assert stricter["personal_data"] == {"email": 1, "phone": 1} and counts.repaired == {"personal_data_phone": 1}
+    unredacted = line_of(document(text=text), detector=PersonalDataDetector(), replace=False)
+    assert unredacted["personal_data"] == {"email": 1} and "ana.lopez@example.com" in unredacted["text"]
+    dropping = Screen(detector=PersonalDataDetector(), action="drop")
+    assert screened_line(unredacted, dropping, counts) is None and counts.dropped == {"personal_data_email": 1}
+    untouched = line_of(document())
+    assert screened_line(untouched, Screen(detector=PersonalDataDetector()), counts) is untouched
 
 
 def test_mean_distribution_is_none_without_a_classified_sentence() -> None:
@@ -117,7 +134,7 @@ def test_the_corpus_counts_every_document_and_writes_the_same_bytes_twice(tmp_pa
     for attempt in ("a", "b"):
         folder = tmp_path / attempt
         folder.mkdir()
-        corpus = DocumentsCorpus(folder, ["en", "es"], MonolingualConfig(), takedowns)
+        corpus = DocumentsCorpus(folder, ["en", "es"], MonolingualConfig(), Screen(takedowns))
         corpus.add(rows)
         corpus.close()
         written.append((folder / documents_file("en")).read_bytes())

@@ -45,6 +45,31 @@ class Screen:
         """``document_pairs`` without those whose page is taken down (they carry no text)."""
         return self._screen(document_pairs, counts, ("url_a", "url_b"), ())
 
+    def item(
+        self, urls: Sequence[str], texts: Sequence[str], counts: StageCounts, found: dict[str, int] | None = None
+    ) -> Sequence[str] | None:
+        """One item (a pair's sides, a sentence, a document's title and paragraphs) by its ``urls`` and ``texts``:
+        None when it is set aside (counted under the reason), else its texts, ``texts`` itself when nothing changed,
+        or a new list with personal data replaced (counted per type found; ``found`` gets the values replaced per
+        type)."""
+        entry = self.takedowns.match(urls, texts) if len(self.takedowns) else None
+        if entry is not None:
+            counts.drop(entry.reason)
+            return None
+        if self.detector is None or not texts:
+            return texts
+        redacted, kinds = redact(texts, self.detector)
+        if not kinds:
+            return texts
+        if self.action == "drop":
+            counts.drop(PERSONAL_DATA_REASON + next(kind for kind in PERSONAL_DATA_TYPES if kind in kinds))
+            return None
+        for kind in kinds:
+            counts.repair(PERSONAL_DATA_REASON + kind)
+        if found is not None:
+            found.update(kinds)
+        return redacted
+
     def _screen(
         self, frame: pd.DataFrame, counts: StageCounts, url_columns: Sequence[str], text_columns: Sequence[str]
     ) -> pd.DataFrame:
@@ -53,27 +78,14 @@ class Screen:
         urls = list(zip(*(frame[c].fillna("").astype(str) for c in url_columns), strict=True)) if url_columns else None
         texts = list(zip(*(frame[c].fillna("").astype(str) for c in text_columns), strict=True)) if text_columns else None
         keep = [True] * len(frame)
-        replaced: dict[int, list[str]] = {}
+        replaced: dict[int, Sequence[str]] = {}
         for row in range(len(frame)):
-            row_urls = urls[row] if urls is not None else ()
             row_texts = texts[row] if texts is not None else ()
-            entry = self.takedowns.match(row_urls, row_texts) if len(self.takedowns) else None
-            if entry is not None:
+            result = self.item(urls[row] if urls is not None else (), row_texts, counts)
+            if result is None:
                 keep[row] = False
-                counts.drop(entry.reason)
-                continue
-            if self.detector is None or not row_texts:
-                continue
-            redacted, kinds = redact(row_texts, self.detector)
-            if not kinds:
-                continue
-            if self.action == "drop":
-                keep[row] = False
-                counts.drop(PERSONAL_DATA_REASON + next(kind for kind in PERSONAL_DATA_TYPES if kind in kinds))
-                continue
-            replaced[row] = redacted
-            for kind in kinds:
-                counts.repair(PERSONAL_DATA_REASON + kind)
+            elif result is not row_texts:
+                replaced[row] = result
         if not replaced and all(keep):
             return frame
         screened = frame.reset_index(drop=True)

@@ -182,10 +182,8 @@ def build_release(
     release_counts = [mono.counts] if mono else []
     corpus = None
     if extras.documents is not None:
-        corpus = DocumentsCorpus(
-            directory, pair.split("-", 1), extras.config.mono if extras.config else MonolingualConfig(),
-            *((extras.screen.takedowns, extras.screen.detector) if extras.screen else ()),
-        )  # fmt: skip
+        thresholds = extras.config.mono if extras.config else MonolingualConfig()
+        corpus = DocumentsCorpus(directory, pair.split("-", 1), thresholds, extras.screen)
         for frame in chunks_of(extras.documents):
             corpus.add(frame.to_dict("records"))
         paths += corpus.close()

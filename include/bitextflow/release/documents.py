@@ -29,7 +29,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.extract.text_quality import document_quality, paragraph_quality
 from bitextflow.records import Document
 from bitextflow.redaction.personal_data import PersonalDataDetector, redact
-from bitextflow.redaction.takedowns import TakedownList
+from bitextflow.redaction.screen import Screen
 from bitextflow.text.lengths import token_count
 
 SCHEMA_FILE = Path(__file__).with_name("documents.schema.json")
@@ -96,14 +96,17 @@ def annotate(
     source: SourceKind,
     optouts: Mapping[str, Any],
     detector: PersonalDataDetector | None,
+    replace: bool = True,
 ) -> dict[str, Any]:
-    """The release line of ``document``: its text and structure with every annotation, personal data replaced by
-    typed placeholders (counted by type in ``personal_data``)."""
+    """The release line of ``document``: its text and structure with every annotation, the personal data ``detector``
+    finds counted by type in ``personal_data`` and, with ``replace``, replaced by typed placeholders (a pair whose
+    guard drops such texts leaves them for the release's :class:`~bitextflow.redaction.Screen` to set aside)."""
     paragraphs = list(document.paragraphs)
     texts = [document.title, *(p.text for p in paragraphs)]
     found: Mapping[str, int] = {}
     if detector is not None:
-        texts, found = redact(texts, detector)
+        redacted, found = redact(texts, detector)
+        texts = redacted if replace else texts
     title, paragraph_texts = texts[0], texts[1:]
     verdicts = [
         paragraph_quality(text, document.language, detected_language=p.language)
@@ -111,7 +114,7 @@ def annotate(
     ]
     main = [i for i, p in enumerate(paragraphs) if not p.boilerplate and p.type != "title"]
     quality = document_quality([(paragraph_texts[i], verdicts[i]) for i in main])
-    main_text = "\n".join(paragraph_texts[i] for i in main)
+    main_text = _main_text(paragraph_texts, main)
     shares = {entry["language"]: float(entry["share"]) for entry in document.language_set}
     return {
         "id": document.doc_id,
@@ -153,6 +156,30 @@ def annotate(
     }
 
 
+def _main_text(paragraph_texts: Sequence[str], main: Sequence[int]) -> str:
+    """A document's ``text``: its main paragraphs (``main``: their indices), one a line."""
+    return "\n".join(paragraph_texts[i] for i in main)
+
+
+def screened_line(line: dict[str, Any], screen: Screen, counts: StageCounts) -> dict[str, Any] | None:
+    """A release line through ``screen`` (:meth:`~bitextflow.redaction.Screen.item`, as every item of a release
+    passes it): None when it is set aside; else the line, with personal data the screen replaces (a detector
+    stricter than the run's) replaced in its title, paragraphs and text and counted in ``personal_data``."""
+    paragraphs = line["paragraphs"]
+    texts = [line["title"], *(p["text"] for p in paragraphs)]
+    found: dict[str, int] = {}
+    screened = screen.item((line["url"],), texts, counts, found)
+    if screened is None or screened is texts:
+        return None if screened is None else line
+    main = [i for i, p in enumerate(paragraphs) if not p["boilerplate"] and p["type"] != "title"]
+    return line | {
+        "title": screened[0],
+        "paragraphs": [p | {"text": text} for p, text in zip(paragraphs, screened[1:], strict=True)],
+        "text": _main_text(screened[1:], main),
+        "personal_data": dict(sorted((Counter(line["personal_data"]) + Counter(found)).items())),
+    }
+
+
 def annotated_row(line: Mapping[str, Any], partition: int = 0) -> dict[str, Any]:
     """The ``records.ANNOTATED_DOCUMENTS`` row of a release line: the fields the ``mono.*`` thresholds read, and the line."""
     return {
@@ -190,16 +217,15 @@ def held_back_by(row: Mapping[str, Any], mono: MonolingualConfig) -> str | None:
 @dataclass
 class DocumentsCorpus:
     """The released documents of each of the pair's ``languages``, written as they come into ``directory``
-    (gzip without a timestamp, so that the same documents give the same bytes), through the takedown list and, as a
-    guard, the personal-data detector (the stage replaced what it found; a text it missed is not released), every
-    document counted as ``release_documents``; :attr:`documents` and :attr:`words` per language and
+    (gzip without a timestamp, so that the same documents give the same bytes), through the release's ``screen``
+    (:func:`screened_line`: the takedown list of the day, and personal data, which the stage replaced already unless
+    the pair's guard drops such texts), every document counted as ``release_documents``; :attr:`documents` and :attr:`words` per language and
     :attr:`labels` (document quality labels released, per language) feed the statistics and the report."""
 
     directory: Path
     languages: Sequence[str]
     mono: MonolingualConfig
-    takedowns: TakedownList = field(default_factory=TakedownList)
-    detector: PersonalDataDetector | None = None
+    screen: Screen | None = None
     counts: StageCounts = field(default_factory=lambda: StageCounts("release_documents"))
     documents: Counter[str] = field(default_factory=Counter)
     words: Counter[str] = field(default_factory=Counter)
@@ -220,19 +246,17 @@ class DocumentsCorpus:
             if (reason := held_back_by(row, self.mono)) is not None:
                 self.counts.drop(reason)
                 continue
-            line = json.loads(row["document"])
-            if len(self.takedowns) and (entry := self.takedowns.match((line["url"],), (line["text"],))) is not None:
-                self.counts.drop(entry.reason)
-                continue
-            if self.detector is not None and any(True for _ in self.detector.find(line["text"])):
-                self.counts.drop("personal_data_missed")
-                continue
-            self._write(row["language"], line)
+            stored = json.loads(row["document"])
+            line = screened_line(stored, self.screen, self.counts) if self.screen is not None else stored
+            if line is not None:
+                self._write(row["language"], line, row["document"] if line is stored else None)
 
-    def _write(self, language: str, line: dict[str, Any]) -> None:
+    def _write(self, language: str, line: dict[str, Any], text: str | None) -> None:
+        """``line`` into its language's file (``text``: its JSON already, when the screen changed nothing)."""
         if language not in self._files:
             self._files[language] = gzip.GzipFile(self.directory / documents_file(language), "wb", mtime=0)
-        self._files[language].write(json.dumps(line, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+        text = text if text is not None else json.dumps(line, ensure_ascii=False, sort_keys=True)
+        self._files[language].write(text.encode("utf-8") + b"\n")
         self.counts.keep()
         self.documents[language] += 1
         self.words[language] += line["words"]

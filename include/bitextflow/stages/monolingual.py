@@ -74,7 +74,8 @@ class Monolingual(Stage):
         ctx = self.ctx
         copies = read_table(ctx.store, ctx.key("deduplicate", COPIES_NAME))
         self.copies = dict(zip(copies["doc_id"], copies["copies"], strict=True))
-        self.detector = screen_for(ctx.config, TakedownList()).detector  # takedowns: the release applies the list of its day
+        # the release applies the takedown list of its day; personal data is found (and replaced) here
+        self.screen = screen_for(ctx.config, TakedownList())
         self.source, self.optouts = source_kind(ctx.config), optout_verdicts(ctx.config)
 
     def run(self, inputs_key: str) -> list[str]:
@@ -101,8 +102,11 @@ class Monolingual(Stage):
                 domain_distributions=() if duplicate_of else distributions_of.get(document.url, ()),
                 duplicate_of=duplicate_of,
             )
-            line = annotate(document, context, source=self.source, optouts=self.optouts, detector=self.detector)
-            for kind, n in line["personal_data"].items():
+            line = annotate(
+                document, context, source=self.source, optouts=self.optouts, detector=self.screen.detector,
+                replace=self.screen.action == "replace",
+            )  # fmt: skip
+            for kind, n in line["personal_data"].items() if self.screen.action == "replace" else ():
                 counts.repair(f"personal_data_{kind}", n)
             rows.append(annotated_row(line, partition))
         counts.keep(len(rows))
