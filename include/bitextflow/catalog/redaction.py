@@ -41,7 +41,7 @@ from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.quality import enforce, release_checks, validate
-from bitextflow.redaction import Screen, TakedownList, screen_for
+from bitextflow.redaction import PersonalDataDetector, Screen, TakedownList, screen_for
 from bitextflow.release.build import MONOLINGUAL_COLUMNS, ReleaseExtras
 from bitextflow.release.documents import annotated_row, documents_file
 from bitextflow.storage import ObjectStore
@@ -116,7 +116,7 @@ def redact_release(store: ObjectStore, config: PairConfig, version: int, takedow
     stage_counts = [StageCounts.from_dict(c) for c in stats["stage_counts"] if c["stage"] not in _REBUILT_COUNTS]
     gate_report = store.get_json(prefix + "gate.json")
     return publish_release(
-        store, pair, kept, [*stage_counts, counts], source.run_id, gate_report, extras, verify=_release_gate(pair), redaction=digest
+        store, pair, kept, [*stage_counts, counts], source.run_id, gate_report, extras, verify=_release_gate(pair, screen.detector), redaction=digest
     )  # fmt: skip
 
 
@@ -137,12 +137,14 @@ def _monolingual_lines(store: ObjectStore, prefix: str, language: str) -> pd.Dat
     )
 
 
-def _release_gate(pair: str) -> Callable[[Path, int], None]:
-    """The release gate every published version passes, on the built files (no Data Docs: no run folder keeps them)."""
+def _release_gate(pair: str, detector: PersonalDataDetector | None) -> Callable[[Path, int], None]:
+    """The release gate every published version passes, on the built files (no Data Docs: no run folder keeps them);
+    ``detector``: the personal data the redacted version screens for."""
 
     def verify(directory: Path, version: int) -> None:
         sentence_pairs = json.loads((directory / "stats.json").read_text(encoding="utf-8"))["sentence_pairs"]
-        for report in validate(release_checks(directory, pair, sentence_pairs), run_name="release"):
+        checks = release_checks(directory, pair, sentence_pairs, detector=detector)
+        for report in validate(checks, run_name="release"):
             enforce(report)
 
     return verify

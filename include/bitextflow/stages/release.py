@@ -23,7 +23,7 @@ from bitextflow.catalog.takedowns import read_takedowns
 from bitextflow.counts import StageCounts
 from bitextflow.errors import GateFailed, StageError
 from bitextflow.quality import release_checks
-from bitextflow.redaction import TakedownList, screen_for
+from bitextflow.redaction import screen_for
 from bitextflow.release.build import MONOLINGUAL_COLUMNS, ReleaseExtras
 from bitextflow.release.profile import GateVerdict
 from bitextflow.stages.base import RunContext, Stage
@@ -56,7 +56,7 @@ class Release(Stage):
 
         def release_gate(directory: Path, version: int) -> None:
             sentence_pairs = json.loads((directory / "stats.json").read_text(encoding="utf-8"))["sentence_pairs"]
-            detector = screen_for(ctx.config, TakedownList()).detector
+            detector = extras.screen.detector if extras.screen else None
             try:
                 judge(ctx, "release", release_checks(directory, ctx.config.pair, sentence_pairs, detector=detector))
             except GateFailed:
