@@ -20,6 +20,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from bitextflow.catalog.evaluations import (
+    find_release,
+    labels_jsonl,
+    labels_tsv,
+    parse_labels,
+    release_evaluation,
+    release_sample,
+)
 from bitextflow.catalog.models import record_bicleaner_model
 from bitextflow.catalog.redaction import redact_release
 from bitextflow.catalog.registry import registry_for
@@ -30,6 +38,7 @@ from bitextflow.config import PairConfig, discover_pair_configs, load_pair_confi
 from bitextflow.errors import BitextflowError, ConfigError
 from bitextflow.redaction import TakedownEntry
 from bitextflow.release.build import build_release
+from bitextflow.release.evaluation import DEFAULT_SAMPLE_SIZE, DEFAULT_SEED, Evaluation, estimate, fit_threshold
 from bitextflow.settings import load_services_env, pairs_dir
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import (
@@ -170,6 +179,76 @@ def cmd_releases_redact(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the option a threshold on each score a sample can be stratified on is set with
+THRESHOLD_OPTIONS = {"margin_score": "score.margin_threshold", "alignment_score": "align.min_alignment_score"}
+
+
+def cmd_releases_evaluation(args: argparse.Namespace) -> int:
+    """What the labels given to a release's sample measure (the figures the Airflow evaluation page shows)."""
+    config = pair_config(args)
+    store = ObjectStore.from_env(config.storage.bucket)
+    release = find_release(store, config.pair, args.version)
+    _, labels, evaluation = release_evaluation(store, release, args.size, args.seed)
+    if args.export:
+        print(labels_tsv(labels) if args.export == "tsv" else labels_jsonl(labels), end="")
+    elif args.json:
+        print(json.dumps(evaluation.to_dict(), indent=2))
+    else:
+        print(format_evaluation(evaluation))
+    return 0
+
+
+def format_evaluation(evaluation: Evaluation) -> str:
+    def line(name: str, figures: dict[str, object]) -> str:
+        if figures["precision"] is None:
+            return f"  {name:<34} no pair judged yet ({figures['unsure']} not sure)"
+        return (
+            f"  {name:<34} {figures['precision']:.3f}  [{figures['low']:.3f}, {figures['high']:.3f}]"
+            f"  good {figures['good']}, bad {figures['bad']}, not sure {figures['unsure']}"
+        )
+
+    summary = evaluation.to_dict()
+    agreement = (
+        "none shared yet" if evaluation.agreement is None else f"{evaluation.agreement:.3f} on {evaluation.shared_items} pairs"
+    )
+    lines = [
+        f"{evaluation.pair} v{evaluation.version}: sample of {evaluation.size} (seed {evaluation.seed}) from "
+        f"{evaluation.release_pairs} pairs, {evaluation.labelled} labelled by {', '.join(evaluation.annotators) or 'nobody yet'}",
+        f"precision with its 95% interval ({evaluation.method}); agreement between labellers: {agreement}",
+        line("all pairs", summary["overall"]),
+        *(line(band, figures) for band, figures in summary["per_band"].items()),
+        *(line(site, figures) for site, figures in summary["per_site"].items()),
+    ]
+    return "\n".join(lines)
+
+
+def cmd_releases_calibrate(args: argparse.Namespace) -> int:
+    """The lowest threshold whose estimated precision reaches ``--precision``, and the pairs it keeps."""
+    config = pair_config(args)
+    store = ObjectStore.from_env(config.storage.bucket)
+    release = find_release(store, config.pair, args.version)
+    if args.labels:
+        try:
+            text = Path(args.labels).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise BitextflowError(
+                f"--labels {args.labels}: {exc.strerror}; export them with `bitextflow releases evaluation --export jsonl`"
+            ) from exc
+        sample = release_sample(store, release, args.size, args.seed)
+        evaluation = estimate(sample, parse_labels(text), release.pair, release.version)
+    else:
+        _, _, evaluation = release_evaluation(store, release, args.size, args.seed)
+    point = fit_threshold(evaluation, args.precision)
+    option = THRESHOLD_OPTIONS[evaluation.score_column]
+    result = {
+        "pair": release.pair, "version": release.version, "score": evaluation.score_column, "threshold": point.threshold,
+        "set": f"{option}={point.threshold}", **point.estimate.to_dict(), "kept_pairs": point.kept_pairs,
+        "release_pairs": evaluation.release_pairs, "yield_cost": round(1 - point.kept_pairs / evaluation.release_pairs, 4),
+    }  # fmt: skip
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 def cmd_takedowns_add(args: argparse.Namespace) -> int:
     config = pair_config(args)
     store = ObjectStore.from_env(config.storage.bucket)
@@ -273,6 +352,31 @@ def build_parser(registry: StageRegistry = REGISTRY) -> argparse.ArgumentParser:
     pair_options(p)
     p.add_argument("--version", type=int, required=True, help="the release version to redact")
     p.set_defaults(func=cmd_releases_redact)
+
+    def sample_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--version", type=int, help="release version (default: the latest)")
+        p.add_argument(
+            "--size", type=int, default=DEFAULT_SAMPLE_SIZE, help=f"pairs in the sample (default: {DEFAULT_SAMPLE_SIZE})"
+        )
+        p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the sample's seed (default: {DEFAULT_SEED})")
+
+    p = releases.add_parser(
+        "evaluation", help="precision of a release as the labels of its sample measure it (docs/evaluation.md)"
+    )
+    pair_options(p)
+    sample_options(p)
+    output = p.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the figures as JSON, threshold curve included")
+    output.add_argument("--export", choices=("tsv", "jsonl"), help="print every label instead")
+    p.set_defaults(func=cmd_releases_evaluation)
+    p = releases.add_parser(
+        "calibrate", help="the score threshold the labels imply for a precision, and the pairs it keeps (docs/evaluation.md)"
+    )
+    pair_options(p)
+    sample_options(p)
+    p.add_argument("--precision", type=float, required=True, help="the share of good pairs wanted, e.g. 0.98")
+    p.add_argument("--labels", help="a TSV or JSONL export of labels (default: the labels stored with the release)")
+    p.set_defaults(func=cmd_releases_calibrate)
 
     takedowns = sub.add_parser("takedowns", help=f"the deployment's takedown list ({TAKEDOWNS_KEY} in the bucket)")
     actions = takedowns.add_subparsers(dest="action", required=True)
