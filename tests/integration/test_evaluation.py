@@ -5,17 +5,19 @@ threshold to them."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from bitextflow import cli
-from bitextflow.catalog.evaluations import add_label, find_release, labels_prefix, read_labels, release_sample
+from bitextflow.catalog.evaluations import add_label, find_release, labels_prefix, prior_evaluation, read_labels, release_sample
 from bitextflow.catalog.releases import ReleaseInfo, publish_release, release_prefix
 from bitextflow.errors import BitextflowError
+from bitextflow.release.build import build_release
 from bitextflow.storage import ObjectStore
-from tests.unit.test_release import GATE_REPORT, PAIR, counts, pairs
+from tests.unit.test_release import GATE_REPORT, PAIR, counts, extras, pairs
 
 
 def scored_release(store: ObjectStore, run_id: str) -> ReleaseInfo:
@@ -83,3 +85,32 @@ def test_the_command_line_prints_the_estimate_exports_the_labels_and_fits_a_thre
 
     assert cli.main(["-q", "releases", "calibrate", *options, "--precision", "0.99", "--labels", str(tmp_path / "none")]) == 2
     assert "--labels" in capsys.readouterr().err
+
+
+def test_the_next_release_reports_and_cites_the_labels_of_the_one_before(store: ObjectStore, tmp_path: Path, pair_config) -> None:
+    judged = scored_release(store, "manual__evaluation_cited")
+    sample = release_sample(store, judged, size=10, seed=1)
+    for item in sample.items:
+        add_label(store, judged, sample, item.item, "good", "ann")
+    evaluation = prior_evaluation(store, PAIR, judged.version + 1)
+    assert evaluation is not None and evaluation["version"] == judged.version and evaluation["overall"]["good"] == 10
+    assert (
+        prior_evaluation(store, PAIR, judged.version + 1, labelled_until="2000-01-01T00:00:00Z") != evaluation
+    )  # older labels only
+
+    frame = pairs(8)
+    build_release(
+        tmp_path,
+        PAIR,
+        judged.version + 1,
+        frame,
+        counts(),
+        "manual__next",
+        GATE_REPORT,
+        replace(extras(frame), config=pair_config, evaluation=evaluation),
+    )
+    stats = json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
+    assert stats["manual_evaluation"]["overall"]["precision"] == 1.0
+    assert f"Manual evaluation (v{judged.version})" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    datasheet = (tmp_path / "datasheet.md").read_text(encoding="utf-8")
+    assert "## Manual evaluation" in datasheet and f"10 sentence pairs of release v{judged.version}" in datasheet

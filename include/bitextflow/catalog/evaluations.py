@@ -13,8 +13,10 @@ import csv
 import io
 import json
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from bitextflow.catalog.releases import ReleaseInfo, list_releases, read_release_records
 from bitextflow.errors import BitextflowError
@@ -98,3 +100,22 @@ def parse_labels(text: str) -> list[Label]:
         return [Label.from_dict(json.loads(line)) for line in lines]
     except json.JSONDecodeError as exc:
         raise BitextflowError(f"labels are JSON Lines or TSV with a header row ({', '.join(LABEL_COLUMNS)}): {exc}") from exc
+
+
+def prior_evaluation(store: ObjectStore, pair: str, version: int, labelled_until: str | None = None) -> dict[str, Any] | None:
+    """What the labels of the newest earlier release that has any measure (the sample most of them belong to), as
+    :meth:`Evaluation.to_dict` gives it with the labels' time span; None when no earlier release is labelled.
+
+    ``labelled_until`` (a UTC time as manifests write it) leaves out labels given later, so that rebuilding a release
+    cites what it cited when it was published."""
+    for release in sorted((r for r in list_releases(store, pair) if r.version < version), key=lambda r: -r.version):
+        labels = [lb for lb in read_labels(store, release) if labelled_until is None or lb.at[:19] <= labelled_until[:19]]
+        if not labels:
+            continue
+        (seed, size), _ = Counter((lb.seed, lb.size) for lb in labels).most_common(1)[0]
+        sample = release_sample(store, release, size, seed)
+        if not any(lb.label != "unsure" and lb.seed == seed and lb.size == size for lb in labels):
+            continue
+        evaluation = estimate(sample, labels, pair, release.version).to_dict()
+        return {**evaluation, "labelled_from": labels[0].at, "labelled_until": labels[-1].at}
+    return None

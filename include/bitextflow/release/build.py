@@ -59,7 +59,9 @@ class ReleaseExtras:
     ``screen``: the publication guards the monolingual corpus and the document pairs pass (the gate screened the
     sentence pairs), counted as ``release_monolingual`` and ``release_document_pairs``;
     ``redaction``: what a redacted version was made from (``stats.json``'s ``redaction``); ``documents``: the
-    ``monolingual`` stage's annotated documents (``records.ANNOTATED_DOCUMENTS`` rows), filtered by ``config.mono``.
+    ``monolingual`` stage's annotated documents (``records.ANNOTATED_DOCUMENTS`` rows), filtered by ``config.mono``;
+    ``evaluation``: what people's labels measured of an earlier release (:mod:`bitextflow.release.evaluation`), which the
+    report shows and the datasheet cites (``stats.json``'s ``manual_evaluation``).
     """
 
     document_pairs: Chunks | None = None
@@ -70,6 +72,7 @@ class ReleaseExtras:
     screen: Screen | None = None
     redaction: Mapping[str, Any] | None = None
     documents: Chunks | None = None
+    evaluation: Mapping[str, Any] | None = None
 
 
 class MonolingualCorpus:
@@ -209,6 +212,8 @@ def build_release(
         stats["monolingual_sentences"] = dict(mono.lines)
     if corpus is not None:
         stats["documents"] = corpus.statistics()
+    if extras.evaluation is not None:
+        stats["manual_evaluation"] = dict(extras.evaluation)
     gate = gate_report if gate_report is not None else {"success": None, "note": "published without a quality gate"}
     write("stats.json", lambda out: out.write(json_bytes(stats)))
     write("gate.json", lambda out: out.write(json_bytes(gate)))

@@ -98,6 +98,25 @@ def _section_table(values: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def evaluation_section(stats: Mapping[str, Any]) -> list[str]:
+    """The manual evaluation this release cites (of an earlier version: a release cannot be judged before it exists)."""
+    evaluation = stats.get("manual_evaluation")
+    if not evaluation or evaluation["overall"]["precision"] is None:
+        return []
+    overall = evaluation["overall"]
+    return [
+        "## Manual evaluation",
+        "",
+        f"{overall['judged']} sentence pairs of release v{evaluation['version']}, drawn at random (seed {evaluation['seed']}, "
+        f"stratified by `{evaluation['score_column']}` band and site), were judged by hand by {len(evaluation['annotators'])} "
+        f"people from {evaluation['labelled_from'][:10]} to {evaluation['labelled_until'][:10]}: estimated precision "
+        f"{overall['precision']:.3f}, 95% interval {overall['low']:.3f}-{overall['high']:.3f} ({evaluation['method']}; "
+        f"{overall['unsure']} pairs not sure, left out). This version was built with the same pipeline; its own "
+        f"figure comes from judging it (`bitextflow releases evaluation`, docs/evaluation.md).",
+        "",
+    ]
+
+
 def render_datasheet(
     config: PairConfig, version: int, run_id: str, stats: Mapping[str, Any], licences: list[SourceLicence]
 ) -> str:
@@ -163,7 +182,7 @@ def render_datasheet(
     for counts in stats["stage_counts"]:
         reasons = ", ".join(f"{r}={n}" for r, n in counts["dropped"].items()) or "-"
         lines.append(f"| {counts['stage']} | {counts['in']} | {counts['kept']} | {reasons} |")
-    lines.extend(["", *guards_section(stats, config), "## Licences", ""])
+    lines.extend(["", *guards_section(stats, config), *evaluation_section(stats), "## Licences", ""])
     if licences:
         lines.append("The local demo site is built from these Debian packages (licences from their copyright files):")
         lines.append("")

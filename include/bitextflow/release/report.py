@@ -229,6 +229,51 @@ def _documents_section(
     return "".join(parts)
 
 
+def _interval_text(figures: Mapping[str, Any]) -> str:
+    if figures["precision"] is None:
+        return "not judged yet"
+    return f"{figures['precision']:.3f} [{figures['low']:.3f}, {figures['high']:.3f}]"
+
+
+def _evaluation_section(evaluation: Mapping[str, Any]) -> str:
+    """What people's labels of an earlier release measured: precision with its interval, per band and site, and the
+    curve of precision and kept pairs against the score threshold (docs/evaluation.md)."""
+    overall = evaluation["overall"]
+    agreement = evaluation["agreement"]
+    parts = [
+        f"<h2>Manual evaluation (v{evaluation['version']})</h2><p>{overall['judged']} pairs judged good or bad by "
+        f"{html.escape(', '.join(evaluation['annotators']))} in a sample of {evaluation['size']} (seed {evaluation['seed']}, "
+        f"stratified by {html.escape(evaluation['score_column'])} band and site) of release v{evaluation['version']}, "
+        f"labelled {html.escape(evaluation['labelled_from'][:10])} to {html.escape(evaluation['labelled_until'][:10])}; "
+        f"{overall['unsure']} not sure. Precision with its 95% interval ({html.escape(evaluation['method'])})"
+        + ("" if agreement is None else f"; labellers agree on {agreement:.0%} of {evaluation['shared_items']} shared pairs")
+        + ".</p>",
+        _table(
+            (
+                (name, _interval_text(figures), figures["good"], figures["bad"])
+                for name, figures in (("all pairs", overall), *evaluation["per_band"].items(), *evaluation["per_site"].items())
+            ),
+            ("pairs", "precision [95% interval]", "good", "bad"),
+        ),
+    ]
+    curve = [point for point in evaluation["curve"] if point["precision"] is not None]
+    if len(curve) > 1:
+        figure, precision_axes = plt.subplots(figsize=(6, 3))
+        thresholds = [point["threshold"] for point in curve]
+        precision_axes.plot(thresholds, [point["precision"] for point in curve], color="#228833", label="precision")
+        precision_axes.fill_between(
+            thresholds, [point["low"] for point in curve], [point["high"] for point in curve], color="#228833", alpha=0.2
+        )
+        precision_axes.set_xlabel(f"{evaluation['score_column']} threshold")
+        precision_axes.set_ylabel("estimated precision")
+        kept_axes = precision_axes.twinx()
+        kept_axes.plot(thresholds, [point["kept_pairs"] for point in curve], color="#4477aa", label="kept pairs")
+        kept_axes.set_ylabel("kept pairs")
+        precision_axes.set_title("Precision and kept pairs against the threshold")
+        parts.append(f'<img alt="Precision and kept pairs against the threshold" src="data:image/png;base64,{_png(figure)}">')
+    return "".join(parts)
+
+
 def render_report(
     pair: str,
     version: int,
@@ -304,6 +349,8 @@ def render_report(
         figure(f"Distribution: {column}", _bar(f"mean {column}", means, "mean probability"))
     if stats.get("documents"):
         sections.append(_documents_section(stats["documents"], documents or {}))
+    if stats.get("manual_evaluation"):
+        sections.append(_evaluation_section(stats["manual_evaluation"]))
     if stats["stage_counts"]:
         figure("Counts per stage", _stage_counts(stats["stage_counts"]))
         sections.append(

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from bitextflow.catalog.checkpoints import CrawlLog
+from bitextflow.catalog.evaluations import prior_evaluation
 from bitextflow.catalog.registry import registry_for
-from bitextflow.catalog.releases import ReleaseInfo, publish_release
+from bitextflow.catalog.releases import ReleaseInfo, next_version, publish_release
 from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.catalog.status import collect_counts
 from bitextflow.catalog.takedowns import read_takedowns
@@ -115,7 +116,19 @@ def release_extras(ctx: RunContext) -> ReleaseExtras:
     documents = None
     if Monolingual.enabled(ctx.config):
         documents = StoredTables(ctx.store, outputs.current(ctx.outputs("monolingual", ANNOTATED_DOCUMENT_SHARDS)))
-    return ReleaseExtras(document_pairs, sentences, crawl, ctx.config, gate_verdicts(ctx, outputs), screen, documents=documents)
+    # a rebuild (`bitextflow releases build`) cites the labels its release cited when it was published
+    version, published = next_version(ctx.store, ctx.config.pair, ctx.run_id)
+    evaluation = prior_evaluation(ctx.store, ctx.config.pair, version, published["created"] if published else None)
+    return ReleaseExtras(
+        document_pairs,
+        sentences,
+        crawl,
+        ctx.config,
+        gate_verdicts(ctx, outputs),
+        screen,
+        documents=documents,
+        evaluation=evaluation,
+    )
 
 
 def gate_verdicts(ctx: RunContext, outputs: RunOutputs) -> list[GateVerdict]:
