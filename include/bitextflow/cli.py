@@ -38,7 +38,8 @@ from bitextflow.config import PairConfig, discover_pair_configs, load_pair_confi
 from bitextflow.errors import BitextflowError, ConfigError
 from bitextflow.redaction import TakedownEntry
 from bitextflow.release.build import build_release
-from bitextflow.release.evaluation import DEFAULT_SAMPLE_SIZE, DEFAULT_SEED, Evaluation, estimate, fit_threshold
+from bitextflow.release.evaluation import calibration, estimate, format_evaluation
+from bitextflow.release.evaluation_sample import DEFAULT_SAMPLE_SIZE, DEFAULT_SEED
 from bitextflow.settings import load_services_env, pairs_dir
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import (
@@ -179,10 +180,6 @@ def cmd_releases_redact(args: argparse.Namespace) -> int:
     return 0
 
 
-#: the option a threshold on each score a sample can be stratified on is set with
-THRESHOLD_OPTIONS = {"margin_score": "score.margin_threshold", "alignment_score": "align.min_alignment_score"}
-
-
 def cmd_releases_evaluation(args: argparse.Namespace) -> int:
     """What the labels given to a release's sample measure (the figures the Airflow evaluation page shows)."""
     config = pair_config(args)
@@ -196,30 +193,6 @@ def cmd_releases_evaluation(args: argparse.Namespace) -> int:
     else:
         print(format_evaluation(evaluation))
     return 0
-
-
-def format_evaluation(evaluation: Evaluation) -> str:
-    def line(name: str, figures: dict[str, object]) -> str:
-        if figures["precision"] is None:
-            return f"  {name:<34} no pair judged yet ({figures['unsure']} not sure)"
-        return (
-            f"  {name:<34} {figures['precision']:.3f}  [{figures['low']:.3f}, {figures['high']:.3f}]"
-            f"  good {figures['good']}, bad {figures['bad']}, not sure {figures['unsure']}"
-        )
-
-    summary = evaluation.to_dict()
-    agreement = (
-        "none shared yet" if evaluation.agreement is None else f"{evaluation.agreement:.3f} on {evaluation.shared_items} pairs"
-    )
-    lines = [
-        f"{evaluation.pair} v{evaluation.version}: sample of {evaluation.size} (seed {evaluation.seed}) from "
-        f"{evaluation.release_pairs} pairs, {evaluation.labelled} labelled by {', '.join(evaluation.annotators) or 'nobody yet'}",
-        f"precision with its 95% interval ({evaluation.method}); agreement between labellers: {agreement}",
-        line("all pairs", summary["overall"]),
-        *(line(band, figures) for band, figures in summary["per_band"].items()),
-        *(line(site, figures) for site, figures in summary["per_site"].items()),
-    ]
-    return "\n".join(lines)
 
 
 def cmd_releases_calibrate(args: argparse.Namespace) -> int:
@@ -238,14 +211,7 @@ def cmd_releases_calibrate(args: argparse.Namespace) -> int:
         evaluation = estimate(sample, parse_labels(text), release.pair, release.version)
     else:
         _, _, evaluation = release_evaluation(store, release, args.size, args.seed)
-    point = fit_threshold(evaluation, args.precision)
-    option = THRESHOLD_OPTIONS[evaluation.score_column]
-    result = {
-        "pair": release.pair, "version": release.version, "score": evaluation.score_column, "threshold": point.threshold,
-        "set": f"{option}={point.threshold}", **point.estimate.to_dict(), "kept_pairs": point.kept_pairs,
-        "release_pairs": evaluation.release_pairs, "yield_cost": round(1 - point.kept_pairs / evaluation.release_pairs, 4),
-    }  # fmt: skip
-    print(json.dumps(result, indent=2))
+    print(json.dumps(calibration(evaluation, args.precision), indent=2))
     return 0
 
 

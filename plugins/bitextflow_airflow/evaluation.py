@@ -42,7 +42,8 @@ from fastapi.responses import HTMLResponse
 from bitextflow.catalog.evaluations import add_label, find_release, labels_jsonl, labels_tsv, read_labels, release_sample
 from bitextflow.catalog.releases import list_releases
 from bitextflow.errors import BitextflowError, StorageError
-from bitextflow.release.evaluation import DEFAULT_SAMPLE_SIZE, DEFAULT_SEED, LABEL_VALUES, Sample, estimate
+from bitextflow.release.evaluation import LABEL_VALUES, estimate
+from bitextflow.release.evaluation_sample import DEFAULT_SAMPLE_SIZE, DEFAULT_SEED, Sample
 from bitextflow.storage import ObjectStore
 from bitextflow_airflow import data_docs
 from bitextflow_airflow.storage import server_object_store

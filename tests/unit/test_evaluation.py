@@ -9,14 +9,8 @@ import pytest
 
 from bitextflow.catalog.evaluations import labels_jsonl, labels_tsv, parse_labels
 from bitextflow.errors import BitextflowError
-from bitextflow.release.evaluation import (
-    Label,
-    draw_sample,
-    estimate,
-    fit_threshold,
-    stratified_interval,
-    wilson_interval,
-)
+from bitextflow.release.evaluation import Label, estimate, fit_threshold, stratified_interval, wilson_interval
+from bitextflow.release.evaluation_sample import draw_sample
 
 
 def release(n: int = 400, hosts: int = 2) -> pd.DataFrame:

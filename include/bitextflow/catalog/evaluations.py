@@ -20,7 +20,8 @@ from typing import Any
 
 from bitextflow.catalog.releases import ReleaseInfo, list_releases, read_release_records
 from bitextflow.errors import BitextflowError
-from bitextflow.release.evaluation import Evaluation, Label, LabelValue, Sample, draw_sample, estimate
+from bitextflow.release.evaluation import Evaluation, Label, LabelValue, estimate
+from bitextflow.release.evaluation_sample import Sample, draw_sample
 from bitextflow.storage import ObjectStore
 
 EVALUATIONS_PREFIX = "evaluations"

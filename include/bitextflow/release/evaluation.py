@@ -1,11 +1,7 @@
 """A person's judgement of a release: a reproducible stratified sample of its sentence pairs, the labels given to
 it, the precision they measure with a 95% interval, and the margin threshold they imply.
 
-The sample (:func:`draw_sample`) is stratified by score band (the quartiles of the release's margin score, or of
-its alignment score when no margin scorer ran) and by site (the host of the first side's URL): each stratum gets
-a share of the sample proportional to its pairs (largest remainders, at least one pair where the size allows), and
-the pairs inside it are drawn with a NumPy generator seeded by ``seed``, after ordering them by a digest of the
-pair, so the same release, size and seed give the same sample whatever order its file lists the pairs in.
+The sample is :func:`bitextflow.release.evaluation_sample.draw_sample`'s (stratified by score band and site).
 
 The estimate (:func:`estimate`) is the stratified estimator of a proportion (Cochran, *Sampling Techniques*, 3rd
 ed., 1977, section 5.3): each stratum's share of good pairs weighted by its share of the release's pairs. Its
@@ -28,72 +24,18 @@ threshold whose estimate reaches the precision a user names.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit
-
-import numpy as np
-import pandas as pd
 
 from bitextflow.errors import BitextflowError
+from bitextflow.release.evaluation_sample import Sample
 
 LabelValue = Literal["good", "bad", "unsure"]
 LABEL_VALUES: tuple[LabelValue, ...] = ("good", "bad", "unsure")
-DEFAULT_SAMPLE_SIZE = 200
-DEFAULT_SEED = 1
-SCORE_BANDS = 4
-#: the score a sample is stratified and a threshold is fitted on, in order of preference
-BAND_SCORES = ("margin_score", "alignment_score")
 _Z95 = 1.959963984540054
-_SHOWN_COLUMNS = ("url_a", "url_b", "text_a", "text_b")
-_SCORE_COLUMNS = ("margin_score", "alignment_score", "bicleaner_score", "domain_relevance")
-
-
-@dataclass(frozen=True)
-class SampleItem:
-    """One sentence pair of a sample, with what a labeller sees and the stratum it was drawn from."""
-
-    item: str
-    position: int
-    band: int
-    site: str
-    url_a: str
-    url_b: str
-    text_a: str
-    text_b: str
-    scores: dict[str, float]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Stratum:
-    """A score band of one site: its pairs in the release, and (for the curve) each pair's score."""
-
-    band: int
-    site: str
-    pairs: int
-    scores: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class Sample:
-    """A drawn sample: its items in labelling order and the strata of the release it represents."""
-
-    seed: int
-    size: int
-    score_column: str
-    band_edges: tuple[float, ...]
-    items: tuple[SampleItem, ...]
-    strata: tuple[Stratum, ...]
-
-    def item(self, item_id: str) -> SampleItem | None:
-        return next((item for item in self.items if item.item == item_id), None)
 
 
 @dataclass(frozen=True)
@@ -219,81 +161,6 @@ def stratified_interval(strata: Sequence[tuple[int, int, int]], z: float = _Z95)
     return precision, low, high
 
 
-def pair_item_id(row: Mapping[str, Any]) -> str:
-    """A pair's stable id in a sample: a digest of its URLs and texts (the same in every file format of a release)."""
-    text = "\x1f".join(str(row[c]) for c in _SHOWN_COLUMNS)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def site_of(url: str) -> str:
-    return urlsplit(url).hostname or "(no host)"
-
-
-def band_score(records: pd.DataFrame) -> str:
-    """The column a sample is stratified on: the margin score when every pair has one, else the alignment score."""
-    for column in BAND_SCORES:
-        if column in records.columns and records[column].notna().all():
-            return column
-    raise BitextflowError(f"the release has no complete score column to stratify on ({' or '.join(BAND_SCORES)})")
-
-
-def draw_sample(records: pd.DataFrame, size: int = DEFAULT_SAMPLE_SIZE, seed: int = DEFAULT_SEED) -> Sample:
-    """A stratified sample of ``size`` pairs of a release's ``records`` (module docstring), in a shuffled order."""
-    if size < 1:
-        raise BitextflowError(f"a sample needs at least one pair, not {size}")
-    if records.empty:
-        raise BitextflowError("the release holds no sentence pairs to sample")
-    column = band_score(records)
-    frame = records.reset_index(drop=True).copy()
-    frame["_item"] = [pair_item_id(row) for row in frame[list(_SHOWN_COLUMNS)].to_dict("records")]
-    frame = frame.sort_values("_item", kind="stable").reset_index(drop=True)
-    scores = frame[column].astype(float)
-    edges = tuple(float(q) for q in np.unique(np.quantile(scores, np.linspace(0, 1, SCORE_BANDS + 1)[1:-1])))
-    frame["_band"] = np.searchsorted(np.asarray(edges), scores.to_numpy(), side="right")
-    frame["_site"] = frame["url_a"].map(site_of)
-    groups = {key: group for key, group in frame.groupby(["_band", "_site"], sort=True)}
-    allocation = _allocate({key: len(group) for key, group in groups.items()}, min(size, len(frame)))
-    rng = np.random.default_rng(seed)
-    drawn = []
-    for key, group in groups.items():
-        chosen = rng.choice(len(group), size=allocation[key], replace=False) if allocation[key] else []
-        drawn.extend(group.iloc[sorted(chosen)].to_dict("records"))
-    order = rng.permutation(len(drawn))
-    items = tuple(_item(drawn[index], position, column) for position, index in enumerate(order))
-    strata = tuple(
-        Stratum(band=int(band), site=str(site), pairs=len(group), scores=tuple(group[column].astype(float)))
-        for (band, site), group in groups.items()
-    )
-    return Sample(seed=seed, size=size, score_column=column, band_edges=edges, items=items, strata=strata)
-
-
-def _allocate(sizes: Mapping[Any, int], total: int) -> dict[Any, int]:
-    """Proportional allocation by largest remainders, at least one per stratum while ``total`` allows."""
-    population = sum(sizes.values())
-    exact = {key: total * n / population for key, n in sizes.items()}
-    counts = {key: min(n, math.floor(exact[key])) for key, n in sizes.items()}
-    if total >= len(sizes):
-        counts = {key: max(c, 1) for key, c in counts.items()}
-    by_remainder = sorted(sizes, key=lambda key: (counts[key] - exact[key], str(key)))
-    while sum(counts.values()) > total:
-        key = max((k for k in counts if counts[k] > 1), key=lambda k: (counts[k] - exact[k], str(k)))
-        counts[key] -= 1
-    while sum(counts.values()) < total:
-        key = next(k for k in by_remainder if counts[k] < sizes[k])
-        counts[key] += 1
-        by_remainder.remove(key)
-        by_remainder.append(key)
-    return counts
-
-
-def _item(row: Mapping[str, Any], position: int, column: str) -> SampleItem:
-    scores = {c: float(row[c]) for c in _SCORE_COLUMNS if c in row and row[c] is not None and not pd.isna(row[c])}
-    return SampleItem(
-        item=str(row["_item"]), position=position, band=int(row["_band"]), site=str(row["_site"]),
-        url_a=str(row["url_a"]), url_b=str(row["url_b"]), text_a=str(row["text_a"]), text_b=str(row["text_b"]), scores=scores,
-    )  # fmt: skip
-
-
 def consensus(labels: Iterable[Label], sample: Sample) -> tuple[dict[str, LabelValue], float | None, int]:
     """Each item's label (the majority of its labellers' latest labels), the agreement, and the items shared."""
     latest: dict[tuple[str, str], Label] = {}
@@ -393,3 +260,45 @@ def fit_threshold(evaluation: Evaluation, precision: float) -> CurvePoint:
         f"no threshold of {evaluation.score_column} reaches an estimated precision of {precision} on the labels of "
         f"{evaluation.pair} v{evaluation.version} (best: {best}); label more pairs, or name a lower precision"
     )
+
+
+#: the option that sets a threshold on each score a sample can be stratified on
+THRESHOLD_OPTIONS = {"margin_score": "score.margin_threshold", "alignment_score": "align.min_alignment_score"}
+
+
+def calibration(evaluation: Evaluation, precision: float) -> dict[str, Any]:
+    """:func:`fit_threshold`'s choice as ``bitextflow releases calibrate`` prints it: the option to set, the estimate
+    there, the pairs it keeps and the share of the release it drops."""
+    point = fit_threshold(evaluation, precision)
+    return {
+        "pair": evaluation.pair, "version": evaluation.version, "score": evaluation.score_column, "threshold": point.threshold,
+        "set": f"{THRESHOLD_OPTIONS[evaluation.score_column]}={point.threshold}", **point.estimate.to_dict(),
+        "kept_pairs": point.kept_pairs, "release_pairs": evaluation.release_pairs,
+        "yield_cost": round(1 - point.kept_pairs / evaluation.release_pairs, 4),
+    }  # fmt: skip
+
+
+def format_evaluation(evaluation: Evaluation) -> str:
+    """The figures as ``bitextflow releases evaluation`` prints them: all pairs, then per band and per site."""
+
+    def line(name: str, figures: dict[str, object]) -> str:
+        if figures["precision"] is None:
+            return f"  {name:<34} no pair judged yet ({figures['unsure']} not sure)"
+        return (
+            f"  {name:<34} {figures['precision']:.3f}  [{figures['low']:.3f}, {figures['high']:.3f}]"
+            f"  good {figures['good']}, bad {figures['bad']}, not sure {figures['unsure']}"
+        )
+
+    summary = evaluation.to_dict()
+    agreement = (
+        "none shared yet" if evaluation.agreement is None else f"{evaluation.agreement:.3f} on {evaluation.shared_items} pairs"
+    )
+    lines = [
+        f"{evaluation.pair} v{evaluation.version}: sample of {evaluation.size} (seed {evaluation.seed}) from "
+        f"{evaluation.release_pairs} pairs, {evaluation.labelled} labelled by {', '.join(evaluation.annotators) or 'nobody yet'}",
+        f"precision with its 95% interval ({evaluation.method}); agreement between labellers: {agreement}",
+        line("all pairs", summary["overall"]),
+        *(line(band, figures) for band, figures in summary["per_band"].items()),
+        *(line(site, figures) for site, figures in summary["per_site"].items()),
+    ]
+    return "\n".join(lines)
