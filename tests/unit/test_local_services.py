@@ -1,8 +1,10 @@
 """The local stack's tooling without starting it: secret files, the one-line errors where a server it needs is missing,
-and `prepare` of a pair without a dictionary (the stack itself is tests/stack's)."""
+`prepare` of a pair without a dictionary, and how Airflow's components share their SQLite database (the stack itself is
+tests/stack's)."""
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +83,40 @@ def test_a_pair_without_a_dictionary_is_prepared_with_a_line_on_what_its_runs_do
     monkeypatch.setenv("BITEXTFLOW_CACHE", str(tmp_path))
     line = dictionary_step("en", "zh").build()
     assert line.startswith("none for en-zh") and "identical tokens" in line
+
+
+def _metadata_database(path: Path, **connect_args) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, **connect_args)
+    connection.execute("PRAGMA journal_mode=WAL")  # as Airflow sets it
+    return connection
+
+
+def test_a_savepoint_that_reads_then_writes_waits_for_the_write_lock_instead_of_failing(tmp_path) -> None:
+    """`airflow backfill create` failed under load with "database is locked" despite a minute's timeout: a savepoint
+    that has read cannot wait for a writer that commits meanwhile. The stack's connections take the lock first."""
+    from bitextflow_local.services.sqlite_metadata import SQLITE_CONNECT_ARGS
+
+    path = tmp_path / "airflow.db"
+    with _metadata_database(path) as setup:
+        setup.execute("CREATE TABLE dag_run (run_id TEXT)")
+
+    plain, other = _metadata_database(path, timeout=60), _metadata_database(path, timeout=0)
+    plain.execute("SAVEPOINT backfill")
+    plain.execute("SELECT count(*) FROM dag_run").fetchall()
+    other.execute("INSERT INTO dag_run VALUES ('scheduled')")
+    other.commit()
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):  # at once, not after 60 s
+        plain.execute("INSERT INTO dag_run VALUES ('backfill')")
+    plain.rollback()
+
+    stack = _metadata_database(path, **SQLITE_CONNECT_ARGS)
+    stack.cursor().execute("SAVEPOINT backfill")
+    stack.cursor().execute("SELECT count(*) FROM dag_run").fetchall()
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):  # the other writer has to wait its turn
+        other.execute("INSERT INTO dag_run VALUES ('scheduled')")
+    stack.cursor().execute("INSERT INTO dag_run VALUES ('backfill')")
+    stack.cursor().execute("RELEASE SAVEPOINT backfill")
+    stack.commit()
+    other.execute("INSERT INTO dag_run VALUES ('scheduled')")
+    other.commit()
+    assert [row for (row,) in other.execute("SELECT run_id FROM dag_run")] == ["scheduled", "backfill", "scheduled"]

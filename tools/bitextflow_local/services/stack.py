@@ -46,14 +46,11 @@ AIRFLOW_COMPONENTS = {
 }
 
 
-# SQLite lets one writer in at a time: Airflow's four components and its CLI wait up to a minute for
-# the lock rather than fail with "database is locked" after sqlite3's default 5 s.
-SQLITE_CONNECT_ARGS = {"timeout": 60}
 LOCAL_EXECUTOR = {
     "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
     "AIRFLOW__CORE__PARALLELISM": "4",
-    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "bitextflow_local.services.stack.SQLITE_CONNECT_ARGS",
-    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "bitextflow_local.services.stack.SQLITE_CONNECT_ARGS",
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "bitextflow_local.services.sqlite_metadata.SQLITE_CONNECT_ARGS",
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC": "bitextflow_local.services.sqlite_metadata.SQLITE_CONNECT_ARGS",
 }
 
 
