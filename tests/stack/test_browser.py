@@ -9,8 +9,11 @@ no sleeps). The browser resolves no host name (``--host-resolver-rules``), so pa
 Expectations' Data Docs do) cannot take it off 127.0.0.1. Each test saves a screenshot of every page it checks
 under its ``tmp_path`` and names the last one in its failure message.
 
-``BITEXTFLOW_README_IMAGES=docs/images`` also writes the README's two pictures (the UI and the report) from the
-same pages.
+The evaluation page (docs/evaluation.md) is driven from the keyboard over the demo's release, and shown a pair
+holding markup, which it must show as text.
+
+``BITEXTFLOW_README_IMAGES=docs/images`` also writes the README's two pictures (the UI and the report) and
+docs/evaluation.md's (the evaluation page) from the same pages.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pandas as pd
 import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
@@ -34,6 +38,10 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
+from bitextflow.catalog.evaluations import read_labels
+from bitextflow.catalog.releases import list_releases, publish_release
+from bitextflow.release.evaluation_sample import DEFAULT_SAMPLE_SIZE
+from bitextflow.storage import ObjectStore
 from bitextflow_local.services.demo import airflow_api
 from bitextflow_local.services.stack import admin_password
 from tests.support import env_file
@@ -242,3 +250,87 @@ def test_the_release_report_opens_in_a_browser(browser: Browser, demo: Demo) -> 
         f"summary says {summary} sentence pairs, the release {demo.sentence_pairs}"
     )
     readme_image(browser.screenshot("report"), "release-report.png")
+
+
+#: the pairs the escaping test publishes: what a hostile page could put in a release
+HOSTILE_TEXTS = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")
+
+
+def evaluation_page(demo: Demo, version: int, size: int = DEFAULT_SAMPLE_SIZE) -> str:
+    return f"{demo.ui}bitextflow/evaluation/bitextflow/en-es?version={version}&size={size}"
+
+
+def demo_version(demo: Demo) -> int:
+    store = ObjectStore.from_env("bitextflow", demo.stack.client_env())
+    (info,) = [info for info in list_releases(store, "en-es") if info.run_id == demo.run_id]
+    return info.version
+
+
+def progress_changed(before: str) -> Callable[[WebDriver], str | bool]:
+    return lambda driver: (text := driver.find_element(By.ID, "progress").text) != before and text
+
+
+def test_a_release_is_judged_in_the_browser_with_one_key_a_pair(signed_in: Browser, demo: Demo) -> None:
+    """docs/evaluation.md: the page of the demo's release, 20 pairs labelled from the keyboard, the progress and the
+    estimate changing with each; the labels are stored as the signed-in user's."""
+    browser = signed_in
+    version = demo_version(demo)
+    browser.visit(f"{demo.ui}bitextflow/evaluation/")
+    browser.expect(EC.element_to_be_clickable((By.LINK_TEXT, f"v{version}")), "the release in the index").click()
+    browser.expect(lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-ready"), "the sample")
+    progress = browser.driver.find_element(By.ID, "progress").text
+    assert progress.startswith("labelled 0 of "), browser.failure(progress)
+    assert "no pair judged yet" in browser.driver.find_element(By.ID, "overall").text
+    estimates = set()
+    for n, key in enumerate("gggbgggugggggbgggggg", start=1):
+        shown = browser.driver.find_element(By.ID, "text_a").text
+        ActionChains(browser.driver).send_keys(key).perform()
+        browser.expect(
+            lambda driver, n=n: driver.find_element(By.ID, "progress").text.startswith(f"labelled {n} of "), f"{n} labelled"
+        )
+        browser.expect(
+            lambda driver, s=shown, last=n == 20: last or driver.find_element(By.ID, "text_a").text != s, "the next pair"
+        )
+        # the estimate follows each stored label (the requests go one after the other)
+        browser.expect(
+            lambda driver, n=n: f"{n} labelled by anyone" in driver.find_element(By.ID, "progress").text, f"label {n} stored"
+        )
+        estimates.add(browser.driver.find_element(By.ID, "overall").text)
+    overall = browser.driver.find_element(By.ID, "overall").text
+    assert re.search(r"precision 0\.\d{3} \(95% interval 0\.\d{3}-[01]\.\d{3}\); good 17, bad 2, not sure 1", overall), (
+        browser.failure(overall)
+    )
+    assert len(estimates) > 2 and browser.driver.find_element(By.ID, "status").text == "", browser.failure(str(estimates))
+    rows = browser.driver.find_elements(By.CSS_SELECTOR, "#per_band tbody tr, #per_site tbody tr, #curve tbody tr")
+    assert len(rows) >= 3, browser.failure("per band, per site and curve rows")
+    readme_image(browser.screenshot("evaluation"), "evaluation.png")
+    store = ObjectStore.from_env("bitextflow", demo.stack.client_env())
+    (release,) = [info for info in list_releases(store, "en-es") if info.version == version]
+    labels = read_labels(store, release)
+    assert len(labels) == 20 and {label.annotator for label in labels} == {"admin"}
+
+
+def test_a_pair_holding_markup_is_shown_as_text(signed_in: Browser, demo: Demo) -> None:
+    """A release whose pairs hold a script and an image with an onerror handler (published beside the demo's, as a
+    later version of en-es): the page shows those characters and runs nothing of them."""
+    browser = signed_in
+    store = ObjectStore.from_env("bitextflow", demo.stack.client_env())
+    frame = pd.DataFrame({
+        "url_a": ["https://a.example/en/1", "https://a.example/en/2"], "url_b": ["https://a.example/es/1", "https://a.example/es/2"],
+        "lang_a": "en", "lang_b": "es", "text_a": list(HOSTILE_TEXTS), "text_b": list(reversed(HOSTILE_TEXTS)),
+        "alignment_score": [0.9, 0.8], "margin_score": [1.2, 1.1], "domain_relevance": [0.5, 0.5],
+        "rule_tags": "", "domain_terms": "", "pair_hash": ["hostile-1", "hostile-2"],
+    })  # fmt: skip
+    release = publish_release(store, "en-es", frame, [], "manual__evaluation-escaping", None)
+    browser.visit(evaluation_page(demo, release.version, size=2))
+    browser.expect(lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-ready"), "the sample")
+    shown = {browser.driver.find_element(By.ID, side).text for side in ("text_a", "text_b")}
+    assert shown == set(HOSTILE_TEXTS), browser.failure(f"shown: {shown}")
+    assert not browser.driver.find_elements(By.CSS_SELECTOR, "#pair img, #pair script"), browser.failure("markup in the page")
+    ActionChains(browser.driver).send_keys("g").perform()
+    browser.expect(lambda driver: "1 labelled by anyone" in driver.find_element(By.ID, "progress").text, "the label stored")
+    shown = {browser.driver.find_element(By.ID, side).text for side in ("text_a", "text_b")}
+    assert shown == set(HOSTILE_TEXTS), browser.failure(f"shown: {shown}")
+    alerts = browser.driver.execute_script("return typeof window.alert === 'function' && document.querySelectorAll('img').length")
+    assert alerts == 0, browser.failure("an img element on the page")
+    browser.screenshot("evaluation-escaped")
