@@ -586,6 +586,17 @@ def test_word_translations_keep_the_pairs_of_one_word_lemmas_stemmed_as_words_do
     assert not WordTranslations(None).forward and not WordTranslations(BilingualDictionary("de", "fr", (), {})).forward
 
 
+def test_text_without_spaces_meets_the_dictionary_word_by_word() -> None:
+    # Whole, "パッケージ管理システムをインストールします" would be one token, its stem "ハッケーシ" the only chance to match
+    rows = [("package", "パッケージ"), ("system", "システム"), ("install", "インストール"), ("management", "管理")]
+    translations = WordTranslations(BilingualDictionary("en", "ja", tuple(rows), {}))
+    japanese = set(words("パッケージ管理システムをインストールします。"))
+    assert {stem for left, _ in rows for stem in translations.forward[words(left)[0]]} <= japanese
+    assert words("安装软件包") == ["安装", "软件", "包"]
+    # scripts with spaces are cut as before
+    assert words("Instalación del núcleo, kernel-2.6") == ["insta", "del", "nucle", "kerne", "2", "6"]
+
+
 def test_dictionary_finds_a_deletion_and_an_insertion_that_length_cannot() -> None:
     # Sentences of equal length: the translation lacks source 2 and adds an untranslated sentence
     # after source 4. Length sees six equal sentences on each side and aligns them 1-1.

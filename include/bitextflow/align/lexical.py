@@ -65,6 +65,8 @@ from bitextflow.align.sentences import (
     char_length,
     unaligned_beads,
 )
+from bitextflow.text.lengths import has_unspaced_script
+from bitextflow.text.lengths import words as segmented_words
 
 # The four choices below are the setting selected on the six gold files we have (Bleualign de-fr dev
 # and test0-3, hunalign's en-hu dtm) by bench/sentence_alignment.py, over weights 3-9, null priors
@@ -104,8 +106,14 @@ def fold(text: str) -> str:
 
 
 def words(text: str, stem_chars: int = STEM_CHARS) -> list[str]:
-    """Folded, prefix-stemmed word tokens of a sentence or a lemma."""
-    return [token[:stem_chars] for token in _WORD.findall(fold(text))]
+    """Folded, prefix-stemmed word tokens of a sentence or a lemma.
+
+    A run of a script written without spaces (Chinese, Japanese, Thai) is cut at ICU's word boundaries first
+    (:func:`bitextflow.text.lengths.words`), on the text as written, since folding strips kana of their voicing marks:
+    whole, such a run is one token, a clause whose first characters rarely begin a dictionary lemma."""
+    if not has_unspaced_script(text):
+        return [token[:stem_chars] for token in _WORD.findall(fold(text))]
+    return [token[:stem_chars] for token in fold("\n".join(segmented_words(text, _WORD))).split("\n") if token]
 
 
 def single_word_stems(lemmas: Sequence[str], stem_chars: int = STEM_CHARS) -> tuple[list[str], NDArray[np.int64]]:

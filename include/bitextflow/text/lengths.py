@@ -60,12 +60,17 @@ def token_count(text: str, language: str) -> int:
     return sum(1 for word in WordBreaker(text, language) if any(ch.isalnum() for ch in word))
 
 
+def has_unspaced_script(text: str) -> bool:
+    """Whether ``text`` holds a character of a script written without spaces between words (Chinese, Japanese, Thai)."""
+    return not text.isascii() and _UNSPACED_SCRIPT.search(text) is not None
+
+
 def words(text: str, word: re.Pattern[str] = _WORD) -> list[str]:
     """The words of ``text`` in any language: matches of ``word`` (runs of letters and digits with inner hyphens and
     apostrophes), and inside a run of a script written without spaces, ICU's dictionary-based word boundaries
     ("パッケージ管理" is パッケージ and 管理, "安装软件包" 安装, 软件 and 包). Terms and texts cut by it match each other."""
     found = word.findall(text)
-    if text.isascii() or not _UNSPACED_SCRIPT.search(text):
+    if not has_unspaced_script(text):
         return found
     cut: list[str] = []
     for token in found:
