@@ -7,9 +7,9 @@ sides share a block, ``strict_precision`` the same blocks; **yield**, released p
 ``correct_yield`` the right ones only).
 
 The pipeline runs without Airflow against a SeaweedFS server (:class:`bitextflow_local.services.seaweed.SeaweedServer`)
-and the site served on 127.0.0.1, from ``include/pairs/en-es.yaml`` with the crawl limited to the Debian Reference
-in English and Spanish (``crawl.include_paths``, as tests/integration/test_incremental.py does): one crawl, extraction and document
-alignment, then for each aligner (``align.sentence_aligner``) the sentence alignment, and for each pair scorer
+and the site served on 127.0.0.1, from the pair's config (``include/pairs/en-es.yaml`` by default) with the crawl
+limited to the Debian Reference in the pair's two languages (``crawl.include_paths``, as
+tests/integration/test_incremental.py does): one crawl, extraction and document alignment, then for each aligner (``align.sentence_aligner``) the sentence alignment, and for each pair scorer
 (``score.pair_scorer``) score, classify, gate and release, each under a run id of its own forked from the shared
 stages' outputs (the ``embed`` stage among them: every setting reads the same vectors). One encoder serves every
 setting (Vecalign's overlaps), its embeddings memoised by text, so settings that share texts do not encode them twice.
@@ -22,9 +22,14 @@ with its two index pages as a new user would. ``--blocks on,off`` measures each 
 also reports ``block_yield`` (translated blocks a right pair covers) and ``cross_block_share`` (wrong pairs a side of
 which spans several blocks).
 
+``--pair P`` measures another pair config (``include/pairs/P.yaml``, else the worked example
+``include/pairs/examples/P.yaml``) on a local site built in its two languages (in a cache folder of its own,
+``localsite-<a>-<b>``, where they are not the default site's): ``--pair en-ja`` measures the Japanese Reference and
+Installation Guide. The pages are judged the same way, by their blocks' positions.
+
 Usage, from the project root::
 
-    .venv/bin/python bench/release_precision.py [--json] [--site reference|install]
+    .venv/bin/python bench/release_precision.py [--json] [--pair en-es|en-ja|...] [--site reference|install]
                                                 [--aligners gale-church,hunalign,hybrid,vecalign]
                                                 [--scorers none,margin] [--blocks on,off]
 """
@@ -54,21 +59,33 @@ from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.layout import run_prefix
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.block_truth import Judge, run_sentences
+from bitextflow_local.localsite.build import DEFAULT_LANGUAGES
+from bitextflow_local.localsite.layouts import INSTALL
+from bitextflow_local.localsite.paths import default_cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-PAIR_CONFIG = ROOT / "include" / "pairs" / "en-es.yaml"
 BUCKET = "bitextflow"
 ALIGNERS = ("gale-church", "hunalign", "hybrid", "hybrid-e5", "vecalign")
 SCORERS = ("none", "margin")
-#: The Debian Reference in English and Spanish, and the site's front page that links to it.
-REFERENCE_PAGES = r"^/reference/.*\.(en|es)\.html$"
-#: The Installation Guide's HTML chapters in English and Spanish.
-INSTALL_PAGES = r"^/install/(en|es)/[^/]*\.html$"
-#: Per site: the pages measured, what the crawl may fetch, its seeds (paths on the served site) and page budget.
+#: The pair measured by default: the demo's.
+DEFAULT_PAIR = "en-es"
+#: Where a pair config is looked for: the shipped pairs, then the worked examples.
+PAIR_FOLDERS = (ROOT / "include" / "pairs", ROOT / "include" / "pairs" / "examples")
+#: A pair language's code on the local site where the two differ (Debian names Simplified Chinese ``zh-cn``).
+SITE_LANGUAGES = {"zh": "zh-cn"}
+#: Per site, given the two languages' codes on the site: the pages measured, what the crawl may fetch, its seeds (paths
+#: on the served site) and page budget. The Debian Reference is measured with the site's front page that links to it;
+#: the Installation Guide is seeded with its two index pages, as a new user would.
 SITES = {
-    "reference": (REFERENCE_PAGES, ["^/$", REFERENCE_PAGES], ["/"], 100),
-    "install": (INSTALL_PAGES, [INSTALL_PAGES], ["/install/en/index.html", "/install/es/index.html"], 400),
-}
+    "reference": lambda a, b: (
+        rf"^/reference/.*\.({a}|{b})\.html$", ["^/$", rf"^/reference/.*\.({a}|{b})\.html$"], ["/"], 100
+    ),
+    "install": lambda a, b: (
+        rf"^/install/({INSTALL.code(a)}|{INSTALL.code(b)})/[^/]*\.html$",
+        [rf"^/install/({INSTALL.code(a)}|{INSTALL.code(b)})/[^/]*\.html$"],
+        [f"/install/{INSTALL.code(a)}/index.html", f"/install/{INSTALL.code(b)}/index.html"], 400,
+    ),
+}  # fmt: skip
 OVERRIDES = {
     "gate.min_sentence_pairs": 1, "gate.max_volume_drop": None, "release.record_in_registry": False,
     # every figure from vectors made in this run, not from what the machine embedded before
@@ -153,7 +170,12 @@ def run_from(ctx: RunContext, first: str, last: str | None = None) -> dict[str, 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from bitextflow_local.services.seaweed import SeaweedServer
 
-    site = build_site()
+    config_path = pair_config_path(args.pair)
+    source, target = (SITE_LANGUAGES.get(lang, lang) for lang in args.pair.split("-", 1))
+    # a pair outside the default site's languages gets a site of its own, so the demo's stays as it is
+    own_site = not {source, target} <= set(DEFAULT_LANGUAGES)
+    site = build_site(default_cache_dir().with_name(f"localsite-{source}-{target}") if own_site else None,
+                      (source, target) if own_site else None)  # fmt: skip
     truth = Truth.load(site.cache_dir)
     settings: dict[str, Any] = {}
     with ExitStack() as stack:
@@ -162,10 +184,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         server = stack.enter_context(serve(site.docroot, port=0))
         encoder = stack.enter_context(one_encoder())
         store = ObjectStore(StorageSettings.from_env(s3.env()), BUCKET)
-        pages, include, seeds, max_pages = SITES[args.site]
+        pages, include, seeds, max_pages = SITES[args.site](source, target)
         seed_urls = [server.base_url.rstrip("/") + seed for seed in seeds]
         site_overrides = {"crawl.max_pages": max_pages, "crawl.include_paths": {"*": include}, "crawl.seeds": seed_urls}
-        config = load_pair_config(PAIR_CONFIG).with_overrides({**OVERRIDES, **site_overrides})
+        config = load_pair_config(config_path).with_overrides({**OVERRIDES, **site_overrides})
         default = f"{config.align.sentence_aligner}/{config.score.pair_scorer}"
         if not config.align.sentence_blocks:
             default = f"{config.align.sentence_aligner}-blind/{config.score.pair_scorer}"
@@ -174,7 +196,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         run_pipeline(shared, until=FIRST_OWN_STAGE)
         shared_seconds = round(time.monotonic() - clock, 1)
         judge = Judge(site.docroot, truth, run_sentences(shared))
-        translated = judge.translated_block_keys(config.source, config.target, pages)
+        translated = judge.translated_block_keys(source, target, pages)
         translated_blocks = len(translated)
         dump = args.dump.open("w", encoding="utf-8") if args.dump else None
         for aligner, blocks, scorer in ((a, b, s) for a in args.aligners for b in args.blocks for s in args.scorers):
@@ -209,6 +231,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             dump.close()
     top = settings.get(default, {})
     return {
+        "pair": args.pair,
         "site": args.site,
         "precision": top.get("precision"),
         "yield": top.get("yield"),
@@ -223,6 +246,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def pair_config_path(pair: str) -> Path:
+    """The pair config of ``pair``: ``include/pairs/<pair>.yaml``, else the worked example of that name."""
+    for folder in PAIR_FOLDERS:
+        if (folder / f"{pair}.yaml").is_file():
+            return folder / f"{pair}.yaml"
+    shipped = sorted(path.stem for folder in PAIR_FOLDERS for path in folder.glob("*-*.yaml"))
+    raise BitextflowError(
+        f"--pair {pair}: no {pair}.yaml in include/pairs/ or include/pairs/examples/; one of {', '.join(shipped)}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -233,6 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--blocks", type=lambda value: value.split(","), default=["on"], help="on (the pages' blocks, the default), off (blind)"
+    )
+    parser.add_argument(
+        "--pair",
+        default=DEFAULT_PAIR,
+        help=f"the pair config measured (default {DEFAULT_PAIR}); the local site is built in its languages",
     )
     parser.add_argument("--dump", type=Path, help="write every released pair with its verdict to this JSON-lines file")
     args = parser.parse_args(argv)
