@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bitextflow.text.languages import UNKNOWN, cld2, cld2_top, language_markers, normalise_language, three_letter_code
+from bitextflow.text.sentences import split_sentences
 from bitextflow.text.terms import relevance, term_matches
 from bitextflow.text.urls import resource_key, site_key, url_depth, url_key, url_text, url_tokens
 from tests.support import ROOT
@@ -155,6 +156,34 @@ def test_terms_match_whole_tokens_and_score_by_density() -> None:
     assert relevance("", terms) == (0.0, [])
     score, matched = relevance("Install the package.", terms)
     assert 0.0 < score < 1.0 and matched == ["package"]
+
+
+# -- sentences -------------------------------------------------------------------------------------
+
+# Three Thai sentences, no punctuation: a space ends each of the first two; "Debian" stands inside the third
+THAI = "ภาษาไทยไม่มีเครื่องหมายจบประโยค ผู้อ่านแยกประโยคจากช่องว่าง ระบบ Debian เป็นระบบปฏิบัติการที่ฟรี"
+
+
+def test_thai_is_split_where_a_sentence_ends_and_nothing_is_lost() -> None:
+    sentences = split_sentences("th", THAI)
+    assert len(sentences) >= 2
+    assert "".join(sentences).replace(" ", "") == THAI.replace(" ", "")
+    assert not any(sentence.endswith("ระบบ") for sentence in sentences)  # a space around a Latin word ends nothing
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "count"),
+    [
+        ("ja", "これは最初の文です。これは二番目の文です！本当ですか？", 3),
+        ("zh", "这是第一句。这是第二句！真的吗？", 3),
+        ("ru", "Это первое предложение. Это второе! А это третье?", 3),
+        ("ar", "هذه هي الجملة الأولى. هذه هي الجملة الثانية؟", 2),
+        ("hi", "यह पहला वाक्य है। यह दूसरा वाक्य है।", 2),
+        ("en", "Run apt update, e.g. as root. Then install it.", 2),
+    ],
+)
+def test_other_scripts_split_at_their_own_punctuation(language: str, text: str, count: int) -> None:
+    assert len(split_sentences(language, text)) == count
 
 
 # -- layering --------------------------------------------------------------------------------------

@@ -29,11 +29,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from sentencex import segment
-
 from bitextflow.classify.data import OTHER, LabelledSentence, write_labelled
 from bitextflow.errors import StageError
 from bitextflow.settings import cache_dir
+from bitextflow.text.sentences import split_sentences
 from bitextflow.training.debian import fetch_packages
 from bitextflow.training.sword import open_bible
 
@@ -64,7 +63,7 @@ def default_data_dir() -> Path:
 
 def sentences_of_text(text: str, language: str) -> Iterator[str]:
     """Sentences of a paragraph within the DSI token window, whitespace collapsed."""
-    for piece in segment(language, " ".join(text.split())):
+    for piece in split_sentences(language, " ".join(text.split())):
         sentence = " ".join(piece.split())
         if MIN_TOKENS <= len(sentence.split()) <= MAX_TOKENS:
             yield sentence

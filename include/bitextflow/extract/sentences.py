@@ -1,7 +1,7 @@
 """Sentences of a document's main content, filtered as in the MaCoCu DSI preprocessing.
 
 Main paragraphs (not boilerplate, not the title, not code) in the document's language are split with
-sentencex (per-language rules), punctuation is normalised the Moses way (sacremoses), and each sentence
+sentencex (per-language rules; Thai by a model, :mod:`bitextflow.text.sentences`), punctuation is normalised the Moses way (sacremoses), and each sentence
 must pass, in order: the token-count window (``too_few_tokens`` / ``too_many_tokens``; words of an ICU
 segmenter for Chinese, Japanese, Thai, see :func:`token_count`), the optional
 end-punctuation rule (``no_end_punctuation``) and the language check (``sentence_other_language``:
@@ -16,7 +16,6 @@ import unicodedata
 from dataclasses import dataclass
 
 from sacremoses import MosesPunctNormalizer
-from sentencex import segment
 
 from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
@@ -24,6 +23,7 @@ from bitextflow.extract.language import identify
 from bitextflow.extract.model import SENTENCE_SOURCE_TYPES, ExtractedPage
 from bitextflow.text.languages import UNKNOWN
 from bitextflow.text.lengths import token_count
+from bitextflow.text.sentences import split_sentences
 
 
 @dataclass(slots=True)
@@ -169,7 +169,7 @@ def sentences_of(document: ExtractedPage, config: ExtractConfig, counts: StageCo
     for p_index, paragraph in enumerate(document.paragraphs):
         if paragraph.boilerplate or paragraph.type not in SENTENCE_SOURCE_TYPES:
             continue
-        pieces = [s.strip() for s in segment(language, paragraph.text) if s.strip()]
+        pieces = split_sentences(language, paragraph.text)
         counts.seen(len(pieces))
         if paragraph.out_of_language:
             counts.drop("paragraph_other_language", len(pieces))

@@ -222,14 +222,14 @@ def _page_texts(path: Path) -> list[str]:
 
 def _sentence_pairs(blocks_a: list[str], blocks_b: list[str], lang_a: str, lang_b: str) -> Iterator[tuple[str, str]]:
     """Untranslated blocks (the same text on both sides) are skipped; long blocks whose sentences do not pair up too."""
-    from sentencex import segment
+    from bitextflow.text.sentences import split_sentences
 
     for block_a, block_b in zip(blocks_a, blocks_b, strict=True):
         a, b = _clean(block_a), _clean(block_b)
         if not a or not b or a == b:
             continue
-        sentences_a = [s for s in map(_clean, segment(lang_a, a)) if s]
-        sentences_b = [s for s in map(_clean, segment(lang_b, b)) if s]
+        sentences_a = [s for s in map(_clean, split_sentences(lang_a, a)) if s]
+        sentences_b = [s for s in map(_clean, split_sentences(lang_b, b)) if s]
         if len(sentences_a) == len(sentences_b) > 1:
             yield from zip(sentences_a, sentences_b, strict=True)
         elif max(len(a), len(b)) <= MAX_BLOCK_CHARACTERS:

@@ -1,0 +1,36 @@
+"""Sentence splitting in every language: sentencex's rules, and a model for Thai, which marks no sentence's end.
+
+sentencex (Wikimedia's splitter, per-language abbreviation lists and terminators, 。！？ and the Arabic, Devanagari,
+Myanmar and Khmer full stops among them) splits at punctuation. Thai writes none at the end of a sentence: a space
+between two Thai words marks a pause, a clause or a sentence, so sentencex returns a Thai paragraph whole, and a
+paragraph of five sentences became one "sentence" the aligner could only pair whole. Thai is split by PyThaiNLP's
+CRFCut, a conditional random field that decides at each space, from the words around it, whether a sentence ends (a
+space before "แต่", "but", does not end one, nor a space around a Latin word); its model ships inside the PyThaiNLP
+wheel (Apache-2.0): nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+
+from sentencex import segment
+
+#: Languages split by a model of their own instead of sentencex's punctuation rules.
+MODEL_SPLIT_LANGUAGES = frozenset({"th"})
+
+
+@functools.cache
+def _thai_splitter() -> Callable[[str], list[str]]:
+    # read-only: PyThaiNLP would otherwise make a data folder in the home directory, which a worker may not have
+    os.environ.setdefault("PYTHAINLP_READ_ONLY", "1")
+    from pythainlp.tokenize import sent_tokenize
+
+    return functools.partial(sent_tokenize, engine="crfcut")
+
+
+def split_sentences(language: str, text: str) -> list[str]:
+    """The sentences of ``text`` in ``language`` (a pair or identifier code), in order, stripped, none empty."""
+    pieces = _thai_splitter()(text) if language in MODEL_SPLIT_LANGUAGES else segment(language, text)
+    return [piece.strip() for piece in pieces if piece.strip()]
