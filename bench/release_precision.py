@@ -60,7 +60,7 @@ from bitextflow.storage.layout import run_prefix
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.block_truth import Judge, run_sentences
 from bitextflow_local.localsite.build import DEFAULT_LANGUAGES
-from bitextflow_local.localsite.layouts import INSTALL
+from bitextflow_local.localsite.layouts import INSTALL, site_language
 from bitextflow_local.localsite.paths import default_cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,8 +71,6 @@ SCORERS = ("none", "margin")
 DEFAULT_PAIR = "en-es"
 #: Where a pair config is looked for: the shipped pairs, then the worked examples.
 PAIR_FOLDERS = (ROOT / "include" / "pairs", ROOT / "include" / "pairs" / "examples")
-#: A pair language's code on the local site where the two differ (Debian names Simplified Chinese ``zh-cn``).
-SITE_LANGUAGES = {"zh": "zh-cn"}
 #: Per site, given the two languages' codes on the site: the pages measured, what the crawl may fetch, its seeds (paths
 #: on the served site) and page budget. The Debian Reference is measured with the site's front page that links to it;
 #: the Installation Guide is seeded with its two index pages, as a new user would.
@@ -171,7 +169,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from bitextflow_local.services.seaweed import SeaweedServer
 
     config_path = pair_config_path(args.pair)
-    source, target = (SITE_LANGUAGES.get(lang, lang) for lang in args.pair.split("-", 1))
+    source, target = (site_language(lang) for lang in args.pair.split("-", 1))
     # a pair outside the default site's languages gets a site of its own, so the demo's stays as it is
     own_site = not {source, target} <= set(DEFAULT_LANGUAGES)
     site = build_site(default_cache_dir().with_name(f"localsite-{source}-{target}") if own_site else None,

@@ -26,6 +26,15 @@ def test_embedded_pairs_are_valid():
     assert config.domain.terms["en"]["package"] == 2.0
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "include" / "pairs" / "examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_worked_examples_are_valid_and_the_local_site_has_their_languages(path: Path) -> None:
+    from bitextflow_local.localsite.layouts import DEFAULT_LAYOUT, site_language
+
+    config = load_pair_config(path)
+    assert set(config.domain.terms) == {config.source, config.target}, "domain terms in both languages"
+    assert site_language(config.target) in DEFAULT_LAYOUT.endonyms, "bench/release_precision.py --pair builds the site in it"
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [

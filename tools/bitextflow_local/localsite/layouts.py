@@ -55,6 +55,15 @@ DEBIAN_LANGUAGE_ORDER: dict[str, str] = {
     "zh-tw": "中文(繁)",
 }
 
+# A pair config's language code where the site (Debian) spells it otherwise: Simplified Chinese.
+_SITE_CODES = {"zh": "zh-cn"}
+
+
+def site_language(language: str) -> str:
+    """The site's code of a pair config's language (``zh`` -> ``zh-cn``)."""
+    return _SITE_CODES.get(language, language)
+
+
 REFERENCE_COMMON_PACKAGE = "debian-reference-common"
 REFERENCE_COMMON_DIR = "usr/share/debian-reference"
 INSTALL_PACKAGE = "installation-guide-amd64"
