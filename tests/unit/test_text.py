@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from bitextflow.text.languages import UNKNOWN, cld2, cld2_top, language_markers, normalise_language, three_letter_code
+from bitextflow.text.languages import (
+    UNKNOWN,
+    cld2,
+    cld2_top,
+    from_iso639_3,
+    language_markers,
+    normalise_language,
+    three_letter_code,
+)
 from bitextflow.text.sentences import split_sentences
 from bitextflow.text.terms import relevance, term_matches
 from bitextflow.text.urls import resource_key, site_key, url_depth, url_key, url_text, url_tokens
@@ -94,6 +102,14 @@ def test_three_letter_code_is_terminological(language: str, code: str) -> None:
 @pytest.mark.parametrize("language", ["ca", "fi", "xx"])
 def test_three_letter_code_is_none_where_the_code_is_a_word_or_unknown(language: str) -> None:
     assert three_letter_code(language) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [("spa", "es"), ("cmn", "zh"), ("pes", "fa"), ("zsm", "ms"), ("ekk", "et"), ("nob", "nb"), ("ast", "ast"), ("yue", "yue")],
+)
+def test_iso639_3_codes_are_spelled_as_the_project_spells_languages(code: str, expected: str) -> None:
+    assert from_iso639_3(code) == expected
 
 
 def test_importing_languages_leaves_babel_until_the_table_is_needed() -> None:

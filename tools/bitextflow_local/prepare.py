@@ -7,6 +7,7 @@
 step                       used by a pair config with
 =========================  ===================================================================================
 local site                 any: it is what the local stack serves to the crawler
+heliport environment       ``extract.language_identifier`` heliport (the default)
 dictionary <a>-<b>         ``align.sentence_aligner`` hunalign, hybrid or hybrid-e5, or ``tfidf`` in ``align.document_methods``
 encoder                    vecalign, hybrid-e5, ``embeddings`` or ``score.pair_scorer`` margin with the default encoder,
                            ``crawl.train_url_models``, a transformer or probe ``domain.training``, ``domain.classifier``
@@ -43,12 +44,13 @@ from bitextflow.align.aligners import NEEDS_DICTIONARY, NEEDS_ENCODER, NEEDS_STA
 from bitextflow.config import PairConfig, discover_pair_configs, load_pair_config
 from bitextflow.errors import BitextflowError
 from bitextflow.hashing import file_sha256
-from bitextflow.settings import bicleaner_python, pairs_dir, project_home
+from bitextflow.settings import bicleaner_python, heliport_executable, pairs_dir, project_home
 
 #: The order steps run in: what a later kind builds from comes first (the static model and the bicleaner
 #: model start from the encoder; the bicleaner model trains in the bicleaner environment).
 KINDS = (
     "local site",
+    "heliport environment",
     "dictionary",
     "encoder",
     "static embeddings",
@@ -65,6 +67,7 @@ TEST_LANGUAGES = ("en", "es")
 TEST_BICLEANER_PAIR = ("en", "es")
 BICLEANER_LOCK = "requirements-bicleaner.lock"
 BICLEANER_STAMP = ".setup-complete"
+HELIPORT_REQUIREMENTS = "requirements-heliport.txt"
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,34 @@ def bicleaner_environment_step() -> Step:
     )
 
 
+def heliport_environment_step() -> Step:
+    what = f"{HELIPORT_REQUIREMENTS} (heliport, GPLv3: about 90 MB with its model) in an environment of its own"
+    return Step("heliport environment", "heliport environment", what, "10-20 s", build_heliport_environment)
+
+
+def build_heliport_environment() -> str:
+    """heliport's environment of :func:`bitextflow.settings.heliport_executable`, installed from
+    :data:`HELIPORT_REQUIREMENTS`; up to date when its stamp holds that file's SHA-256."""
+    executable = heliport_executable()
+    if os.environ.get("BITEXTFLOW_HELIPORT"):
+        if not executable.exists():
+            raise BitextflowError(
+                f"BITEXTFLOW_HELIPORT names {executable}, which does not exist; unset it to build the default one"
+            )
+        return f"{executable} (BITEXTFLOW_HELIPORT: not built here)"
+    requirements = project_home() / HELIPORT_REQUIREMENTS
+    venv = executable.parents[1]
+    stamp = venv / ".setup-complete"
+    digest = file_sha256(requirements)
+    if executable.exists() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
+        return f"{executable} (up to date with {HELIPORT_REQUIREMENTS})"
+    if not (venv / "bin" / "python").exists():
+        _run([sys.executable, "-m", "venv", str(venv)])
+    _run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", "-r", str(requirements)])
+    stamp.write_text(digest + "\n", encoding="utf-8")
+    return str(executable)
+
+
 def bicleaner_model_step(source: str, target: str) -> Step:
     pair = f"{source}-{target}"
 
@@ -226,6 +257,8 @@ def steps_for(config: PairConfig) -> list[Step]:
     """What ``config``'s runs use, by the table of the module docstring."""
     align, training, score = config.align, config.domain.training, config.score
     steps = [site_step()]
+    if config.extract.language_identifier == "heliport":
+        steps.append(heliport_environment_step())
     if align.sentence_aligner in NEEDS_DICTIONARY or "tfidf" in align.document_methods:
         steps.append(dictionary_step(config.source, config.target))
     needs_encoder = (
@@ -267,6 +300,7 @@ def every_step(configs: Iterable[PairConfig]) -> list[Step]:
     steps = [step for config in configs for step in steps_for(config)]
     steps += [dictionary_step(*pair) for pair in TEST_DICTIONARIES]
     steps += [encoder_step(), static_step(), *map(offline_set_step, TEST_LANGUAGES), offline_classifier_step(TEST_LANGUAGES[0])]
+    steps += [heliport_environment_step()]
     return steps + [bicleaner_environment_step(), bicleaner_model_step(*TEST_BICLEANER_PAIR)]
 
 

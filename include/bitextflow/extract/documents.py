@@ -12,6 +12,7 @@ from typing import IO
 
 from bitextflow.config import DomainConfig, ExtractConfig
 from bitextflow.counts import StageCounts
+from bitextflow.errors import StageError
 from bitextflow.extract import language, relevance, structure
 from bitextflow.extract.model import ExtractedPage, PageMetadata, Paragraph, WarcResponse
 from bitextflow.extract.warc import iter_responses
@@ -33,6 +34,7 @@ class DocumentBuilder:
     def __init__(self, config: ExtractConfig | None = None, domain: DomainConfig | None = None):
         self.config = config or ExtractConfig()
         self.domain = domain
+        self.first_opinion = language.first_opinion(self.config.language_identifier)
         self._matchers: dict[str, relevance.TermMatcher | None] = {}
 
     def matcher(self, lang: str) -> relevance.TermMatcher | None:
@@ -46,6 +48,8 @@ class DocumentBuilder:
         """The document of ``response``, or None after counting why there is none."""
         try:
             return self._build(response, counts)
+        except StageError:  # the worker's, not the page's (an identifier that stopped answering): every page would fail
+            raise
         except Exception as exc:  # noqa: BLE001 - one bad page must never fail the shard
             log.warning("extraction failed for %s: %s: %s", response.url, type(exc).__name__, exc)
             counts.drop("extraction_error")
@@ -120,8 +124,7 @@ class DocumentBuilder:
                 kept.append(paragraph)
         return metadata, kept
 
-    @staticmethod
-    def _identify(document: ExtractedPage) -> None:
+    def _identify(self, document: ExtractedPage) -> None:
         """Document language and language set from the main text; each paragraph's language."""
         lang, reliable, shares = cld2(document.main_text)
         document.language, document.language_reliable, document.language_set = lang, reliable, shares
@@ -138,7 +141,7 @@ class DocumentBuilder:
                 paragraph.language = detected if reliable else lang
                 paragraph.out_of_language = paragraph.language != lang
                 continue
-            detected, _sure = language.identify(paragraph.text, candidates)
+            detected, _sure = language.identify(paragraph.text, candidates, self.first_opinion)
             paragraph.language = detected if detected != UNKNOWN else lang
             paragraph.out_of_language = paragraph.language != lang
 

