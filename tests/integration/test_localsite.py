@@ -350,15 +350,23 @@ BARE = {"domain.classifier": None, "score.pair_scorer": "none", "align.sentence_
     [
         # the shipped config: hunalign's dictionary, the margin scorer's encoder, the offline domain classifier (a
         # probe on the encoder, copied from the package: no offline set to build)
-        ({}, ["local site", "dictionary en-es", "encoder", "offline classifier en"]),
-        (BARE, ["local site", "dictionary en-es"]),
-        ({**BARE, "score.pair_scorer": "margin"}, ["local site", "dictionary en-es", "encoder"]),
-        ({**BARE, "align.sentence_aligner": "hybrid-e5"}, ["local site", "dictionary en-es", "encoder"]),
+        ({}, ["local site", "heliport environment", "dictionary en-es", "encoder", "offline classifier en"]),
+        (BARE, ["local site", "heliport environment", "dictionary en-es"]),
+        ({**BARE, "score.pair_scorer": "margin"}, ["local site", "heliport environment", "dictionary en-es", "encoder"]),
+        ({**BARE, "align.sentence_aligner": "hybrid-e5"}, ["local site", "heliport environment", "dictionary en-es", "encoder"]),
         # the static embeddings are distilled from the encoder
-        ({**BARE, "align.sentence_aligner": "hybrid"}, ["local site", "dictionary en-es", "encoder", "static embeddings"]),
+        (
+            {**BARE, "align.sentence_aligner": "hybrid"},
+            ["local site", "heliport environment", "dictionary en-es", "encoder", "static embeddings"],
+        ),
         # document alignment's tfidf method translates with the dictionary
-        ({**BARE, "align.sentence_aligner": "gale-church"}, ["local site", "dictionary en-es"]),
-        ({**BARE, "domain.classifier": "offline"}, ["local site", "dictionary en-es", "encoder", "offline classifier en"]),
+        ({**BARE, "align.sentence_aligner": "gale-church"}, ["local site", "heliport environment", "dictionary en-es"]),
+        (
+            {**BARE, "domain.classifier": "offline"},
+            ["local site", "heliport environment", "dictionary en-es", "encoder", "offline classifier en"],
+        ),
+        # heliport's environment is for its language identifier, the default
+        ({**BARE, "extract.language_identifier": "cld2"}, ["local site", "dictionary en-es"]),
     ],
 )
 def test_prepare_builds_what_the_pair_config_uses(overrides: dict[str, str], expected: list[str]) -> None:

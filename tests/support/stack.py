@@ -129,7 +129,8 @@ def task_states(api: httpx.Client, run_id: str) -> str:
 
 def new_stack(tmp_path_factory: pytest.TempPathFactory, ports: dict[str, str]) -> Stack:
     home = tmp_path_factory.mktemp("home")
-    for name in ("dags", "plugins", "include"):
+    # the project's folders, and heliport's environment, which `make setup` builds in the project (extract asks it)
+    for name in ("dags", "plugins", "include", ".venv-heliport"):
         (home / name).symlink_to(ROOT / name)
     # a deployment of its own (its own S3 server, same bucket name): its own registry, as a real one has
     env = {**os.environ, **ports, "BITEXTFLOW_HOME": str(home), "BITEXTFLOW_REGISTRY": str(home / "registry")}

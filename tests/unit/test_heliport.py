@@ -14,7 +14,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.extract import DocumentBuilder, heliport
 from bitextflow.extract.heliport import Heliport
-from bitextflow.extract.language import first_opinion, identify
+from bitextflow.extract.language import first_opinion, foreign_letters, identify
 from bitextflow.extract.model import WarcResponse
 from bitextflow.settings import heliport_executable
 
@@ -50,6 +50,31 @@ def test_heliport_answers_first_in_the_projects_spelling() -> None:
     language, _sure = identify("Dobar dan, kako ste danas? Ovo je rečenica.", frozenset({"hr", "sr", "bs", "sl", "en"}), first)
     assert language in {"hr", "sr", "bs"}
     assert first.identify("   ") == "un"
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "foreign"),
+    [
+        ("en", "不要建立 “/etc/apt/preferences” 。", True),  # Han letters in an English text
+        ("en", "The character 中 means middle", False),  # one quoted letter is not enough
+        ("zh", "对于使用 stable 套件的 Debian 系统而言", False),  # Latin never counts
+        ("zh", "パッケージ管理システム", True),  # kana: Japanese, not Chinese
+        ("ja", "パッケージ管理システム apt", False),
+        ("zh", "ＡＢＣ中文", False),  # full-width Latin is Latin
+        ("bn", "আমি বাংলায় গান গাই", False),  # CLDR calls the script Bangla, Unicode Bengali
+        ("en", "Это первое предложение apt-get", True),
+    ],
+)
+def test_an_answer_must_fit_the_scripts_of_the_texts_letters(language: str, text: str, foreign: bool) -> None:
+    assert foreign_letters(language, text) is foreign
+
+
+@needs_heliport
+def test_a_chinese_sentence_quoting_a_file_name_stays_chinese() -> None:
+    # heliport alone is sure it is English
+    text = "不要建立 “/etc/apt/preferences” 。"
+    assert first_opinion("heliport").identify(text) == "en"
+    assert identify(text, frozenset({"zh", "en"}), first_opinion("heliport"))[0] == "zh"
 
 
 @needs_heliport

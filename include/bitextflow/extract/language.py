@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import unicodedata
 
 import pycld2
 
@@ -96,6 +97,50 @@ def second_opinion(text: str, candidates: frozenset[str] | None = None, min_scor
     return UNKNOWN
 
 
+# Scripts whose letters Unicode names otherwise than CLDR names the script (the first word of a letter's name)
+_HAN = frozenset({"CJK"})
+_SCRIPT_LETTERS = {
+    "Hans": _HAN, "Hant": _HAN, "Hani": _HAN, "Jpan": _HAN | {"HIRAGANA", "KATAKANA"}, "Kore": _HAN | {"HANGUL"},
+    "Beng": frozenset({"BENGALI"}), "Orya": frozenset({"ORIYA"}),
+}  # fmt: skip
+_WIDTHS = frozenset({"FULLWIDTH", "HALFWIDTH"})
+
+
+@functools.lru_cache(maxsize=512)
+def _written_in(language: str) -> frozenset[str] | None:
+    """The scripts (as the first word of their letters' Unicode names) ``language`` is written in, by CLDR's likely
+    script; None when CLDR does not know the language."""
+    from babel import Locale
+    from babel.core import get_global
+
+    likely = get_global("likely_subtags").get(normalise_language(language), "")
+    parts = likely.split("_")
+    if len(parts) < 2:
+        return None
+    name = Locale("en").scripts.get(parts[1])
+    return _SCRIPT_LETTERS.get(parts[1]) or (frozenset({name.upper().split()[0]}) if name else None)
+
+
+def _script(letter: str) -> str:
+    words = unicodedata.name(letter, "").replace("-", " ").split()
+    return (words[1] if words[:1] and words[0] in _WIDTHS and len(words) > 1 else words[0]) if words else ""
+
+
+def foreign_letters(language: str, text: str) -> bool:
+    """Whether ``text`` holds letters of a script ``language`` is not written in, at least two and a tenth of its
+    letters; Latin letters never count (commands, file names and brand names are quoted in Latin in every script).
+    heliport is sure that a Chinese sentence quoting two file names is English (162 paragraphs of four chapters of
+    the local site's Chinese Reference): its answer does not stand against the text's own letters."""
+    if text.isascii():
+        return False
+    scripts = _written_in(language)
+    if scripts is None:
+        return False
+    letters = [ch for ch in text if ch.isalpha()]
+    foreign = sum(1 for ch in letters if not ch.isascii() and (script := _script(ch)) != "LATIN" and script not in scripts)
+    return foreign >= max(2, len(letters) / 10)
+
+
 #: The identifiers ``extract.language_identifier`` names: heliport first, or CLD2 and fastText alone.
 IDENTIFIERS = ("heliport", "cld2")
 
@@ -117,8 +162,9 @@ def _heliport_answer(heliport: Heliport, text: str) -> str:
 def identify(text: str, candidates: frozenset[str], first: Heliport | None = None) -> tuple[str, bool]:
     """Language of a paragraph or sentence, restricted to ``candidates`` (the document's language set).
 
-    ``first`` (:func:`first_opinion`) answers first where it is sure of a language of the set; a group it cannot
-    tell apart narrows the set to the group's members. Then CLD2's answer when it is reliable and in the set;
+    ``first`` (:func:`first_opinion`) answers first where it is sure of a language of the set and the text holds no
+    letters of a script that language is not written in (:func:`foreign_letters`); a group it cannot tell apart
+    narrows the set to the group's members. Then CLD2's answer when it is reliable and in the set;
     otherwise fastText's best language in the set; failing that CLD2's reliable answer outside the set (a real
     quotation in another language); ``un`` when nobody is sure. Short texts of close languages (es/gl/pt) are where
     CLD2 alone errs. Returns the language and whether an identifier was sure of it (heliport, or a reliable CLD2).
@@ -127,7 +173,7 @@ def identify(text: str, candidates: frozenset[str], first: Heliport | None = Non
         answer = _heliport_answer(first, text)
         if answer in CLUSTERS:
             candidates = (CLUSTERS[answer] & candidates) or candidates
-        elif answer != UNKNOWN and identifier_code(answer) in candidates:
+        elif answer != UNKNOWN and identifier_code(answer) in candidates and not foreign_letters(answer, text):
             return identifier_code(answer), True
     language, reliable = cld2_top(text)
     if reliable and language in candidates:
