@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import tempfile
 import time
@@ -56,12 +57,14 @@ from bitextflow.errors import BitextflowError
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline, stored_inputs
 from bitextflow.storage import ObjectStore, StorageSettings
-from bitextflow.storage.layout import run_prefix
+from bitextflow.storage.layout import DOCUMENT_PAIR_SHARDS, run_prefix
+from bitextflow.storage.tables import read_table
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.block_truth import Judge, run_sentences
 from bitextflow_local.localsite.build import DEFAULT_LANGUAGES
 from bitextflow_local.localsite.layouts import INSTALL, site_language
 from bitextflow_local.localsite.paths import default_cache_dir
+from bitextflow_local.localsite.truth import site_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUCKET = "bitextflow"
@@ -194,6 +197,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         run_pipeline(shared, until=FIRST_OWN_STAGE)
         shared_seconds = round(time.monotonic() - clock, 1)
         judge = Judge(site.docroot, truth, run_sentences(shared))
+        documents = document_figures(shared, truth, source, target, pages)
         translated = judge.translated_block_keys(source, target, pages)
         translated_blocks = len(translated)
         dump = args.dump.open("w", encoding="utf-8") if args.dump else None
@@ -239,8 +243,32 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "default_setting": default,
         "settings": settings,
         "translated_blocks": translated_blocks,
+        "documents": documents,
         "pages": sorted(path for path, page in judge.pages.items() if page.keys),
         "shared_stages_seconds": shared_seconds,
+    }
+
+
+def document_figures(ctx: RunContext, truth: Truth, source: str, target: str, pages: str) -> dict[str, Any]:
+    """The run's document pairs (align_documents) against the site's translations among the measured pages the crawl
+    fetched: precision, recall and the counts."""
+    keys = [
+        key for key in ctx.store.list_keys(ctx.key("align_documents", "")) if DOCUMENT_PAIR_SHARDS.match(key.rsplit("/", 1)[-1])
+    ]
+    found = set()
+    for key in keys:
+        frame = read_table(ctx.store, key, ["url_a", "url_b"])
+        found |= {(site_path(a), site_path(b)) for a, b in zip(frame["url_a"], frame["url_b"], strict=True)}
+    crawled = set(run_sentences(ctx))
+    fetched = {site_path(url) for url in crawled}
+    wanted = {(a, b) for a, b in truth.pairs(source, target) if re.match(pages, "/" + a) and {a, b} <= fetched}
+    found = {pair for pair in found if re.match(pages, "/" + pair[0])}
+    right = len(found & wanted)
+    return {
+        "precision": round(right / len(found), 4) if found else None,
+        "recall": round(right / len(wanted), 4) if wanted else None,
+        "pairs": len(found),
+        "translations_fetched": len(wanted),
     }
 
 
@@ -291,6 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{figures['block_yield']:7.4f} {figures['sentence_pairs']:6d} {figures['wrong']:6d} "
               f"{figures['cross_block_share']:6.2f}{marker}")  # fmt: skip
     print(f"translated blocks: {result['translated_blocks']} on {len(result['pages'])} pages")
+    documents = result["documents"]
+    print(f"document pairs: precision {documents['precision']} recall {documents['recall']} ({documents['pairs']} pairs, "
+          f"{documents['translations_fetched']} translations fetched)")  # fmt: skip
     if args.json:
         print(json.dumps(result))
     return 0
