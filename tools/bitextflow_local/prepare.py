@@ -66,7 +66,8 @@ TEST_DICTIONARIES = (("de", "fr"), ("en", "hu"))
 TEST_LANGUAGES = ("en", "es")
 TEST_BICLEANER_PAIR = ("en", "es")
 BICLEANER_LOCK = "requirements-bicleaner.lock"
-BICLEANER_STAMP = ".setup-complete"
+#: The file in an environment of its own that holds the SHA-256 of the requirements it was installed from.
+ENVIRONMENT_STAMP = ".setup-complete"
 HELIPORT_REQUIREMENTS = "requirements-heliport.txt"
 
 
@@ -182,25 +183,34 @@ def heliport_environment_step() -> Step:
 
 def build_heliport_environment() -> str:
     """heliport's environment of :func:`bitextflow.settings.heliport_executable`, installed from
-    :data:`HELIPORT_REQUIREMENTS`; up to date when its stamp holds that file's SHA-256."""
+    :data:`HELIPORT_REQUIREMENTS` with pip."""
     executable = heliport_executable()
-    if os.environ.get("BITEXTFLOW_HELIPORT"):
-        if not executable.exists():
-            raise BitextflowError(
-                f"BITEXTFLOW_HELIPORT names {executable}, which does not exist; unset it to build the default one"
-            )
-        return f"{executable} (BITEXTFLOW_HELIPORT: not built here)"
-    requirements = project_home() / HELIPORT_REQUIREMENTS
-    venv = executable.parents[1]
-    stamp = venv / ".setup-complete"
+
+    def install(venv: Path, requirements: Path) -> None:
+        _run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", "-r", str(requirements)])
+
+    return _environment(executable, "BITEXTFLOW_HELIPORT", HELIPORT_REQUIREMENTS, install)
+
+
+def _environment(tool: Path, variable: str, requirements_name: str, install: Callable[[Path, Path], None]) -> str:
+    """The virtual environment holding ``tool`` (two levels up), made with this Python and filled by ``install(venv,
+    requirements)``; up to date when its stamp holds the requirements file's SHA-256. ``variable``, when set, names a
+    tool built elsewhere, which is only checked."""
+    if os.environ.get(variable):
+        if not tool.exists():
+            raise BitextflowError(f"{variable} names {tool}, which does not exist; unset it to build the default one")
+        return f"{tool} ({variable}: not built here)"
+    requirements = project_home() / requirements_name
+    venv = tool.parents[1]
+    stamp = venv / ENVIRONMENT_STAMP
     digest = file_sha256(requirements)
-    if executable.exists() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
-        return f"{executable} (up to date with {HELIPORT_REQUIREMENTS})"
+    if tool.exists() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
+        return f"{venv} (up to date with {requirements_name})"
     if not (venv / "bin" / "python").exists():
         _run([sys.executable, "-m", "venv", str(venv)])
-    _run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", "-r", str(requirements)])
+    install(venv, requirements)
     stamp.write_text(digest + "\n", encoding="utf-8")
-    return str(executable)
+    return str(venv)
 
 
 def bicleaner_model_step(source: str, target: str) -> Step:
@@ -218,32 +228,19 @@ def bicleaner_model_step(source: str, target: str) -> Step:
 
 def build_bicleaner_environment() -> str:
     """The bicleaner environment of :func:`bitextflow.settings.bicleaner_python`, installed from the lock file with
-    uv and ``--no-deps`` (plain resolution fails on fastspell's cyhunspell: requirements-bicleaner.txt says why);
-    up to date when its stamp holds the lock file's SHA-256."""
+    uv and ``--no-deps`` (plain resolution fails on fastspell's cyhunspell: requirements-bicleaner.txt says why)."""
     python = bicleaner_python()
-    if os.environ.get("BITEXTFLOW_BICLEANER_PYTHON"):
-        if not python.exists():
+
+    def install(venv: Path, lock: Path) -> None:
+        uv = next((line for line in lock.read_text(encoding="utf-8").splitlines() if line.startswith("uv==")), None)
+        if uv is None:
             raise BitextflowError(
-                f"BITEXTFLOW_BICLEANER_PYTHON names {python}, which does not exist; unset it to build the default one"
+                f"{lock} pins no uv==<version>, which installs the environment; re-lock it (requirements-bicleaner.txt)"
             )
-        return f"{python} (BITEXTFLOW_BICLEANER_PYTHON: not built here)"
-    lock = project_home() / BICLEANER_LOCK
-    venv = python.parents[1]
-    stamp = venv / BICLEANER_STAMP
-    digest = file_sha256(lock)
-    if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == digest:
-        return f"{venv} (up to date with {BICLEANER_LOCK})"
-    uv = next((line for line in lock.read_text(encoding="utf-8").splitlines() if line.startswith("uv==")), None)
-    if uv is None:
-        raise BitextflowError(
-            f"{lock} pins no uv==<version>, which installs the environment; re-lock it (requirements-bicleaner.txt)"
-        )
-    if not python.exists():
-        _run([sys.executable, "-m", "venv", str(venv)])
-    _run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", uv])
-    _run([str(venv / "bin" / "uv"), "pip", "install", "--python", str(python), "--no-deps", "-r", str(lock)])
-    stamp.write_text(digest + "\n", encoding="utf-8")
-    return str(venv)
+        _run([str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", uv])
+        _run([str(venv / "bin" / "uv"), "pip", "install", "--python", str(python), "--no-deps", "-r", str(lock)])
+
+    return _environment(python, "BITEXTFLOW_BICLEANER_PYTHON", BICLEANER_LOCK, install)
 
 
 def _run(command: Sequence[str]) -> None:
