@@ -251,7 +251,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def document_figures(ctx: RunContext, truth: Truth, source: str, target: str, pages: str) -> dict[str, Any]:
     """The run's document pairs (align_documents) against the site's translations among the measured pages the crawl
-    fetched: precision, recall and the counts."""
+    fetched: precision, recall, the counts and the translations missed."""
     keys = [
         key for key in ctx.store.list_keys(ctx.key("align_documents", "")) if DOCUMENT_PAIR_SHARDS.match(key.rsplit("/", 1)[-1])
     ]
@@ -269,6 +269,7 @@ def document_figures(ctx: RunContext, truth: Truth, source: str, target: str, pa
         "recall": round(right / len(wanted), 4) if wanted else None,
         "pairs": len(found),
         "translations_fetched": len(wanted),
+        "missed": sorted(wanted - found),
     }
 
 

@@ -257,6 +257,16 @@ def test_a_partly_translated_page_identified_as_the_source_language_is_paired() 
     assert len(url_only) == 11 and url_report == {"duplicate_key": 1, "no_counterpart_a": 1}
 
 
+def test_a_translation_in_a_denser_script_is_measured_by_what_its_text_says() -> None:
+    """A Japanese chapter of package tables: its Japanese is under a fifth of its characters, over a fifth of its text."""
+    english = Site(2, seed=9).docs_a[0]
+    title, paragraph = english.paragraphs[0], english.paragraphs[1]
+    japanese = replace(paragraph, text="パッケージ管理システム" * 4, language="ja")  # 44 characters, 90 Latin equivalents
+    tables = replace(paragraph, text="x" * 200, language="en")
+    page = replace(english, paragraphs=(title, japanese, tables))
+    assert 44 / 244 < MIN_TRANSLATED_SHARE <= language_share(page, "ja")
+
+
 def test_a_partly_translated_page_behind_an_opaque_url_is_paired_by_its_translated_paragraphs() -> None:
     site = Site(12, seed=10, hidden=[5])
     english = site.docs_a[5]
