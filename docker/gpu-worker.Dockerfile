@@ -21,12 +21,17 @@ RUN pip install torch==2.13.0 --index-url ${TORCH_INDEX} \
  && grep -v '^torch==' requirements.lock > /tmp/requirements.lock \
  && pip install -r /tmp/requirements.lock \
  && rm /tmp/requirements.lock
+# heliport (GPLv3) in an environment of its own, run as a command: a step that splits a page's sentences again
+# (align_sentences, for partly translated pages) identifies them as extraction does
+COPY requirements-heliport.txt ./
+RUN python -m venv /opt/heliport && /opt/heliport/bin/pip install -r requirements-heliport.txt
 COPY include ./include
 RUN pip install --no-deps . \
  && useradd --create-home --uid 50000 bitextflow
 # The pair configs the pod's `--pair` reads (rebuild the image when they change). No hub downloads at
 # run time: models come from S3 / the image.
 ENV BITEXTFLOW_PAIRS_DIR=/opt/bitextflow/include/pairs \
+    BITEXTFLOW_HELIPORT=/opt/heliport/bin/heliport \
     BITEXTFLOW_SERVICES_ENV= \
     GX_ANALYTICS_ENABLED=false \
     HF_HUB_OFFLINE=1
