@@ -52,12 +52,13 @@ from unittest import mock
 import numpy as np
 
 from bitextflow.catalog.releases import ReleaseInfo, read_release_pairs
+from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.config import load_pair_config
 from bitextflow.errors import BitextflowError
 from bitextflow.stages.base import RunContext
 from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline, stored_inputs
 from bitextflow.storage import ObjectStore, StorageSettings
-from bitextflow.storage.layout import DOCUMENT_PAIR_SHARDS, run_prefix
+from bitextflow.storage.layout import RELEASED_DOCUMENT_PAIRS, run_prefix
 from bitextflow.storage.tables import read_table
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.block_truth import Judge, run_sentences
@@ -196,8 +197,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         clock = time.monotonic()
         run_pipeline(shared, until=FIRST_OWN_STAGE)
         shared_seconds = round(time.monotonic() - clock, 1)
-        judge = Judge(site.docroot, truth, run_sentences(shared))
-        documents = document_figures(shared, truth, source, target, pages)
+        sentences = run_sentences(shared)
+        judge = Judge(site.docroot, truth, sentences)
+        documents = document_figures(shared, truth, (source, target), pages, {site_path(url) for url in sentences})
         translated = judge.translated_block_keys(source, target, pages)
         translated_blocks = len(translated)
         dump = args.dump.open("w", encoding="utf-8") if args.dump else None
@@ -249,19 +251,18 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def document_figures(ctx: RunContext, truth: Truth, source: str, target: str, pages: str) -> dict[str, Any]:
-    """The run's document pairs (align_documents) against the site's translations among the measured pages the crawl
-    fetched: precision, recall, the counts and the translations missed."""
-    keys = [
-        key for key in ctx.store.list_keys(ctx.key("align_documents", "")) if DOCUMENT_PAIR_SHARDS.match(key.rsplit("/", 1)[-1])
-    ]
+def document_figures(
+    ctx: RunContext, truth: Truth, languages: tuple[str, str], pages: str, extracted: set[str]
+) -> dict[str, Any]:
+    """The run's document pairs (align_documents, as its manifests name them) against the site's translations among
+    the measured pages whose both sides the run ``extracted`` (site paths): precision, recall, the counts and the
+    translations missed."""
+    outputs = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id)
     found = set()
-    for key in keys:
+    for key in outputs.document_pairs(ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS)):
         frame = read_table(ctx.store, key, ["url_a", "url_b"])
         found |= {(site_path(a), site_path(b)) for a, b in zip(frame["url_a"], frame["url_b"], strict=True)}
-    crawled = set(run_sentences(ctx))
-    fetched = {site_path(url) for url in crawled}
-    wanted = {(a, b) for a, b in truth.pairs(source, target) if re.match(pages, "/" + a) and {a, b} <= fetched}
+    wanted = {(a, b) for a, b in truth.pairs(*languages) if re.match(pages, "/" + a) and {a, b} <= extracted}
     found = {pair for pair in found if re.match(pages, "/" + pair[0])}
     right = len(found & wanted)
     return {
