@@ -6,7 +6,7 @@ own (``.venv-heliport``, built by ``bitextflow-local prepare``; :func:`bitextflo
 bicleaner-ai does, and this module speaks to it through pipes. ``heliport identify -b 1 -s`` reads a line, answers it
 at once with ``<code>\\t<confidence>``, and says ``und`` where the confidence is under the language's threshold.
 
-Started once per process on first use (loading the model takes 2-5 s and about 0.9 GB), and started again once if
+Started once per process on first use (loading the model took 1-4 s here and takes about 0.9 GB), and started again once if
 it dies. Nothing waits unbounded: an answer that does not come within :data:`ANSWER_SECONDS` (the first one within
 :data:`FIRST_ANSWER_SECONDS`) stops the process and raises :class:`~bitextflow.errors.StageError` naming the command.
 """
