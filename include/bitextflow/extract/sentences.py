@@ -1,9 +1,9 @@
 """Sentences of a document's main content, filtered as in the MaCoCu DSI preprocessing.
 
 Main paragraphs (not boilerplate, not the title, not code) in the document's language are split with
-sentencex (per-language rules; Thai by a model, :mod:`bitextflow.text.sentences`), punctuation is normalised the Moses way (sacremoses), and each sentence
-must pass, in order: the token-count window (``too_few_tokens`` / ``too_many_tokens``; words of an ICU
-segmenter for Chinese, Japanese, Thai, see :func:`token_count`), the optional
+sentencex (per-language rules; Thai by a model, :mod:`bitextflow.text.sentences`), punctuation is normalised
+the Moses way (sacremoses), and each sentence must pass, in order: the token-count window (``too_few_tokens`` /
+``too_many_tokens``; words of an ICU segmenter for Chinese, Japanese, Thai, see :func:`token_count`), the optional
 end-punctuation rule (``no_end_punctuation``) and the language check (``sentence_other_language``:
 identified, within the document's language set, as another language). Every drop is counted.
 """
