@@ -10,12 +10,19 @@ split here as extraction splits them, from the partition's documents (read for t
 paragraphs, and the source page's sentences that it repeats untranslated, are set aside, each sentence counted as one
 item (``untranslated_tgt``, ``untranslated_src``).
 
+A page also shows text its extraction did not keep as a sentence: a command in the same list item as its description,
+identified as the other language and dropped (``sentence_other_language``), or a line too short to keep. The other
+side's sentence that is a verbatim copy of such text ("localname @ localhost $ ssh -q -X loginname@remotehost.domain
+Password:", kept on the English page, dropped on the Spanish one) has no counterpart and would be joined to its
+neighbour's bead; it is set aside in the same way (:func:`copies`).
+
 Each side also carries the block of each of its sentences (``paragraph_index`` and ``paragraph_type``), which the
 sentence aligners respect (:mod:`bitextflow.align.blocks`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +37,7 @@ from bitextflow.extract.sentences import Sentence, sentences_of
 from bitextflow.stages.base import RunContext
 from bitextflow.storage.layout import partition_name
 from bitextflow.storage.tables import read_rows
+from bitextflow.text.sentences import split_sentences as split_text
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,8 @@ class _Side:
     not_in_language: int
     #: ``(paragraph_index, paragraph_type)`` of each of ``sentences``
     blocks: list[tuple[int, str]]
+    #: the :func:`word_key` of the page's text that is not one of ``sentences`` (:func:`dropped_pieces`)
+    dropped_pieces: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -67,8 +77,9 @@ def pair_sentences(ctx: RunContext, doc_pairs: pd.DataFrame, partition: int) -> 
     for pair in doc_pairs.itertuples():
         side_a = _side(ctx, stored.get(pair.doc_id_a, []), documents.get(pair.doc_id_a), source, target)
         side_b = _side(ctx, stored.get(pair.doc_id_b, []), documents.get(pair.doc_id_b), target, source)
-        kept_a = [k for k, text in enumerate(side_a.sentences) if text not in side_b.untranslated]
-        kept_b = [k for k, text in enumerate(side_b.sentences) if text not in side_a.untranslated]
+        copied_a, copied_b = copies(side_a.sentences, side_b.dropped_pieces), copies(side_b.sentences, side_a.dropped_pieces)
+        kept_a = [k for k, text in enumerate(side_a.sentences) if text not in side_b.untranslated and k not in copied_a]
+        kept_b = [k for k, text in enumerate(side_b.sentences) if text not in side_a.untranslated and k not in copied_b]
         src, tgt = [side_a.sentences[k] for k in kept_a], [side_b.sentences[k] for k in kept_b]
         set_aside = {
             reason: side.not_in_language + len(side.sentences) - len(kept)
@@ -77,6 +88,32 @@ def pair_sentences(ctx: RunContext, doc_pairs: pd.DataFrame, partition: int) -> 
         blocks = PageBlocks(_side_blocks(side_a, kept_a), _side_blocks(side_b, kept_b))
         result.append(PairSentences(pair, src, tgt, set_aside, blocks))
     return result
+
+
+#: A sentence of fewer words is never taken for a copy: a name or a one-word cell may be both a copy and translated.
+MIN_COPY_WORDS = 2
+_WORD = re.compile(r"\w+")
+
+
+def word_key(text: str) -> str:
+    """``text``'s words, case-folded, one space apart: a copy reads the same whatever its punctuation and spacing
+    (extraction normalises each language's quotes differently)."""
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def copies(sentences: list[str], other_dropped: frozenset[str]) -> set[int]:
+    """The indices of ``sentences`` that are, word for word, a piece of the other page that its extraction did not keep
+    as a sentence (``other_dropped``, :func:`dropped_pieces`): copies with no counterpart to align with."""
+    keys = map(word_key, sentences)
+    return {index for index, key in enumerate(keys) if key in other_dropped and key.count(" ") + 1 >= MIN_COPY_WORDS}
+
+
+def dropped_pieces(document: records.Document, language: str, sentences: list[str]) -> frozenset[str]:
+    """The :func:`word_key` of each piece of ``document``'s paragraphs, split as ``language``'s sentences, that is not
+    one of its ``sentences``."""
+    kept = {word_key(text) for text in sentences}
+    pieces = (word_key(piece) for paragraph in document.paragraphs for piece in split_text(language, paragraph.text))
+    return frozenset(piece for piece in pieces if piece not in kept)
 
 
 def _side_blocks(side: _Side, kept: list[int]) -> SideBlocks:
@@ -131,7 +168,8 @@ def _side(
     else:
         sentences = [row[1] for row in stored if row[0] == language]
         blocks = [(int(row[2]), str(row[3])) for row in stored if row[0] == language]
-    return _Side(sentences, untranslated, not_in_language, blocks)
+    dropped = dropped_pieces(document, language, sentences) if document is not None else frozenset()
+    return _Side(sentences, untranslated, not_in_language, blocks, dropped)
 
 
 def sentences_in(document: records.Document, language: str, config: ExtractConfig) -> list[str]:
