@@ -19,8 +19,8 @@ The top-level figures are the pair config's setting (the demo's).
 long multi-sentence paragraphs, where a bead joined across a paragraph boundary is the typical error, issue 40), seeded
 with its two index pages as a new user would. ``--blocks on,off`` measures each aligner with the pages' blocks
 (``align.sentence_blocks``, the default) and blind to them (settings named ``<aligner>-blind/<scorer>``). Each setting
-also reports ``block_yield`` (translated blocks a right pair covers) and ``cross_block_share`` (wrong pairs a side of
-which spans several blocks).
+also reports ``block_yield`` (translated blocks a right pair covers), ``cross_block_share`` (wrong pairs a side of
+which spans several blocks) and ``dropped`` (what each stage dropped, by reason: where a pair's yield goes).
 
 ``--pair P`` measures another pair config (``include/pairs/P.yaml``, else the worked example
 ``include/pairs/examples/P.yaml``) on a local site built in its two languages (in a cache folder of its own,
@@ -50,9 +50,11 @@ from typing import Any
 from unittest import mock
 
 import numpy as np
+import pandas as pd
 
 from bitextflow.catalog.releases import ReleaseInfo, read_release_pairs
 from bitextflow.catalog.run_outputs import RunOutputs
+from bitextflow.catalog.status import collect_counts
 from bitextflow.config import load_pair_config
 from bitextflow.errors import BitextflowError
 from bitextflow.stages.base import RunContext
@@ -150,6 +152,28 @@ def fork(store: ObjectStore, ctx: RunContext, run_id: str, overrides: dict[str, 
     return forked
 
 
+def rejected_pairs(store: ObjectStore, ctx: RunContext) -> pd.DataFrame:
+    """The sentence pairs the ``score`` stage rejected (its rules and the scorer's threshold, ``rule_tags``)."""
+    keys = [key for key in store.list_keys(ctx.key("score", "")) if key.endswith(".rejected.parquet")]
+    frames = [read_table(store, key) for key in keys]
+    return (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["url_a", "url_b", "text_a", "text_b", "rule_tags"])
+    )
+
+
+def dropped_by_stage(store: ObjectStore, ctx: RunContext) -> dict[str, dict[str, int]]:
+    """What each stage of the run (the shared stages' counts among them: the fork copied them) dropped, by reason: where
+    a pair's yield goes."""
+    stages = [stage.name for stage in REGISTRY.run_stages(ctx.config)]
+    return {
+        counts.stage: dict(counts.dropped.most_common())
+        for counts in collect_counts(store, ctx.config.pair, ctx.run_id, stages)
+        if counts.dropped
+    }
+
+
 def run_from(ctx: RunContext, first: str, last: str | None = None) -> dict[str, Any]:
     """The run's stages from ``first`` (on the stored outputs of the stage it reads) to ``last``, in order; each
     stage's seconds under ``seconds``."""
@@ -224,8 +248,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         "verdict": verdict,
                     }
                     dump.write(json.dumps(row, ensure_ascii=False) + "\n")
+                for pair in rejected_pairs(store, setting).itertuples():
+                    verdict = judge.verdict(pair.url_a, pair.url_b, pair.text_a, pair.text_b)
+                    row = {"setting": name, "url_a": pair.url_a, "text_a": pair.text_a, "text_b": pair.text_b,
+                           "verdict": verdict, "rejected_by": pair.rule_tags}  # fmt: skip
+                    dump.write(json.dumps(row, ensure_ascii=False) + "\n")
             figures["seconds"] = outputs["seconds"]
             figures["texts_encoded"] = encoder.encoded - encoded
+            figures["dropped"] = dropped_by_stage(store, setting)
             settings[name] = figures
             print(f"{name:22} precision {figures['precision']:.4f} (strict {figures['strict_precision']:.4f}) yield "
                   f"{figures['yield']:.4f} block yield {figures['block_yield']:.4f} pairs {figures['sentence_pairs']:5d} "
@@ -301,7 +331,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_PAIR,
         help=f"the pair config measured (default {DEFAULT_PAIR}); the local site is built in its languages",
     )
-    parser.add_argument("--dump", type=Path, help="write every released pair with its verdict to this JSON-lines file")
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        help="write every released pair, and every pair the score stage rejected (``rejected_by``), with its verdict to "
+        "this JSON-lines file",
+    )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.aligners) - set(ALIGNERS)) + sorted(set(args.scorers) - set(SCORERS))
     unknown += sorted(set(args.blocks) - {"on", "off"})

@@ -41,6 +41,9 @@ def test_numbers_ignore_separator_conventions():
         ("Chapter 12 has 3 parts.", "El capítulo 13 tiene tres partes.", ["numbers_mismatch"]),
         ("Read the first 35 lines.", "Lea las primeras treinta líneas.", ["numbers_mismatch"]),
         ("Read 2 lines and 2 more.", "Lea dos líneas.", ["numbers_mismatch"]),
+        # footnote marks are numbered by each translation's own footnotes
+        ("Serial and bus mice[21], which are rare.", "Ratones serie y de bus[20], que son raros.", []),
+        ("Use 2 mice[21].", "Use 3 ratones[21].", ["numbers_mismatch"]),
     ],
 )
 def test_numbers_match_in_digits_or_in_the_other_sides_words(a, b, tags):
