@@ -507,6 +507,33 @@ def coverage_examples(document: DocumentPair) -> list[tuple[Link, bool]]:
     return examples
 
 
+def trim_figures(documents: list[DocumentPair], encoder: Encoder) -> dict[str, dict[str, int]]:
+    """Per gold file, what cutting a bead of one sentence against several to its closest sentence
+    (:func:`bitextflow.score.margin_coverage.trimmed`) does to :func:`coverage_examples`' beads of that shape: right
+    beads cut (a translator's merge lost), and wrong beads (a 1-1 bead with its neighbour's sentence) cut back to the
+    gold 1-1 bead."""
+    figures = {}
+    for document in documents:
+        src_vectors, tgt_vectors = encoder.encode(document.src), encoder.encode(document.tgt)
+        counts = {"right": 0, "right_cut": 0, "wrong": 0, "wrong_restored": 0}
+        for (s, t), right in coverage_examples(document):
+            if (len(s) > 1) == (len(t) > 1):
+                continue
+            cut = margin_coverage.trimmed(src_vectors[list(s)], tgt_vectors[list(t)])
+            if right:
+                counts["right"] += 1
+                counts["right_cut"] += cut is not None
+                continue
+            counts["wrong"] += 1
+            gold = next(
+                bead for bead in document.gold if len(bead[0]) == 1 and len(bead[1]) == 1 and bead[0][0] in s and bead[1][0] in t
+            )
+            several = s if len(s) > 1 else t
+            counts["wrong_restored"] += cut is not None and several[cut[1]] == (gold[0][0] if len(s) > 1 else gold[1][0])
+        figures[document.name] = counts
+    return figures
+
+
 def coverage_cross_validation(documents: list[DocumentPair], encoder: Encoder) -> dict[str, Any]:
     """Leave one file out: the form and threshold of the coverage rule with the best Youden's J (right beads kept minus
     wrong beads kept) on the other files, scored on the held-out one; then the choice on all files."""
@@ -603,7 +630,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--coverage",
         action="store_true",
-        help="only cross-validate the coverage rule of multi-sentence beads (needs the encoder)",
+        help="only cross-validate the coverage rule of multi-sentence beads, and count what cutting a bead to its "
+        "closest sentence does (needs the encoder)",
     )
     args = parser.parse_args(argv)
 
@@ -626,6 +654,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         cached = CachedEncoder(SentenceEncoder.from_path(), args.embedding_cache)
         validated = coverage_cross_validation(selection_documents, cached)
+        validated["trim"] = trim_figures(selection_documents, cached)
+        for name, figures in validated["trim"].items():
+            print(f"  {name}: cut to one sentence: right beads {figures['right_cut']} of {figures['right']}, wrong beads "
+                  f"restored {figures['wrong_restored']} of {figures['wrong']}")  # fmt: skip
         for name, fold in validated["folds"].items():
             print(f"  {name}: {fold['form']} >= {fold['threshold']}: right kept {fold['right_kept']:.3f} of {fold['right']}, "
                   f"wrong kept {fold['wrong_kept']:.3f} of {fold['wrong']}")  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bitextflow.score.margin_coverage import MIN_COVERAGE, coverage, sentence_cosines, uncovered
+from bitextflow.score.margin_coverage import MIN_COVERAGE, coverage, sentence_cosines, trimmed, uncovered
 from tests.support.alignment_fakes import word_vector
 
 
@@ -35,3 +35,16 @@ def test_both_multi_sentence_sides_are_checked() -> None:
     a, b, c = (unit(word_vector(word, 32)) for word in "abc")
     whole, parts = sentence_cosines(np.stack([a, b]), np.stack([a, c]))
     assert len(parts) == 4 and -1.0 <= whole <= 1.0
+
+
+def test_a_sentence_of_the_same_topic_that_the_other_side_lacks_is_cut_a_merge_is_kept() -> None:
+    first, second, see_also = (topical(word, share=0.9) for word in ("first", "second", "see-also"))
+    # "Access NIS ... by the nis package. See The Linux NIS HOWTO." against the first sentence's translation: covered
+    # (a sentence of the same topic), but the first sentence alone is closer to the other side
+    assert coverage(np.stack([first, see_also]), first[None]) >= MIN_COVERAGE
+    assert trimmed(np.stack([first, see_also]), first[None]) == (0, 0)
+    assert trimmed(first[None], np.stack([see_also, first])) == (1, 1)
+    # a target sentence translating both source sentences: each adds to the match
+    assert trimmed(np.stack([first, second]), unit(first + second)[None]) is None
+    assert trimmed(first[None], first[None]) is None
+    assert trimmed(np.stack([first, second]), np.stack([first, second])) is None

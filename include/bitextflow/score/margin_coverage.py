@@ -69,6 +69,25 @@ def coverage(src: NDArray[np.floating], tgt: NDArray[np.floating], relative: boo
     return lowest / max(whole, 1e-6) if relative else lowest
 
 
+def trimmed(src: NDArray[np.floating], tgt: NDArray[np.floating]) -> tuple[int, int] | None:
+    """For a bead of one sentence against several (``src`` and ``tgt``: one vector per sentence), the sentence of the
+    longer side to keep alone, as ``(side, index)`` with side 0 for ``src``, where that sentence alone is closer to the
+    other side than the whole longer side is; None otherwise (a 1-1 bead, sides of several on both sides, or a longer
+    side whose every sentence adds to the match).
+
+    A sentence that belongs to the bead (a translator's merge) brings the whole side closer to the translation than
+    any of its sentences is alone; an extra sentence (the next item's "See The Linux NIS HOWTO." after "Access NIS
+    ... by the nis package.", against the translation of the first alone) takes it away, yet stays above the coverage
+    threshold when it shares the topic's words.
+    """
+    if (len(src) > 1) == (len(tgt) > 1):
+        return None
+    side, several, single = (0, src, tgt) if len(src) > 1 else (1, tgt, src)
+    whole, parts = sentence_cosines(several, single)
+    best = int(np.argmax(parts))
+    return (side, best) if parts[best] > whole else None
+
+
 def uncovered(
     beads_vectors: Sequence[tuple[NDArray[np.floating], NDArray[np.floating]]], threshold: float = MIN_COVERAGE
 ) -> list[bool]:

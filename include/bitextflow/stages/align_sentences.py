@@ -14,6 +14,9 @@ encoder loads once per task. The aligner gets each sentence's block (``align.sen
 With the margin scorer (``score.pair_scorer: margin``) and the run's vectors, a pair with several sentences on a side is
 dropped (``uncovered_sentence``) when one of them is not covered by the other side
 (:mod:`bitextflow.score.margin_coverage`): the scorer's rule for what it cannot see once the sentences are joined.
+Before that, a bead of one sentence against several whose one sentence alone is closer to the other side than all
+of them are is cut to that sentence (:func:`~bitextflow.score.margin_coverage.trimmed`; counted as the repair
+``extra_sentence_cut``): the others were a neighbour's, which the search joined rather than leave unaligned.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.models.vectors import VectorTable, bead_vector, pack
 from bitextflow.records import SentencePair
-from bitextflow.score.margin_coverage import MIN_COVERAGE, coverage
+from bitextflow.score.margin_coverage import MIN_COVERAGE, coverage, trimmed
 from bitextflow.stages.base import Resources, Stage, shard_name
 from bitextflow.stages.document_sides import pair_sentences
 from bitextflow.stages.embed import Embed, configured_encoder
@@ -100,9 +103,17 @@ class AlignSentences(Stage):
                 if vectors is not None:
                     sentences_a = vectors.encode([sides.src[i] for i in bead.src])
                     sentences_b = vectors.encode([sides.tgt[j] for j in bead.tgt])
-                    if check_coverage and len(bead.src) + len(bead.tgt) > 2 and coverage(sentences_a, sentences_b) < MIN_COVERAGE:
-                        counts.drop("uncovered_sentence")
-                        continue
+                    if check_coverage and len(bead.src) + len(bead.tgt) > 2:
+                        if (cut := trimmed(sentences_a, sentences_b)) is not None:
+                            side, index = cut
+                            if side == 0:
+                                text_a, sentences_a = sides.src[bead.src[index]].strip(), sentences_a[index : index + 1]
+                            else:
+                                text_b, sentences_b = sides.tgt[bead.tgt[index]].strip(), sentences_b[index : index + 1]
+                            counts.repair("extra_sentence_cut")
+                        elif coverage(sentences_a, sentences_b) < MIN_COVERAGE:
+                            counts.drop("uncovered_sentence")
+                            continue
                     (vector_a,) = pack(bead_vector(sentences_a)[None])
                     (vector_b,) = pack(bead_vector(sentences_b)[None])
                 aligned_pairs.append(
