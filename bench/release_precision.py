@@ -153,8 +153,10 @@ def fork(store: ObjectStore, ctx: RunContext, run_id: str, overrides: dict[str, 
 
 
 def rejected_pairs(store: ObjectStore, ctx: RunContext) -> pd.DataFrame:
-    """The sentence pairs the ``score`` stage rejected (its rules and the scorer's threshold, ``rule_tags``)."""
-    keys = [key for key in store.list_keys(ctx.key("score", "")) if key.endswith(".rejected.parquet")]
+    """The sentence pairs the ``score`` stage rejected (its rules and the scorer's threshold, ``rule_tags``), of the run's
+    latest attempt (:class:`RunOutputs`), as the release reads its kept ones."""
+    listed = RunOutputs(store, ctx.config.pair, ctx.run_id).current(store.list_keys(ctx.key("score", "")))
+    keys = [key for key in listed if key.endswith(".rejected.parquet")]
     frames = [read_table(store, key) for key in keys]
     return (
         pd.concat(frames, ignore_index=True)

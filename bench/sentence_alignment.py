@@ -515,21 +515,19 @@ def trim_figures(documents: list[DocumentPair], encoder: Encoder) -> dict[str, d
     figures = {}
     for document in documents:
         src_vectors, tgt_vectors = encoder.encode(document.src), encoder.encode(document.tgt)
+        gold = {(tuple(s), tuple(t)) for s, t in document.gold}
         counts = {"right": 0, "right_cut": 0, "wrong": 0, "wrong_restored": 0}
         for (s, t), right in coverage_examples(document):
             if (len(s) > 1) == (len(t) > 1):
                 continue
             cut = margin_coverage.trimmed(src_vectors[list(s)], tgt_vectors[list(t)])
-            if right:
-                counts["right"] += 1
-                counts["right_cut"] += cut is not None
-                continue
-            counts["wrong"] += 1
-            gold = next(
-                bead for bead in document.gold if len(bead[0]) == 1 and len(bead[1]) == 1 and bead[0][0] in s and bead[1][0] in t
-            )
-            several = s if len(s) > 1 else t
-            counts["wrong_restored"] += cut is not None and several[cut[1]] == (gold[0][0] if len(s) > 1 else gold[1][0])
+            kind = "right" if right else "wrong"
+            counts[kind] += 1
+            if cut is not None and right:
+                counts["right_cut"] += 1
+            elif cut is not None:
+                side, index = cut
+                counts["wrong_restored"] += (((s[index],), t) if side == 0 else (s, (t[index],))) in gold
         figures[document.name] = counts
     return figures
 

@@ -22,7 +22,6 @@ sentence aligners respect (:mod:`bitextflow.align.blocks`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ from bitextflow.extract.sentences import Sentence, sentences_of
 from bitextflow.stages.base import RunContext
 from bitextflow.storage.layout import partition_name
 from bitextflow.storage.tables import read_rows
+from bitextflow.text.comparison import normalise_for_comparison
 from bitextflow.text.sentences import split_sentences as split_text
 
 
@@ -50,7 +50,7 @@ class _Side:
     not_in_language: int
     #: ``(paragraph_index, paragraph_type)`` of each of ``sentences``
     blocks: list[tuple[int, str]]
-    #: the :func:`word_key` of the page's text that is not one of ``sentences`` (:func:`dropped_pieces`)
+    #: the page's text that is not one of ``sentences``, normalised for comparison (:func:`dropped_pieces`)
     dropped_pieces: frozenset[str] = frozenset()
 
 
@@ -92,28 +92,27 @@ def pair_sentences(ctx: RunContext, doc_pairs: pd.DataFrame, partition: int) -> 
 
 #: A sentence of fewer words is never taken for a copy: a name or a one-word cell may be both a copy and translated.
 MIN_COPY_WORDS = 2
-_WORD = re.compile(r"\w+")
-
-
-def word_key(text: str) -> str:
-    """``text``'s words, case-folded, one space apart: a copy reads the same whatever its punctuation and spacing
-    (extraction normalises each language's quotes differently)."""
-    return " ".join(_WORD.findall(text.casefold()))
 
 
 def copies(sentences: list[str], other_dropped: frozenset[str]) -> set[int]:
-    """The indices of ``sentences`` that are, word for word, a piece of the other page that its extraction did not keep
-    as a sentence (``other_dropped``, :func:`dropped_pieces`): copies with no counterpart to align with."""
-    keys = map(word_key, sentences)
-    return {index for index, key in enumerate(keys) if key in other_dropped and key.count(" ") + 1 >= MIN_COPY_WORDS}
+    """The indices of ``sentences`` that are a piece of the other page that its extraction did not keep as a sentence
+    (``other_dropped``, :func:`dropped_pieces`), whatever their case, spacing and punctuation (extraction normalises
+    each language's quotes differently): copies with no counterpart to align with."""
+    return {
+        index
+        for index, text in enumerate(sentences)
+        if len(text.split()) >= MIN_COPY_WORDS and normalise_for_comparison(text) in other_dropped
+    }
 
 
 def dropped_pieces(document: records.Document, language: str, sentences: list[str]) -> frozenset[str]:
-    """The :func:`word_key` of each piece of ``document``'s paragraphs, split as ``language``'s sentences, that is not
-    one of its ``sentences``."""
-    kept = {word_key(text) for text in sentences}
-    pieces = (word_key(piece) for paragraph in document.paragraphs for piece in split_text(language, paragraph.text))
-    return frozenset(piece for piece in pieces if piece not in kept)
+    """Each piece of ``document``'s paragraphs, split as ``language``'s sentences, that is not one of its ``sentences``,
+    as :func:`~bitextflow.text.comparison.normalise_for_comparison` gives it."""
+    kept = {normalise_for_comparison(text) for text in sentences}
+    pieces = (
+        normalise_for_comparison(piece) for paragraph in document.paragraphs for piece in split_text(language, paragraph.text)
+    )
+    return frozenset(pieces) - kept
 
 
 def _side_blocks(side: _Side, kept: list[int]) -> SideBlocks:
