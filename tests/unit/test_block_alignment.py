@@ -10,7 +10,14 @@ import pytest
 
 from bitextflow.align.aligners import SENTENCE_ALIGNERS, sentence_aligner
 from bitextflow.align.block_plan import plan_blocks
-from bitextflow.align.blocks import CROSSING_COST, BlockPlan, PageBlocks, SideBlocks, crosses_one_side
+from bitextflow.align.blocks import (
+    CROSSING_COST,
+    BlockPlan,
+    BlockWithoutSentences,
+    PageBlocks,
+    SideBlocks,
+    crosses_one_side,
+)
 from bitextflow.align.sentences import banded_search
 from tests.support.alignment_fakes import covers, word_vector
 
@@ -153,6 +160,31 @@ def page_with_headings_the_translation_lacks(blocks: int = 24) -> tuple[list[str
 @pytest.mark.parametrize("method", [method for method in SENTENCE_ALIGNERS if method != "gale-church"])
 def test_a_block_the_translation_lacks_stays_out_of_its_neighbours_bead(method: str) -> None:
     assert_aligned_inside_blocks(method, page_with_headings_the_translation_lacks())
+
+
+def table_whose_captions_one_side_dropped(known: bool) -> tuple[list[str], list[str], PageBlocks]:
+    """A table of six rows under a caption and a header of two cells (blocks 0, 1, 2), where the source page kept its
+    caption but dropped its first header cell (too short), and the target page the other way round (its caption
+    identified as another language): each side's caption and cell lacks a counterpart among the other's sentences.
+    ``known``: whether the sides carry the blocks they dropped."""
+    caption = words(50, 7)
+    header = " ".join(caption.split()[1:5])  # the header cell repeats the caption's words
+    src = [caption, header, *(words(k) for k in range(6))]
+    tgt = [words(60, 3).upper(), header.upper(), *(words(k).upper() for k in range(6))]
+    src_dropped = [BlockWithoutSentences(1, "cell", words(60, 2))] if known else []
+    tgt_dropped = [BlockWithoutSentences(0, "text", caption.upper())] if known else []
+    ids = [3 + k for k in range(6)]
+    return src, tgt, PageBlocks(SideBlocks([0, 2, *ids], None, src_dropped), SideBlocks([1, 2, *ids], None, tgt_dropped))
+
+
+@pytest.mark.parametrize("method", SENTENCE_ALIGNERS)
+def test_a_sentence_whose_block_the_other_side_dropped_stays_unaligned(method: str) -> None:
+    src, tgt, blocks = table_whose_captions_one_side_dropped(known=True)
+    links = [(bead.src, bead.tgt) for bead in aligner(method)(src, tgt, blocks) if bead.src and bead.tgt]
+    assert links == [((k,), (k,)) for k in range(1, 8)]
+    # the same page without the dropped blocks: the caption is paired with the other side's first header cell
+    src, tgt, blocks = table_whose_captions_one_side_dropped(known=False)
+    assert ((0,), (0,)) in [(bead.src, bead.tgt) for bead in aligner(method)(src, tgt, blocks)]
 
 
 def test_a_reflowed_page_keeps_the_document_search_with_a_price_on_one_sided_crossings() -> None:

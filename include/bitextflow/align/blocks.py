@@ -50,11 +50,24 @@ CROSSING_COST = 1.0
 
 
 @dataclass(frozen=True)
+class BlockWithoutSentences:
+    """A block of the page that gives the aligner no sentence (each too short, in another language, a copy of the
+    other side's text): its ``id`` (``paragraph_index``), type and text. It stays in the block alignment, so that the
+    other side's counterpart, when that one has sentences, is matched with it rather than with a neighbour."""
+
+    id: int
+    type: str
+    text: str
+
+
+@dataclass(frozen=True)
 class SideBlocks:
-    """The block of each sentence of one side (its ``paragraph_index``; equal values are one block) and the blocks' types."""
+    """The block of each sentence of one side (its ``paragraph_index``; equal values are one block), the blocks' types,
+    and the side's blocks that give the aligner no sentence (ids in the same order as ``ids``)."""
 
     ids: Sequence[int]
     types: Sequence[str] | None = None
+    without_sentences: Sequence[BlockWithoutSentences] = ()
 
     def ordinals(self) -> NDArray[np.int64]:
         """The block of each sentence as 0, 1, 2, ...: a new block wherever the id changes."""

@@ -17,7 +17,8 @@ Password:", kept on the English page, dropped on the Spanish one) has no counter
 neighbour's bead; it is set aside in the same way (:func:`copies`).
 
 Each side also carries the block of each of its sentences (``paragraph_index`` and ``paragraph_type``), which the
-sentence aligners respect (:mod:`bitextflow.align.blocks`).
+sentence aligners respect (:mod:`bitextflow.align.blocks`), and the page's blocks that give it no sentence, which the
+block alignment still matches (a caption kept on one page, dropped as too short on the other).
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from typing import Any
 import pandas as pd
 
 from bitextflow import records
-from bitextflow.align.blocks import PageBlocks, SideBlocks
+from bitextflow.align.blocks import BlockWithoutSentences, PageBlocks, SideBlocks
 from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
-from bitextflow.extract.model import ExtractedPage, Paragraph
+from bitextflow.extract.model import SENTENCE_SOURCE_TYPES, ExtractedPage, Paragraph
 from bitextflow.extract.sentences import Sentence, sentences_of
 from bitextflow.stages.base import RunContext
 from bitextflow.storage.layout import partition_name
@@ -52,6 +53,8 @@ class _Side:
     blocks: list[tuple[int, str]]
     #: the page's text that is not one of ``sentences``, normalised for comparison (:func:`dropped_pieces`)
     dropped_pieces: frozenset[str] = frozenset()
+    #: every block extraction takes sentences from (:func:`source_blocks`), those without sentences here included
+    source_blocks: tuple[BlockWithoutSentences, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,19 @@ def dropped_pieces(document: records.Document, language: str, sentences: list[st
 
 
 def _side_blocks(side: _Side, kept: list[int]) -> SideBlocks:
-    return SideBlocks([side.blocks[k][0] for k in kept], [side.blocks[k][1] for k in kept])
+    ids = [side.blocks[k][0] for k in kept]
+    with_sentences = set(ids)
+    without = [block for block in side.source_blocks if block.id not in with_sentences]
+    return SideBlocks(ids, [side.blocks[k][1] for k in kept], without)
+
+
+def source_blocks(document: records.Document) -> tuple[BlockWithoutSentences, ...]:
+    """The blocks of ``document`` extraction takes sentences from (main content of a sentence type), whatever it kept."""
+    return tuple(
+        BlockWithoutSentences(index, paragraph.type, paragraph.text)
+        for index, paragraph in enumerate(document.paragraphs)
+        if not paragraph.boilerplate and paragraph.type in SENTENCE_SOURCE_TYPES
+    )
 
 
 def _document_sentences(ctx: RunContext, partition: int, doc_ids: set[str]) -> dict[str, list[tuple[str, str, int, str]]]:
@@ -167,8 +182,10 @@ def _side(
     else:
         sentences = [row[1] for row in stored if row[0] == language]
         blocks = [(int(row[2]), str(row[3])) for row in stored if row[0] == language]
-    dropped = dropped_pieces(document, language, sentences) if document is not None else frozenset()
-    return _Side(sentences, untranslated, not_in_language, blocks, dropped)
+    if document is None:
+        return _Side(sentences, untranslated, not_in_language, blocks)
+    dropped = dropped_pieces(document, language, sentences)
+    return _Side(sentences, untranslated, not_in_language, blocks, dropped, source_blocks(document))
 
 
 def sentences_in(document: records.Document, language: str, config: ExtractConfig) -> list[str]:
