@@ -1053,8 +1053,13 @@ DEPLOYMENT_ONLY = frozenset({
 
 
 class PairConfig(_Section):
-    source: LanguageCode = Field(description="ISO 639-1 code of the first language (e.g. en).")
-    target: LanguageCode = Field(description="ISO 639-1 code of the second language (e.g. es).")
+    source: LanguageCode = Field(
+        description="The first language (e.g. en): an ISO 639-1 or 639-3 code or a BCP 47 tag (eng, en-GB), kept as its "
+        "ISO 639-1 code. A script subtag must be the language's usual one (zh-Hans, sr-Cyrl).",
+    )
+    target: LanguageCode = Field(
+        description="The second language (e.g. es): as `source` (spa, es-ES, zh-Hans and cmn are es, es, zh and zh).",
+    )
     description: str = Field("", description="Free text shown on the DAG in the Airflow UI.")
     schedule: str | None = Field(
         None, description="Airflow schedule of the pair's DAG (a cron expression or a preset such as @weekly); one is "
@@ -1088,11 +1093,23 @@ class PairConfig(_Section):
             raise ValueError(f"{schedule!r} is neither a cron expression nor an Airflow preset such as @daily or @weekly")
         return schedule
 
-    @field_validator("source", "target")
+    @field_validator("source", "target", mode="before")
     @classmethod
-    def _known_language(cls, code: str) -> str:
+    def _known_language(cls, tag: Any) -> Any:
+        """A language tag as the project's code (``spa``, ``es-ES``, ``zh-Hans`` -> ``es``, ``es``, ``zh``)."""
+        from bitextflow.text.languages import UnsupportedLanguageTag, code_of_tag
+
+        if not isinstance(tag, str):
+            return tag
+        try:
+            code = code_of_tag(tag)
+        except UnsupportedLanguageTag as error:
+            raise ValueError(str(error)) from None
         if code not in known_languages():
-            raise ValueError(f"unknown language code {code!r}; use an ISO 639-1 code CLD2 knows, e.g. en, es, fr, de")
+            raise ValueError(
+                f"unknown language {tag!r}; name one the document identifier (CLD2) knows by its ISO 639-1 or 639-3 code "
+                "or a BCP 47 tag, e.g. es, spa, es-ES, zh-Hans"
+            )
         return code
 
     @model_validator(mode="after")

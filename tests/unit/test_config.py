@@ -38,7 +38,8 @@ def test_worked_examples_are_valid_and_the_local_site_has_their_languages(path: 
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda d: d.update(target="xx"), "field target: Value error, unknown language code 'xx'"),
+        (lambda d: d.update(target="xx"), "field target: Value error, unknown language 'xx'"),
+        (lambda d: d.update(target="zh-Hant"), "field target: Value error, 'zh-Hant': a pair's languages are named without"),
         (lambda d: d.pop("crawl"), "field crawl: add it"),
         (lambda d: d["crawl"].update(max_pages="many"), "field crawl.max_pages: Input should be a valid integer"),
         (lambda d: d["crawl"].update(seeds=[]), "field crawl.seeds"),
@@ -56,6 +57,27 @@ def test_invalid_config_is_one_line_naming_file_and_field(tmp_path, change, expe
     assert "\n" not in message
     assert message.startswith(f"{path}: ")
     assert expected in message
+
+
+@pytest.mark.parametrize("tag", ["es", "spa", "es-ES", "es_419", "ES"])
+def test_a_language_may_be_named_by_any_tag_and_is_kept_as_its_code(tmp_path, tag):
+    assert load_pair_config(write(tmp_path, {**GOOD, "target": tag})).target == "es"
+
+
+def test_a_script_subtag_names_the_usual_script_only():
+    from bitextflow.text.languages import UnsupportedLanguageTag, code_of_tag
+
+    assert [code_of_tag(tag) for tag in ("zh-Hans", "cmn", "zho", "sr-Cyrl", "ja-Jpan-JP", "arb")] == [
+        "zh",
+        "zh",
+        "zh",
+        "sr",
+        "ja",
+        "ar",
+    ]
+    for tag in ("zh-Hant", "sr-Latn"):
+        with pytest.raises(UnsupportedLanguageTag, match="named without a script"):
+            code_of_tag(tag)
 
 
 def test_file_name_must_match_languages(tmp_path):

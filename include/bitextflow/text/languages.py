@@ -153,6 +153,35 @@ def from_iso639_3(code: str) -> str:
     return re.split(r"[-_]", alias, maxsplit=1)[0] if alias else code.lower()
 
 
+class UnsupportedLanguageTag(ValueError):
+    """A language tag that names no language, or a variety the project's codes cannot carry."""
+
+
+def code_of_tag(tag: str) -> str:
+    """The project's code (ISO 639-1 where one exists, else ISO 639-3) for a language tag as a user writes one: an ISO
+    639-1 or 639-3 code (``es``, ``spa``; an individual language as its macrolanguage, ``cmn`` zh) or a BCP 47 tag with a
+    region or a script (``es-ES``, ``es_419``, ``zh-Hans``, ``sr-Cyrl``). A script other than the language's usual one
+    (CLDR's likely subtags: ``zh-Hant``, ``sr-Latn``) raises :class:`UnsupportedLanguageTag`: the codes that name a
+    pair's languages in storage and releases have no script, so ``zh-Hant`` would silently become Simplified Chinese."""
+    from babel.core import get_global, parse_locale
+
+    try:
+        language, _region, script, _variant = parse_locale(tag.strip().replace("-", "_"))
+    except ValueError:
+        raise UnsupportedLanguageTag(f"{tag!r} is no language tag") from None
+    language = language.lower()
+    code = from_iso639_3(language) if len(language) == 3 else language
+    if script is not None:
+        likely = get_global("likely_subtags").get(code, "").split("_")
+        usual = likely[1] if len(likely) > 1 else "unknown"
+        if script.title() != usual:
+            raise UnsupportedLanguageTag(
+                f"{tag!r}: a pair's languages are named without a script, so only a language's usual one can be named "
+                f"({code}-{usual}, written {code}), not {script.title()}"
+            )
+    return code
+
+
 def three_letter_code(language: str) -> str | None:
     """ISO 639-2/T code of a language tag (``es`` -> ``spa``, ``de-AT`` -> ``deu``), None if unknown.
 
