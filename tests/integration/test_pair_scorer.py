@@ -110,8 +110,16 @@ def test_stage_writes_the_margin_score_of_every_pair_and_drops_those_below_the_t
 def test_calibration_command_names_the_tatoeba_files_it_needs(tmp_path: Path, capsys) -> None:
     from bitextflow.score import margin_calibration
 
-    with pytest.raises(SystemExit):
-        margin_calibration.main([])  # no default folder: a user's clone has no gold data beside it
-    assert "--tatoeba" in capsys.readouterr().err
     assert margin_calibration.main(["--tatoeba", str(tmp_path)]) == 2
     assert f"{tmp_path / 'tatoeba.spa-eng.eng'} is missing; pass --tatoeba" in capsys.readouterr().err
+
+
+def test_a_pair_without_a_calibration_of_its_own_is_scored_with_en_es_and_says_so(s3_env, store, caplog) -> None:
+    config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
+        {"target": "fr", "score.pair_scorer": "margin"}
+    )
+    ctx = run_context(config, store, "manual__uncalibrated")
+    key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard(DOCUMENT), records.SENTENCE_PAIRS)
+    with caplog.at_level("WARNING", logger="bitextflow.stages.score"):
+        run_stage(ctx, Score, [key])
+    assert "en-fr: the margin scorer has no calibration of this pair, so it scores with en-es's" in caplog.text

@@ -1,5 +1,5 @@
 """The local stack's tooling without starting it: secret files, the one-line errors where a server it needs is missing,
-`prepare` of a pair without a dictionary, and how Airflow's components share their SQLite database (the stack itself is
+`prepare` of a pair without a dictionary or a margin calibration, and how Airflow's components share their SQLite database (the stack itself is
 tests/stack's)."""
 
 import os
@@ -83,6 +83,23 @@ def test_a_pair_without_a_dictionary_is_prepared_with_a_line_on_what_its_runs_do
     monkeypatch.setenv("BITEXTFLOW_CACHE", str(tmp_path))
     line = dictionary_step("en", "zh").build()
     assert line.startswith("none for en-zh") and "identical tokens" in line
+
+
+def test_a_pair_other_than_en_es_gets_its_margin_calibration_and_one_without_the_data_goes_on() -> None:
+    """The installation guide (fetched by `make models` for the offline domain set) has Japanese, no Arabic."""
+    from bitextflow.config import load_pair_config
+    from bitextflow_local.prepare import calibration_step, steps_for
+    from tests.support import ROOT
+
+    def calibrations(path: Path) -> list[str]:
+        return [step.name for step in steps_for(load_pair_config(path)) if step.kind == "margin calibration"]
+
+    assert calibrations(ROOT / "include" / "pairs" / "en-es.yaml") == []  # its calibrations ship
+    assert [name.rsplit(" ", 1)[0] for name in calibrations(ROOT / "include" / "pairs" / "examples" / "en-ja.yaml")] == [
+        "margin calibration en-ja"
+    ]
+    line = calibration_step("en", "ar", "onnx-int8").build()
+    assert line.startswith("none (too little en-ar parallel text") and "say so" in line
 
 
 def _metadata_database(path: Path, **connect_args) -> sqlite3.Connection:

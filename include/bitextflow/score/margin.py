@@ -44,12 +44,14 @@ class MarginCalibration:
     slope: float
     intercept: float
     threshold: float = 0.5  # even odds, where no threshold was chosen (a fold's fit)
+    #: the pair whose parallel text it was fitted on
+    pair: str = "en-es"
 
     def probability(self, margins: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-(self.slope * margins + self.intercept)))
 
 
-#: Fitted by ``python -m bitextflow.score.margin_calibration --runtime R`` (docs/score.md has the figures), one per
+#: Fitted by ``python -m bitextflow.score.margin_calibration --runtime R --tatoeba DIR`` (docs/score.md has the figures), one per
 #: encoder runtime (torch on 2026-11-25, onnx-int8 on 2026-11-29, its export version 2): Tatoeba en-es, installation-guide pages and runs of 25
 #: Bible verses, each translation against its neighbour's and a random sentence's translation, pools of 25 documents as
 #: in a shard; never the Debian Reference, on which bench/release_precision.py measures.

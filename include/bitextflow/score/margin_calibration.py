@@ -1,12 +1,18 @@
-"""How :data:`bitextflow.score.margin.E5_SMALL_CALIBRATIONS` and ``score.margin_threshold`` were chosen, reproducibly.
+"""How :data:`bitextflow.score.margin.E5_SMALL_CALIBRATIONS` and ``score.margin_threshold`` were chosen, reproducibly,
+and how another pair gets calibrations of its own.
 
 ``python -m bitextflow.score.margin_calibration --tatoeba DIR [--runtime torch|onnx-int8] [--json]`` (about 20 minutes
-of encoding on 2 busy cores with torch in float32, 5 with int8), once per encoder runtime:
+of encoding on 2 busy cores with torch in float32, 5 with int8), once per encoder runtime, fits the shipped en-es ones.
+``--pair en-X --save`` fits a pair's own from what it has of the data below (Tatoeba only where ``--tatoeba`` is given)
+and keeps it in the cache (:func:`calibration_file`), where the score stage finds it (:func:`cached_calibrations`);
+``bitextflow-local prepare`` does that for a pair config. A pair without :data:`MIN_DOCUMENTS` documents of parallel
+text (Debian's installation guide has no Arabic) is scored with en-es's, and its runs say so.
 
-1. **Data** that bench/release_precision.py never measures on: the Tatoeba en-es test pairs (short everyday
-   sentences; cut into documents of :data:`TATOEBA_DOCUMENT` consecutive lines), the installation guide's pages
-   (the local site's kind of documentation: block pairs by position, :func:`training_data.installation_guide_pages`)
-   and :data:`BIBLE_DOCUMENTS` runs of :data:`BIBLE_DOCUMENT` consecutive Bible verses.
+1. **Data** other than the Debian Reference, on which bench/release_precision.py measures (the installation guide is
+   its other site): the Tatoeba en-es test pairs (short everyday sentences; cut into documents of
+   :data:`TATOEBA_DOCUMENT` consecutive lines), the installation guide's pages (the local site's kind of documentation:
+   block pairs by position, :func:`training_data.installation_guide_pages`) and :data:`BIBLE_DOCUMENTS` runs of
+   :data:`BIBLE_DOCUMENT` consecutive Bible verses.
 2. **Negatives as an aligner makes them**: in every document, :data:`CORRUPTED_SHARE` of the pairs get a wrong
    second side, half the translation of a sentence next to theirs (``neighbour``: same topic, the error a shifted
    alignment makes) and half a random sentence of another document of the same source (``shuffled``). Pools are
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import sys
 import time
@@ -44,6 +51,7 @@ import numpy as np
 from bitextflow.errors import BitextflowError
 from bitextflow.score.bicleaner import roc_auc
 from bitextflow.score.margin import MarginCalibration, ratio_margins
+from bitextflow.settings import cache_dir
 from bitextflow.text.languages import three_letter_code
 
 TATOEBA_DOCUMENT = 20
@@ -58,16 +66,50 @@ BOOTSTRAP_ROUNDS = 200
 SEED = 1
 KINDS = ("translation", "neighbour", "shuffled")
 
+log = logging.getLogger(__name__)
+
 Document = list[tuple[str, str]]
 
 
-def calibration_documents(tatoeba: Path, lang_a: str = "en", lang_b: str = "es") -> dict[str, list[Document]]:
-    """The documents of each source, in their order (see the module docstring)."""
+#: Fewest documents a pair's calibration is fitted on: five folds of several documents each.
+MIN_DOCUMENTS = 25
+
+
+class NoCalibrationData(BitextflowError):
+    """The pair has too little parallel text that the project can get offline to be calibrated on."""
+
+
+def calibration_documents(lang_a: str, lang_b: str, tatoeba: Path | None = None) -> dict[str, list[Document]]:
+    """The documents of each source the pair has, in their order (see the module docstring): Tatoeba where ``tatoeba``
+    is given, the installation guide where it has ``lang_b``, the Bible where both languages have one. A pair with
+    fewer than :data:`MIN_DOCUMENTS` raises :class:`~bitextflow.errors.BitextflowError`."""
+    from bitextflow.classify.offline import BIBLES
     from bitextflow.score.training_data import bible_verse_pairs, installation_guide_pages
 
-    code = three_letter_code(lang_b) or lang_b
     if lang_a != "en":
-        raise BitextflowError(f"Tatoeba pairs every language with English, not {lang_a}-{lang_b}; calibrate en-{lang_b}")
+        raise BitextflowError(f"the calibration data pairs every language with English, not {lang_a}-{lang_b}")
+    documents: dict[str, list[Document]] = {}
+    if tatoeba is not None:
+        documents["tatoeba"] = _tatoeba_documents(tatoeba, lang_b)
+    documents["installation-guide"] = [page for page in installation_guide_pages(lang_a, lang_b) if len(page) > 1]
+    if lang_a in BIBLES and lang_b in BIBLES:
+        verses = bible_verse_pairs(lang_a, lang_b)
+        starts = sorted(random.Random(SEED).sample(range(0, len(verses) - BIBLE_DOCUMENT, BIBLE_DOCUMENT), BIBLE_DOCUMENTS))
+        documents["bible"] = [verses[start : start + BIBLE_DOCUMENT] for start in starts]
+    documents = {source: docs for source, docs in documents.items() if docs}
+    if sum(map(len, documents.values())) < MIN_DOCUMENTS:
+        raise NoCalibrationData(
+            f"too little {lang_a}-{lang_b} parallel text to calibrate the margin scorer on "
+            f"({', '.join(f'{source}: {len(docs)} documents' for source, docs in documents.items()) or 'none'}; "
+            f"{MIN_DOCUMENTS} needed): Debian's installation guide and Bibles have no {lang_b}"
+        )
+    return documents
+
+
+def _tatoeba_documents(tatoeba: Path, language: str) -> list[Document]:
+    code = three_letter_code(language) or language
+    # LASER names Mandarin by its individual code, Arabic by its macrolanguage's
+    code = {"zho": "cmn"}.get(code, code)
     try:
         english = (tatoeba / f"tatoeba.{code}-eng.eng").read_text(encoding="utf-8").splitlines()
         other = (tatoeba / f"tatoeba.{code}-eng.{code}").read_text(encoding="utf-8").splitlines()
@@ -76,14 +118,8 @@ def calibration_documents(tatoeba: Path, lang_a: str = "en", lang_b: str = "es")
             f"{error.filename} is missing; pass --tatoeba with the folder of LASER's Tatoeba test files "
             f"(tatoeba.{code}-eng.eng and tatoeba.{code}-eng.{code})"
         ) from None
-    tatoeba_pairs = list(zip(english, other, strict=True))
-    verses = bible_verse_pairs(lang_a, lang_b)
-    starts = sorted(random.Random(SEED).sample(range(0, len(verses) - BIBLE_DOCUMENT, BIBLE_DOCUMENT), BIBLE_DOCUMENTS))
-    return {
-        "tatoeba": [tatoeba_pairs[i : i + TATOEBA_DOCUMENT] for i in range(0, len(tatoeba_pairs), TATOEBA_DOCUMENT)],
-        "installation-guide": [page for page in installation_guide_pages(lang_a, lang_b) if len(page) > 1],
-        "bible": [verses[start : start + BIBLE_DOCUMENT] for start in starts],
-    }
+    pairs = list(zip(english, other, strict=True))
+    return [pairs[i : i + TATOEBA_DOCUMENT] for i in range(0, len(pairs), TATOEBA_DOCUMENT)]
 
 
 @dataclass
@@ -286,37 +322,88 @@ def calibrate(rows: Examples) -> dict:
     }
 
 
+#: Bump when the recipe (sources, negatives, cross-validation) changes, so that cached calibrations are fitted again.
+CALIBRATION_VERSION = 1
+#: The encoder runtimes a calibration is fitted for (their vectors differ a little).
+CALIBRATED_RUNTIMES = ("torch", "onnx-int8")
+
+
+def calibration_file(pair: str, runtime: str) -> Path:
+    """Where ``bitextflow-local prepare`` keeps a pair's calibration for ``runtime``'s vectors."""
+    return cache_dir("calibrations") / f"margin-{pair}-{runtime}-v{CALIBRATION_VERSION}.json"
+
+
+def fit(lang_a: str, lang_b: str, runtime: str, tatoeba: Path | None = None, encoder: str | None = None) -> dict[str, Any]:
+    """:func:`calibrate` on the pair's :func:`calibration_documents`, embedded by ``encoder`` (default: the converted
+    multilingual-e5-small) with ``runtime``; the result names its sources and how many documents each gave."""
+    from bitextflow.models import SentenceEncoder
+
+    started = time.monotonic()
+    documents = calibration_documents(lang_a, lang_b, tatoeba)
+    model = SentenceEncoder.from_path(encoder, runtime=runtime)
+    texts = sorted({text for docs in documents.values() for doc in docs for pair in doc for text in pair})
+    log.info(
+        "margin calibration %s-%s: encoding %d texts of %d documents",
+        lang_a,
+        lang_b,
+        len(texts),
+        sum(map(len, documents.values())),
+    )
+    # float32 for the torch calibration: the vectors the scorer saw when it was fitted (bfloat16 agrees to 0.99998)
+    vectors = dict(zip(texts, model.encode(texts, reduced_precision=False), strict=True))
+    result = calibrate(examples(documents, vectors))
+    result["sources"] = {source: len(docs) for source, docs in documents.items()}
+    result["seconds"] = round(time.monotonic() - started, 1)
+    return result
+
+
+def save(pair: str, runtime: str, result: dict[str, Any]) -> Path:
+    """``result`` (of :func:`fit`) as the pair's cached calibration for ``runtime``."""
+    path = calibration_file(pair, runtime)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({"pair": pair, "runtime": runtime, **result}, indent=1), encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def cached_calibrations(pair: str) -> dict[str, MarginCalibration]:
+    """The pair's calibrations that ``bitextflow-local prepare`` fitted, by runtime (none where it fitted none)."""
+    found = {}
+    for runtime in CALIBRATED_RUNTIMES:
+        path = calibration_file(pair, runtime)
+        if path.is_file():
+            result = json.loads(path.read_text(encoding="utf-8"))
+            found[runtime] = MarginCalibration(**result["calibration"], threshold=result["threshold"], pair=pair)
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bitextflow.score.margin_calibration", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pair", default="en-es", help="the pair to calibrate, English first (default en-es)")
     parser.add_argument(
         "--tatoeba",
         type=Path,
-        required=True,
-        help="folder of LASER's Tatoeba test files (tatoeba.spa-eng.eng, tatoeba.spa-eng.spa: data/tatoeba/v1 of LASER)",
+        default=None,
+        help="folder of LASER's Tatoeba test files (tatoeba.spa-eng.eng, tatoeba.spa-eng.spa: data/tatoeba/v1 of LASER); "
+        "the shipped en-es calibrations use them",
     )
     parser.add_argument(
         "--encoder", default=None, help="transformers encoder folder (default: the converted multilingual-e5-small)"
     )
     parser.add_argument(
-        "--runtime", default="torch", choices=("torch", "onnx-int8"), help="the encoder runtime whose vectors to calibrate"
+        "--runtime", default="torch", choices=CALIBRATED_RUNTIMES, help="the encoder runtime whose vectors to calibrate"
     )
+    parser.add_argument("--save", action="store_true", help="keep it as the pair's calibration, which its runs then use")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = parser.parse_args(argv)
-    from bitextflow.models import SentenceEncoder
-
-    started = time.monotonic()
+    lang_a, _, lang_b = args.pair.partition("-")
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        documents = calibration_documents(args.tatoeba)
-        encoder = SentenceEncoder.from_path(args.encoder, runtime=args.runtime)
+        result = fit(lang_a, lang_b, args.runtime, args.tatoeba, args.encoder)
     except BitextflowError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    texts = sorted({text for docs in documents.values() for doc in docs for pair in doc for text in pair})
-    print(f"encoding {len(texts)} texts of {sum(map(len, documents.values()))} documents", file=sys.stderr, flush=True)
-    # float32 for the torch calibration: the vectors the scorer saw when it was fitted (bfloat16 agrees to 0.99998)
-    vectors = dict(zip(texts, encoder.encode(texts, reduced_precision=False), strict=True))
-    result = calibrate(examples(documents, vectors))
-    result["seconds"] = round(time.monotonic() - started, 1)
     print(f"MarginCalibration(**{ {**result['calibration'], 'threshold': result['threshold']} })")
     for name, figures in [("all", result["out_of_fold"]), *result["out_of_fold_by_source"].items()]:
         print(f"{name:>24}: " + ", ".join(f"{key} {value:.4f}" for key, value in figures.items()))
@@ -325,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         low, middle, high = figures["j_difference_5_50_95"]
         print(f"{name:>24}: Youden J {figures['youden_j']:.4f} at {figures['threshold']}, "
               f"difference {middle:+.4f} (5-95%: {low:+.4f} to {high:+.4f})")  # fmt: skip
+    if args.save:
+        print(f"saved as {save(args.pair, args.runtime, result)}")
     if args.json:
         print(json.dumps(result))
     return 0

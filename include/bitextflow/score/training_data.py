@@ -142,11 +142,19 @@ def documentation_pairs(lang_a: str, lang_b: str) -> DocumentationPairs:
     return DocumentationPairs(train, held_out, read, left_out)
 
 
+#: Debian's installation guide, every language in one package.
+INSTALLATION_GUIDE = "installation-guide-amd64"
+#: The guide's folder of a language where it is not the language's code (the guide has Simplified Chinese only).
+GUIDE_FOLDERS = {"zh": "zh_CN"}
+
+
 def installation_guide_pages(lang_a: str, lang_b: str) -> list[list[tuple[str, str]]]:
     """The block (or sentence) pairs of each installation-guide page of both languages, page by page in page order
-    (pages whose block counts differ left out): documents of the local site's kind that the Debian Reference, on which
-    bench/release_precision.py measures, is not part of."""
-    _, _, guide = _documentation_roots(lang_a, lang_b)
+    (pages whose block counts differ left out; none where the guide lacks a language): documents of the local site's
+    kind that the Debian Reference, on which bench/release_precision.py measures, is not part of."""
+    from bitextflow.classify.offline import default_data_dir
+
+    guide = fetch_packages([INSTALLATION_GUIDE], default_data_dir())[INSTALLATION_GUIDE].root
     pages = []
     for path_a, path_b in _guide_pages(guide, lang_a, lang_b):
         pairs = _page_pairs(path_a, path_b, lang_a, lang_b) if path_b.is_file() else None
@@ -170,8 +178,9 @@ def _documentation_roots(lang_a: str, lang_b: str) -> tuple[Path, Path, Path]:
 
 def _guide_pages(guide: Path, lang_a: str, lang_b: str) -> list[tuple[Path, Path]]:
     """(page in lang_a, the same page in lang_b, which may not exist) of the installation guide package at ``guide``."""
-    guide_dir = guide / "usr/share/doc/installation-guide-amd64"
-    return [(path, guide_dir / lang_b / path.name) for path in sorted((guide_dir / lang_a).glob("*.html"))]
+    guide_dir = guide / "usr/share/doc" / INSTALLATION_GUIDE
+    folder_a, folder_b = (guide_dir / GUIDE_FOLDERS.get(lang, lang) for lang in (lang_a, lang_b))
+    return [(path, folder_b / path.name) for path in sorted(folder_a.glob("*.html"))]
 
 
 def _page_pairs(path_a: Path, path_b: Path, lang_a: str, lang_b: str) -> list[tuple[str, str]] | None:

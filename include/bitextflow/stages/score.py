@@ -28,7 +28,8 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.models.vectors import pair_vectors
 from bitextflow.score import bicleaner, hard_rule_violations
-from bitextflow.score.margin import MarginScorer
+from bitextflow.score.margin import E5_SMALL_CALIBRATIONS, MarginScorer
+from bitextflow.score.margin_calibration import cached_calibrations
 from bitextflow.stages.base import ExternalCall, ExternalStep, Resources, Stage, shard_name
 from bitextflow.stages.embed import RUNTIME_METADATA, configured_encoder
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
@@ -46,6 +47,12 @@ DEFAULT_SCORING_TIMEOUT = timedelta(hours=6)
 URL_MARGIN = timedelta(minutes=15)
 # S3 (SigV4) refuses presigned URLs that would live longer.
 MAX_URL_LIFETIME = timedelta(days=7)
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    """``message`` as a warning, once per process (a run scores many shards)."""
+    log.warning(message)
 
 
 def url_lifetime(timeout: timedelta | None) -> int:
@@ -87,7 +94,9 @@ class Score(Stage):
         config = self.ctx.config
         if config.score.pair_scorer != "margin":
             return None
-        return MarginScorer(functools.partial(configured_encoder, config))
+        # a pair's own calibrations (bitextflow-local prepare) where it has them, en-es's for the other runtimes
+        calibrations = E5_SMALL_CALIBRATIONS | cached_calibrations(config.pair)
+        return MarginScorer(functools.partial(configured_encoder, config), calibrations)
 
     def run(self, sentence_pairs_key: str) -> str:
         job = self.prepare(sentence_pairs_key)
@@ -135,6 +144,12 @@ class Score(Stage):
             )
             threshold = ctx.config.score.margin_threshold
             threshold = calibration.threshold if threshold is None else threshold
+            if calibration.pair != ctx.config.pair:
+                _warn_once(
+                    f"{ctx.config.pair}: the margin scorer has no calibration of this pair, so it scores with "
+                    f"{calibration.pair}'s (threshold {threshold}); `bitextflow-local prepare <pair config>` fits one "
+                    "where Debian has the pair's parallel text"
+                )
             frame.loc[(frame["rule_tags"] == "") & (frame["margin_score"] < threshold), "rule_tags"] = "margin_below_threshold"
         job: dict[str, Any] = {
             "shard": shard,
