@@ -96,6 +96,28 @@ def test_numbers_match_across_scripts(a, b, lang_b, tags):
     assert hard_rule_violations(a, b, RULES, "en", lang_b) == tags
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "lang_b", "tags"),
+    [
+        # Japanese DocBook renders a cross-reference by its title alone; a splitter cut "Table 1.1." off one caption
+        ('Section 1.2, "Unix-like filesystem" (basic concept)', "「Unix-like ファイルシステム」 (基本コンセプト)", "ja", []),
+        (
+            "List of interesting text-mode program packages",
+            "表1.1 興味あるテキストモードのプログラムパッケージのリスト",
+            "ja",
+            [],
+        ),
+        ('See Section 4.7.4, "Linux security features".', "参见“Linux 安全特性”。", "zh", []),
+        # a number that numbers nothing, and a part numbered differently, still mismatch
+        ("Linux kernel 2.6 added udev.", "udev が追加されました。", "ja", ["numbers_mismatch"]),
+        ("See Section 1.2 for details.", "Véase la sección 1.3.", "es", ["numbers_mismatch"]),
+        ("Chapter 12 is new.", "第十三章是新的。", "zh", ["numbers_mismatch"]),
+    ],
+)
+def test_a_number_that_numbers_a_part_of_the_document_may_be_on_one_side_only(a, b, lang_b, tags):
+    assert hard_rule_violations(a, b, RULES, "en", lang_b) == tags
+
+
 TERMS = {"package": 2.0, "package manager": 1.0, "kernel": 1.5}
 
 
