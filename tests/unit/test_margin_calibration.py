@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bitextflow.score import margin_calibration
+from bitextflow.score import margin_calibration, pair_calibrations
 from bitextflow.score.margin_calibration import calibrate, compared, examples
 
 
@@ -79,12 +79,12 @@ def test_calibrate_reports_the_variants_beside_the_chosen_calibration():
 def test_a_pairs_saved_calibration_is_its_own(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("BITEXTFLOW_CACHE", str(tmp_path))
     result = {"calibration": {"neighbours": 2, "slope": 140.0, "intercept": -137.0}, "threshold": 0.7, "sources": {}}
-    path = margin_calibration.save("en-ja", "onnx-int8", result)
-    assert path == tmp_path / "calibrations" / f"margin-en-ja-onnx-int8-v{margin_calibration.CALIBRATION_VERSION}.json"
-    assert margin_calibration.cached_calibrations("en-ja") == {
-        "onnx-int8": margin_calibration.MarginCalibration(2, 140.0, -137.0, 0.7, pair="en-ja")
+    path = pair_calibrations.save("en-ja", "onnx-int8", result)
+    assert path == tmp_path / "calibrations" / f"margin-en-ja-onnx-int8-v{pair_calibrations.CALIBRATION_VERSION}.json"
+    assert pair_calibrations.cached_calibrations("en-ja") == {
+        "onnx-int8": pair_calibrations.MarginCalibration(2, 140.0, -137.0, 0.7, pair="en-ja")
     }
-    assert margin_calibration.cached_calibrations("en-zh") == {}
+    assert pair_calibrations.cached_calibrations("en-zh") == {}
 
 
 def test_a_pair_with_too_little_parallel_text_is_not_calibrated() -> None:

@@ -43,7 +43,7 @@ def test_validate_command_prints_one_line_per_problem(tmp_path, capsys):
     assert cli.main(["validate", str(ROOT / "include" / "pairs" / "en-es.yaml")]) == 0
     assert cli.main(["validate", str(bad)]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.count("\n") == 0 and "unknown language code 'zz'" in error and str(bad) in error
+    assert error.count("\n") == 0 and "unknown language 'zz'" in error and str(bad) in error
 
 
 def test_run_ids_map_to_keys_one_to_one_and_back() -> None:

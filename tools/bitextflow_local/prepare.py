@@ -138,7 +138,8 @@ def calibration_step(source: str, target: str, runtime: str) -> Step:
     pair = f"{source}-{target}"
 
     def build() -> str:
-        from bitextflow.score.margin_calibration import NoCalibrationData, calibration_file, fit, save
+        from bitextflow.score.margin_calibration import NoCalibrationData, fit
+        from bitextflow.score.pair_calibrations import calibration_file, save
 
         if calibration_file(pair, runtime).is_file():
             return f"{calibration_file(pair, runtime)} (up to date)"

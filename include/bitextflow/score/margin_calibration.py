@@ -4,7 +4,7 @@ and how another pair gets calibrations of its own.
 ``python -m bitextflow.score.margin_calibration --tatoeba DIR [--runtime torch|onnx-int8] [--json]`` (about 20 minutes
 of encoding on 2 busy cores with torch in float32, 5 with int8), once per encoder runtime, fits the shipped en-es ones.
 ``--pair en-X --save`` fits a pair's own from what it has of the data below (Tatoeba only where ``--tatoeba`` is given)
-and keeps it in the cache (:func:`calibration_file`), where the score stage finds it (:func:`cached_calibrations`);
+and keeps it in the cache (:mod:`bitextflow.score.pair_calibrations`), where the score stage finds it;
 ``bitextflow-local prepare`` does that for a pair config. A pair without :data:`MIN_DOCUMENTS` documents of parallel
 text (Debian's installation guide has no Arabic) is scored with en-es's, and its runs say so.
 
@@ -51,7 +51,7 @@ import numpy as np
 from bitextflow.errors import BitextflowError
 from bitextflow.score.bicleaner import roc_auc
 from bitextflow.score.margin import MarginCalibration, ratio_margins
-from bitextflow.settings import cache_dir
+from bitextflow.score.pair_calibrations import CALIBRATED_RUNTIMES, save
 from bitextflow.text.languages import three_letter_code
 
 TATOEBA_DOCUMENT = 20
@@ -322,17 +322,6 @@ def calibrate(rows: Examples) -> dict:
     }
 
 
-#: Bump when the recipe (sources, negatives, cross-validation) changes, so that cached calibrations are fitted again.
-CALIBRATION_VERSION = 1
-#: The encoder runtimes a calibration is fitted for (their vectors differ a little).
-CALIBRATED_RUNTIMES = ("torch", "onnx-int8")
-
-
-def calibration_file(pair: str, runtime: str) -> Path:
-    """Where ``bitextflow-local prepare`` keeps a pair's calibration for ``runtime``'s vectors."""
-    return cache_dir("calibrations") / f"margin-{pair}-{runtime}-v{CALIBRATION_VERSION}.json"
-
-
 def fit(lang_a: str, lang_b: str, runtime: str, tatoeba: Path | None = None, encoder: str | None = None) -> dict[str, Any]:
     """:func:`calibrate` on the pair's :func:`calibration_documents`, embedded by ``encoder`` (default: the converted
     multilingual-e5-small) with ``runtime``; the result names its sources and how many documents each gave."""
@@ -355,27 +344,6 @@ def fit(lang_a: str, lang_b: str, runtime: str, tatoeba: Path | None = None, enc
     result["sources"] = {source: len(docs) for source, docs in documents.items()}
     result["seconds"] = round(time.monotonic() - started, 1)
     return result
-
-
-def save(pair: str, runtime: str, result: dict[str, Any]) -> Path:
-    """``result`` (of :func:`fit`) as the pair's cached calibration for ``runtime``."""
-    path = calibration_file(pair, runtime)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps({"pair": pair, "runtime": runtime, **result}, indent=1), encoding="utf-8")
-    partial.replace(path)
-    return path
-
-
-def cached_calibrations(pair: str) -> dict[str, MarginCalibration]:
-    """The pair's calibrations that ``bitextflow-local prepare`` fitted, by runtime (none where it fitted none)."""
-    found = {}
-    for runtime in CALIBRATED_RUNTIMES:
-        path = calibration_file(pair, runtime)
-        if path.is_file():
-            result = json.loads(path.read_text(encoding="utf-8"))
-            found[runtime] = MarginCalibration(**result["calibration"], threshold=result["threshold"], pair=pair)
-    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:

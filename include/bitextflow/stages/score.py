@@ -29,7 +29,7 @@ from bitextflow.errors import StageError
 from bitextflow.models.vectors import pair_vectors
 from bitextflow.score import bicleaner, hard_rule_violations
 from bitextflow.score.margin import E5_SMALL_CALIBRATIONS, MarginScorer
-from bitextflow.score.margin_calibration import cached_calibrations
+from bitextflow.score.pair_calibrations import cached_calibrations
 from bitextflow.stages.base import ExternalCall, ExternalStep, Resources, Stage, shard_name
 from bitextflow.stages.embed import RUNTIME_METADATA, configured_encoder
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
