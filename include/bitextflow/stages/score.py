@@ -49,12 +49,6 @@ URL_MARGIN = timedelta(minutes=15)
 MAX_URL_LIFETIME = timedelta(days=7)
 
 
-@functools.cache
-def _warn_once(message: str) -> None:
-    """``message`` as a warning, once per process (a run scores many shards)."""
-    log.warning(message)
-
-
 def url_lifetime(timeout: timedelta | None) -> int:
     """Seconds the presigned URLs of a scoring task that may run ``timeout`` (None: the default) live."""
     lifetime = (timeout or DEFAULT_SCORING_TIMEOUT) + URL_MARGIN
@@ -97,6 +91,16 @@ class Score(Stage):
         # a pair's own calibrations (bitextflow-local prepare) where it has them, en-es's for the other runtimes
         calibrations = E5_SMALL_CALIBRATIONS | cached_calibrations(config.pair)
         return MarginScorer(functools.partial(configured_encoder, config), calibrations)
+
+    @functools.cached_property
+    def _warned(self) -> set[str]:
+        """The warnings this stage gave: each once, since a stage scores many shards."""
+        return set()
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
+            log.warning(message)
 
     def run(self, sentence_pairs_key: str) -> str:
         job = self.prepare(sentence_pairs_key)
@@ -145,7 +149,7 @@ class Score(Stage):
             threshold = ctx.config.score.margin_threshold
             threshold = calibration.threshold if threshold is None else threshold
             if calibration.pair != ctx.config.pair:
-                _warn_once(
+                self._warn_once(
                     f"{ctx.config.pair}: the margin scorer has no calibration of this pair, so it scores with "
                     f"{calibration.pair}'s (threshold {threshold}); `bitextflow-local prepare <pair config>` fits one "
                     "where Debian has the pair's parallel text"
