@@ -44,9 +44,13 @@ LANGUAGES = ("en", "es")
 MIN_TOKENS, MAX_TOKENS = 6, 50
 LICENSES_DIR = Path("/usr/share/common-licenses")
 BIBLES = {"en": ("sword-text-web", "engWEB2015eb"), "es": ("sword-text-sparv", "spaRV1909eb")}
+#: Debian's installation guide, every language in one package.
+INSTALLATION_GUIDE = "installation-guide-amd64"
+#: The guide's folder of a language where it is not the language's code (the guide has Simplified Chinese only).
+GUIDE_FOLDERS = {"zh": "zh_CN"}
 DOCUMENTATION = {
-    "en": ("debian-reference-en", "installation-guide-amd64"),
-    "es": ("debian-reference-es", "installation-guide-amd64"),
+    "en": ("debian-reference-en", INSTALLATION_GUIDE),
+    "es": ("debian-reference-es", INSTALLATION_GUIDE),
 }
 FORTUNES = {"en": "fortunes", "es": "fortunes-es"}
 #: fortune files on another label's topic, or not prose
@@ -81,11 +85,16 @@ def _read_text(path: Path) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def guide_folder(guide: Path, language: str) -> Path:
+    """The folder of ``language``'s pages in the installation guide package unpacked at ``guide``."""
+    return guide / "usr/share/doc" / INSTALLATION_GUIDE / GUIDE_FOLDERS.get(language, language)
+
+
 def _documentation(roots: list[Path], language: str) -> Iterator[tuple[str, str]]:
     from bitextflow.extract.structure import page
 
     reference = sorted((roots[0] / "usr/share/debian-reference").glob(f"*.{language}.html"))
-    guide = sorted((roots[1] / "usr/share/doc/installation-guide-amd64" / language).glob("*.html"))
+    guide = sorted(guide_folder(roots[1], language).glob("*.html"))
     for path in reference + guide:
         parsed = page(path.read_text(encoding="utf-8", errors="replace"), path.as_uri(), boilerplate=False)
         for kind, text in parsed.main if parsed else []:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import polib
 
-from bitextflow.classify.offline import BIBLES  # language -> (Debian package, SWORD module)
+from bitextflow.classify.offline import BIBLES, DOCUMENTATION, INSTALLATION_GUIDE, default_data_dir, guide_folder
 from bitextflow.errors import StageError
 from bitextflow.settings import cache_dir
 from bitextflow.training.debian import FetchedPackage, fetch_packages
@@ -142,18 +142,10 @@ def documentation_pairs(lang_a: str, lang_b: str) -> DocumentationPairs:
     return DocumentationPairs(train, held_out, read, left_out)
 
 
-#: Debian's installation guide, every language in one package.
-INSTALLATION_GUIDE = "installation-guide-amd64"
-#: The guide's folder of a language where it is not the language's code (the guide has Simplified Chinese only).
-GUIDE_FOLDERS = {"zh": "zh_CN"}
-
-
 def installation_guide_pages(lang_a: str, lang_b: str) -> list[list[tuple[str, str]]]:
     """The block (or sentence) pairs of each installation-guide page of both languages, page by page in page order
     (pages whose block counts differ left out; none where the guide lacks a language): documents of the local site's
     kind that the Debian Reference, on which bench/release_precision.py measures, is not part of."""
-    from bitextflow.classify.offline import default_data_dir
-
     guide = fetch_packages([INSTALLATION_GUIDE], default_data_dir())[INSTALLATION_GUIDE].root
     pages = []
     for path_a, path_b in _guide_pages(guide, lang_a, lang_b):
@@ -166,8 +158,6 @@ def installation_guide_pages(lang_a: str, lang_b: str) -> list[list[tuple[str, s
 def _documentation_roots(lang_a: str, lang_b: str) -> tuple[Path, Path, Path]:
     """Where the Debian reference of each language and the installation guide (every language) are unpacked: the offline
     domain set's packages (:data:`bitextflow.classify.offline.DOCUMENTATION`), fetched into its cache."""
-    from bitextflow.classify.offline import DOCUMENTATION, default_data_dir
-
     missing = [lang for lang in (lang_a, lang_b) if lang not in DOCUMENTATION]
     if missing:
         raise StageError(f"no translated documentation known for {', '.join(missing)}; known: {', '.join(sorted(DOCUMENTATION))}")
@@ -178,9 +168,8 @@ def _documentation_roots(lang_a: str, lang_b: str) -> tuple[Path, Path, Path]:
 
 def _guide_pages(guide: Path, lang_a: str, lang_b: str) -> list[tuple[Path, Path]]:
     """(page in lang_a, the same page in lang_b, which may not exist) of the installation guide package at ``guide``."""
-    guide_dir = guide / "usr/share/doc" / INSTALLATION_GUIDE
-    folder_a, folder_b = (guide_dir / GUIDE_FOLDERS.get(lang, lang) for lang in (lang_a, lang_b))
-    return [(path, folder_b / path.name) for path in sorted(folder_a.glob("*.html"))]
+    folder_b = guide_folder(guide, lang_b)
+    return [(path, folder_b / path.name) for path in sorted(guide_folder(guide, lang_a).glob("*.html"))]
 
 
 def _page_pairs(path_a: Path, path_b: Path, lang_a: str, lang_b: str) -> list[tuple[str, str]] | None:
