@@ -404,6 +404,26 @@ def test_document_language_set_and_out_of_language_paragraphs(tmp_path):
     assert result.sentence_counts.dropped["paragraph_other_language"] == 3
 
 
+#: A translated table of contents, as the Russian installation guide's appendix D has it.
+RUSSIAN_CONTENTS = [
+    "D.1. Устройства Linux", "D.1.1. Установка мыши", "D.2. Дисковое пространство, необходимое для задач",
+    "D.3. Установка Debian GNU/Linux из системы Unix/Linux", "D.3.1. Начинаем", "D.3.2. Установка debootstrap",
+    "D.3.3. Запуск debootstrap", "D.3.4. Настройка базовой системы",
+]  # fmt: skip
+
+
+def test_a_page_cld2_names_no_language_for_is_in_the_language_it_finds_most():
+    """Numbers and Latin commands outweigh the words of a translated table of contents: CLD2 names no language, and the
+    page used to be lost to ``un`` with every heading the aligner could pair."""
+    page = html_page(RUSSIAN_CONTENTS, title="Приложение D. Разное")
+    documents = list(iter_documents(io.BytesIO(make_warc([("http://s/ru/apd.html", "text/html", page.encode())])),
+                                    StageCounts("extract")))  # fmt: skip
+    assert cld2(documents[0].main_text)[0] == "un"
+    assert (documents[0].language, documents[0].language_reliable) == ("ru", False)
+    assert documents[0].language_set[0][0] == "ru"
+    assert all(p.language == "ru" for p in documents[0].paragraphs if p.type == "text" and not p.boilerplate)
+
+
 def test_second_identifier_is_restricted_to_the_language_set():
     short = "Instala el paquete ahora"
     language, _reliable, _shares = cld2(short)

@@ -242,6 +242,22 @@ def cld2(text: str, best_effort: bool = False) -> tuple[str, bool, list[tuple[st
     return top, bool(reliable) and top != UNKNOWN, sorted(shares.items(), key=lambda item: -item[1])
 
 
+def document_language(text: str) -> tuple[str, bool, list[tuple[str, float]]]:
+    """:func:`cld2` of a page's main text, with a language wherever CLD2 finds one in it.
+
+    CLD2 names no language when the bytes it cannot attribute outweigh the rest, as on a translated table of contents
+    whose numbers and Latin commands outnumber its words ("D.3.4. Настройка базовой системы": Russian 42% of the
+    bytes, the page not named Russian). There CLD2 is asked again in its ``bestEffort`` mode, made for short and mixed
+    texts, and the page is in its top language, else in the language with the largest share, unreliable. Four of the
+    Russian installation guide's pages were lost to ``un`` this way, each with its translated headings.
+    """
+    language, reliable, shares = cld2(text)
+    if language != UNKNOWN:
+        return language, reliable, shares
+    language, _reliable, shares = cld2(text, best_effort=True)
+    return (shares[0][0] if language == UNKNOWN and shares else language), False, shares
+
+
 @functools.lru_cache(maxsize=_REMEMBERED_TEXTS)
 def cld2_top(text: str) -> tuple[str, bool]:
     """:func:`cld2`'s top language and reliability without the shares: paragraphs and sentences need no more."""
