@@ -39,7 +39,7 @@ RULES = {
 def measure(data: Path, runtime: str) -> dict:
     from bitextflow.models import SentenceEncoder
 
-    documents = calibration_documents(data)
+    documents = calibration_documents("en", "es", data)
     texts = sorted({text for docs in documents.values() for doc in docs for pair in doc for text in pair})
     vectors = dict(zip(texts, SentenceEncoder.from_path(None, runtime=runtime).encode(texts), strict=True))
     rows = examples(documents, vectors)
