@@ -621,6 +621,16 @@ def test_text_without_spaces_meets_the_dictionary_word_by_word() -> None:
     assert words("Instalación del núcleo, kernel-2.6") == ["insta", "del", "nucle", "kerne", "2", "6"]
 
 
+def test_short_kana_readings_stay_out_of_the_word_tables() -> None:
+    # FreeDict gives each kanji word's reading as a headword of its own: "し" for child (子), city (市), poem (詩), ...
+    rows = [("child", "し"), ("city", "し"), ("child", "子供"), ("package", "パッケージ"), ("coffee", "コーヒー")]
+    translations = WordTranslations(BilingualDictionary("en", "ja", tuple(rows), {}))
+    assert translations.forward == {
+        "child": {"子供"}, "packa": set(words("パッケージ")), "coffe": set(words("コーヒー"))
+    }  # fmt: skip
+    assert "し" not in translations.backward
+
+
 def test_dictionary_finds_a_deletion_and_an_insertion_that_length_cannot() -> None:
     # Sentences of equal length: the translation lacks source 2 and adds an untranslated sentence
     # after source 4. Length sees six equal sentences on each side and aligns them 1-1.

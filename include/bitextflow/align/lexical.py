@@ -81,11 +81,20 @@ NULL_PRIOR = 0.03
 STEM_CHARS = 5
 #: Identical tokens at least this long count as translations of each other (names, cognates).
 MIN_IDENTICAL_CHARS = 4
+#: Dictionary lemmas written in kana alone and shorter than this are left out of the word tables. FreeDict's Japanese
+#: dictionaries give each kanji word's reading as a headword of its own ("し" translates 78 English stems: child, city,
+#: clan, corpse, ...), and in text, where those words are written in kanji, a reading meets only the particles and verb
+#: endings that ICU cuts off ("し", "て"), so it matched nearly every sentence. Chosen on the Japanese blocks of both
+#: local sites (``bench/dictionaries.py``): the share of 1,500 blocks whose translation the dictionary overlap ranks
+#: first, installation guide and Debian Reference, is 0.521 and 0.761 with every reading kept, 0.557 and 0.780 without
+#: those of one kana, 0.559 and 0.778 without those of one or two, 0.542 and 0.761 without those of up to three.
+MIN_KANA_LEMMA_CHARS = 3
 
 _WORD = re.compile(r"\w+")
 _ONE_WORD = re.compile(r"\W*(\w+)\W*")
 _DIGIT = re.compile(r"\d")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_KANA = re.compile(r"[\u3040-\u30ff]+")
 
 
 @functools.cache
@@ -117,7 +126,8 @@ def words(text: str, stem_chars: int = STEM_CHARS) -> list[str]:
 
 
 def single_word_stems(lemmas: Sequence[str], stem_chars: int = STEM_CHARS) -> tuple[list[str], NDArray[np.int64]]:
-    """The distinct stems of the one-word lemmas, and for each lemma its stem's number (-1: more or no words).
+    """The distinct stems of the one-word lemmas, and for each lemma its stem's number (-1: more or no words, or a
+    kana-only word shorter than :data:`MIN_KANA_LEMMA_CHARS`).
 
     A lemma's one word is stemmed as :func:`words` would. The lemmas are folded in one call on their
     text joined by newlines: folding goes character by character, and a newline ends a word and a
@@ -128,8 +138,15 @@ def single_word_stems(lemmas: Sequence[str], stem_chars: int = STEM_CHARS) -> tu
         return [], np.zeros(0, dtype=np.int64)
     numbers: dict[str, int] = {}
     matches = map(_ONE_WORD.fullmatch, fold("\n".join(lemmas)).split("\n"))
-    stem_numbers = [numbers.setdefault(match.group(1)[:stem_chars], len(numbers)) if match else -1 for match in matches]
+    stem_numbers = [
+        numbers.setdefault(match.group(1)[:stem_chars], len(numbers)) if match and not _short_kana(match.group(1)) else -1
+        for match in matches
+    ]
     return list(numbers), np.array(stem_numbers, dtype=np.int64)
+
+
+def _short_kana(word: str) -> bool:
+    return len(word) < MIN_KANA_LEMMA_CHARS and _KANA.fullmatch(word) is not None
 
 
 class WordTranslations:
