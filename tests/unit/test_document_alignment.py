@@ -258,13 +258,14 @@ def test_a_partly_translated_page_identified_as_the_source_language_is_paired() 
 
 
 def test_a_translation_in_a_denser_script_is_measured_by_what_its_text_says() -> None:
-    """A Japanese chapter of package tables: its Japanese is under a fifth of its characters, over a fifth of its text."""
+    """A Japanese chapter of package tables: its Japanese is under a twentieth of its characters, over a twentieth of
+    its text."""
     english = Site(2, seed=9).docs_a[0]
     title, paragraph = english.paragraphs[0], english.paragraphs[1]
-    japanese = replace(paragraph, text="パッケージ管理システム" * 4, language="ja")  # 44 characters, 90 Latin equivalents
-    tables = replace(paragraph, text="x" * 200, language="en")
+    japanese = replace(paragraph, text="パッケージ管理システム", language="ja")  # 11 characters, 22.5 Latin equivalents
+    tables = replace(paragraph, text="x" * 300, language="en")
     page = replace(english, paragraphs=(title, japanese, tables))
-    assert 44 / 244 < MIN_TRANSLATED_SHARE <= language_share(page, "ja")
+    assert 11 / 311 < MIN_TRANSLATED_SHARE <= language_share(page, "ja")
 
 
 def test_a_partly_translated_page_behind_an_opaque_url_is_paired_by_its_translated_paragraphs() -> None:

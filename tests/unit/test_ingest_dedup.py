@@ -123,3 +123,22 @@ def test_empty_run_deduplicates_to_nothing():
     )
     result = deduplicate_run(empty)
     assert result.kept.empty and result.removed.empty and result.counts.items_in == 0
+
+
+def test_a_partly_translated_page_is_no_copy_of_its_original(tmp_path):
+    """An unfinished translation: the original's text and one paragraph translated, so identified as the original's
+    language. Alignment pairs it with its original (docs/align.md, "Partly translated pages"); both levels of
+    de-duplication used to keep only the longer of the two."""
+    original = ("http://s/en/1.html", "text/html", page(GUIDE_EN, "Guide"))
+    partly = ("http://s/es/1.html", "text/html", page([*GUIDE_EN, GUIDE_ES[0]], "Guía"))
+    one_shard = extracted(tmp_path, "a", [original, partly])
+    assert sorted(one_shard["url"]) == ["http://s/en/1.html", "http://s/es/1.html"]
+    assert list(one_shard["language"]) == ["en", "en"]
+    languages = [{p["language"] for p in paragraphs if p["type"] != "title"} for paragraphs in one_shard["paragraphs"]]
+    assert "es" in languages[1] and "es" not in languages[0]
+    result = deduplicate_run(pd.concat([extracted(tmp_path, "b", [original]), extracted(tmp_path, "c", [partly])]))
+    assert result.counts.kept == 2 and result.removed.empty
+    # a copy of the partly translated page is still a copy
+    copy = ("http://s/es/2.html", "text/html", page([*GUIDE_EN[1:], GUIDE_ES[0]], "Guía"))
+    result = deduplicate_run(pd.concat([extracted(tmp_path, "d", [partly]), extracted(tmp_path, "e", [copy])]))
+    assert list(result.removed["url"]) == ["http://s/es/2.html"]

@@ -47,7 +47,7 @@ from bitextflow.align.structure import IMAGES_METHOD, STRUCTURE_METHOD, image_pa
 from bitextflow.config import AlignConfig
 from bitextflow.records import Document, DocumentPair
 from bitextflow.text.languages import normalise_language
-from bitextflow.text.lengths import weighted_length
+from bitextflow.text.lengths import PARTLY_TRANSLATED_SHARE, language_shares
 
 #: In the order of the default priority: precise and cheap first, images last (site icons mislead them).
 DOCUMENT_METHODS = (URL_METHOD, TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHOD, IMAGES_METHOD)
@@ -65,11 +65,9 @@ DEFAULT_PARTIAL_CRAWL_AGREEMENT: bool = AlignConfig().partial_crawl_agreement
 #: Lowest score a candidate of each method needs, chosen on the local site (docs/align.md).
 DEFAULT_MIN_SCORES = {URL_METHOD: 1.0, IMAGES_METHOD: 0.5, STRUCTURE_METHOD: 0.5, TFIDF_METHOD: 0.2, EMBEDDINGS_METHOD: 0.3}
 DEFAULT_TOP_K = 10
-#: Share of a first-language page's main text (characters of its main-content paragraphs) in the second language
-#: from which the page is taken as a partly translated page of the second language: far above what pages written
-#: in the first language carry (0.07% at most on the local site) and at the share below which a translation is a
-#: near-duplicate of its original, which extraction sets aside (docs/align.md, "Partly translated pages").
-MIN_TRANSLATED_SHARE = 0.2
+#: Share of a first-language page's main text (its main-content paragraphs) in the second language from which the
+#: page is taken as a partly translated page of the second language.
+MIN_TRANSLATED_SHARE = PARTLY_TRANSLATED_SHARE
 #: The reason of a partly translated page that neither pass paired.
 PARTLY_TRANSLATED_UNPAIRED = "no_counterpart_partly_translated"
 
@@ -291,12 +289,8 @@ def language_share(document: Document, language: str) -> float:
     (:func:`bitextflow.text.lengths.weighted_length`): a kanji carries what three or four Latin characters do, and the
     Japanese chapter of package tables the Reference has (``ch07.ja.html``) is 19% Japanese by characters, 27% by
     what they say. Text in Latin, Cyrillic or Greek counts as before, character by character."""
-    lengths: Counter[str] = Counter()
-    for paragraph in document.paragraphs:
-        if not paragraph.boilerplate and paragraph.type != "title":
-            lengths[normalise_language(paragraph.language)] += weighted_length(paragraph.text)
-    total = lengths.total()
-    return lengths[language] / total if total else 0.0
+    main = (p for p in document.paragraphs if not p.boilerplate and p.type != "title")
+    return language_shares((p.text, normalise_language(p.language)) for p in main).get(language, 0.0)
 
 
 def translated_part(document: Document, language: str) -> Document:

@@ -5,7 +5,8 @@
   spacing (dates, counters, tracking numbers) count as duplicates. The first one is kept.
 - Near (ILSP-FC): each document is the list of hashes of its main paragraphs (letters only); two
   documents of the same language whose shared hashes make up more than ``threshold`` of the shorter
-  list are near-duplicates, and the longer document is kept (``near_duplicate``).
+  list are near-duplicates, and the longer document is kept (``near_duplicate``). A page partly translated
+  into another language is not of its original's language here (:func:`comparison_language`).
 - Sentences: a sentence whose letters-only form was seen before in the same language.
 
 Only hashes are kept in memory (8 bytes a paragraph), never texts.
@@ -33,6 +34,8 @@ import pyarrow as pa
 
 from bitextflow.counts import StageCounts
 from bitextflow.extract.structure import letters_key
+from bitextflow.text.languages import UNKNOWN, normalise_language
+from bitextflow.text.lengths import PARTLY_TRANSLATED_SHARE, language_shares
 
 # A paragraph shared by more documents than this (a footer trafilatura let through) is not evidence
 # of near-duplication and would make the comparison quadratic.
@@ -153,7 +156,7 @@ def shingle_hashes(letters: str) -> np.ndarray:
 SKETCHES = pa.schema(
     [
         ("doc_id", pa.string()),
-        ("language", pa.string()),
+        ("language", pa.string()),  # the language it is compared under (:func:`comparison_language`)
         ("order", pa.int64()),  # the document's place in the run: shard, then row (the first of twins is kept)
         ("letters", pa.int64()),  # length of the letters-only main text (the longer of near-twins is kept)
         ("content", pa.binary(16)),  # digest of that text; null for a text without letters
@@ -173,9 +176,25 @@ def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
     return index.b, index.r
 
 
+def comparison_language(language: str, parts: Iterable[tuple[str, str]]) -> str:
+    """The language under which a document is compared with others for near-duplicates: its own, with each other
+    language that holds :data:`~bitextflow.text.lengths.PARTLY_TRANSLATED_SHARE` of its main text (``en+ja``) from its
+    main paragraphs' ``(text, language)``. A partly translated page shares most of its text with its original and is
+    identified as the original's language, yet it is the original's translation, which alignment pairs: it is never
+    set aside as a copy (the Japanese installation guide's ``ch04s03.html``, 14% Japanese, was)."""
+    shares = language_shares((text, normalise_language(code)) for text, code in parts)
+    own = normalise_language(language)
+    others = sorted(code for code, share in shares.items() if code not in (own, UNKNOWN) and share >= PARTLY_TRANSLATED_SHARE)
+    return "+".join([language, *others])
+
+
 def main_text_letters(paragraphs: Any) -> str:
     """The letters-only main text of a document's paragraphs (boilerplate and title left out)."""
-    return letters_key("\n".join(p["text"] for p in paragraphs if not p["boilerplate"] and p["type"] != "title"))
+    return letters_key("\n".join(p["text"] for p in paragraphs if _main(p)))
+
+
+def _main(paragraph: Mapping[str, Any]) -> bool:
+    return not paragraph["boilerplate"] and paragraph["type"] != "title"
 
 
 def sketch_documents(documents: pa.Table, orders: Sequence[int], threshold: float = 0.8, num_perm: int = 128) -> pa.Table:
@@ -189,8 +208,13 @@ def sketch_documents(documents: pa.Table, orders: Sequence[int], threshold: floa
     bands, rows = lsh_bands(threshold, num_perm)
     template = MinHash(num_perm=num_perm, hashfunc=int)  # its permutations, drawn once instead of per document
     columns: dict[str, list[Any]] = {name: [] for name in SKETCHES.names}
-    texts = (main_text_letters(paragraphs) for paragraphs in documents["paragraphs"].to_pylist())
-    doc_ids, languages = documents["doc_id"].to_pylist(), documents["language"].to_pylist()
+    every_paragraph = documents["paragraphs"].to_pylist()
+    texts = (main_text_letters(paragraphs) for paragraphs in every_paragraph)
+    languages = [
+        comparison_language(language, ((p["text"], p["language"]) for p in paragraphs if _main(p)))
+        for language, paragraphs in zip(documents["language"].to_pylist(), every_paragraph, strict=True)
+    ]
+    doc_ids = documents["doc_id"].to_pylist()
     for order, doc_id, language, letters in zip(orders, doc_ids, languages, texts, strict=True):
         band_hashes: list[int] = []
         signature = b""

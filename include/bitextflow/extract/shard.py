@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from bitextflow import records
 from bitextflow.config import DomainConfig, ExtractConfig, PolicyConfig
 from bitextflow.counts import StageCounts
-from bitextflow.extract.dedup import SentenceDeduplicator, ShardDeduplicator
+from bitextflow.extract.dedup import SentenceDeduplicator, ShardDeduplicator, comparison_language
 from bitextflow.extract.documents import PAGE_TYPES, DocumentBuilder
 from bitextflow.extract.model import ExtractedPage
 from bitextflow.extract.sentences import sentences_of
@@ -269,7 +269,9 @@ def extract_shard(
         if document.machine_translation and not align_machine_translated:
             reason = MACHINE_TRANSLATED  # before de-duplication, so that no copy of a human page loses to it
         else:
-            reason = dedup.add(len(doc_ids), document.language, [p.text for p in document.main_paragraphs])
+            main = document.main_paragraphs
+            language = comparison_language(document.language, ((p.text, p.language) for p in main))
+            reason = dedup.add(len(doc_ids), language, [p.text for p in main])
         if reason is None and document.relevance < min_p:
             reason = "below_document_relevance"
         if reason is None and document.relevance_terms < min_m:

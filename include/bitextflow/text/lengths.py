@@ -16,6 +16,7 @@ sentences), the share of correct pairs whose length ratio exceeds 2.5 is 0.3% by
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from icu4py.breakers import WordBreaker
 
@@ -48,6 +49,24 @@ def script_counts(text: str) -> dict[str, int]:
 def weighted_length(text: str) -> float:
     """The length of ``text`` in Latin-character equivalents (its character count where every character counts one)."""
     return len(text) + sum((SCRIPT_WEIGHTS[name][0] - 1.0) * count for name, count in script_counts(text).items())
+
+
+#: Share of a page's main text, in Latin-character equivalents, from which a language other than the page's makes it
+#: partly translated: alignment pairs a page identified as the first language with this much of the second as a
+#: translation (``align.combined``), and de-duplication never takes such a page for a copy of its original
+#: (``extract.dedup``). 250 times what pages written in one language carry on the local site, half what its least
+#: translated page has (docs/align.md, "Partly translated pages").
+PARTLY_TRANSLATED_SHARE = 0.05
+
+
+def language_shares(parts: Iterable[tuple[str, str]]) -> dict[str, float]:
+    """Each language's share of the ``(text, language)`` parts of a text, in Latin-character equivalents: a kanji
+    carries what three or four Latin characters do."""
+    lengths: dict[str, float] = {}
+    for text, language in parts:
+        lengths[language] = lengths.get(language, 0.0) + weighted_length(text)
+    total = sum(lengths.values())
+    return {language: length / total for language, length in lengths.items()} if total else {}
 
 
 def token_count(text: str, language: str) -> int:
