@@ -75,7 +75,8 @@ class ShardDeduplicator:
         return None
 
     def add(self, index: int, language: str, paragraph_texts: list[str]) -> str | None:
-        """``duplicate_content`` for an exact (letters-only) duplicate, else None; remembers the document."""
+        """``duplicate_content`` for an exact (letters-only) duplicate, else None; remembers the document under
+        ``language``, the one it is compared under (:func:`comparison_language`)."""
         keys = [letters_key(text) for text in paragraph_texts]
         content = _key_hash("".join(keys))  # the letters of the whole text are those of its paragraphs in turn
         if content in self._contents:
