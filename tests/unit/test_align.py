@@ -556,6 +556,47 @@ def test_dictionary_binary_form_round_trips_and_is_remade_for_a_new_version(
     assert list(load_dictionary("en", "es", cache_dir=tmp_path, build=False).pairs) == version_2
 
 
+#: Direct dictionaries as Debian packages would give them (a unit test downloads none): a tiny en-ru one, and legs
+#: through German and French.
+DIRECT = {
+    ("en", "ru"): {("house", "дом")},
+    ("en", "de"): {("dog", "hund"), ("dog", "köter"), ("hound", "hund"), ("cat", "katze")},
+    ("de", "ru"): {("hund", "собака"), ("köter", "собака"), ("katze", "кошка")},
+    ("en", "fr"): {("cat", "chat"), ("dog", "chien")},
+    ("fr", "ru"): {("chat", "кошка"), ("chien", "пёс")},
+}
+
+
+def _read_direct(lang_a: str, lang_b: str) -> tuple[set[tuple[str, str]], list[dict[str, str]]]:
+    """As :func:`bitextflow.align.dictionary_dumps.direct_pairs` reads a pair's packages, in either direction."""
+    if (lang_b, lang_a) in DIRECT:
+        pairs, packages = _read_direct(lang_b, lang_a)
+        return {(b, a) for a, b in pairs}, packages
+    if (lang_a, lang_b) not in DIRECT:
+        raise DictionaryUnavailable(f"no Debian dictionary package for {lang_a}-{lang_b}")
+    return DIRECT[lang_a, lang_b], [{"name": f"dict-{lang_a}-{lang_b}"}]
+
+
+def test_a_small_dictionary_is_completed_through_third_languages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dictionary_module, "direct_pairs", lambda a, b, _cache: _read_direct(a, b))
+    monkeypatch.setattr(dictionary_module, "has_packages", lambda a, b: (a, b) in DIRECT or (b, a) in DIRECT)
+    dictionary = dictionary_module.build_dictionary("ru", "en", tmp_path)
+    assert (dictionary.lang_a, dictionary.lang_b) == ("ru", "en")
+    # two pivot lemmas lead to each composed pair: Hund and Köter in German, Katze in German and chat in French; one
+    # alone (hound: Hund; dog: chien) is a pivot word's other sense as often as not
+    assert set(dictionary.pairs) == {("дом", "house"), ("собака", "dog"), ("кошка", "cat")}
+    pivots = dictionary.manifest["pivots"]
+    assert [(pivot["language"], pivot["pairs"]) for pivot in pivots] == [("de", 3), ("fr", 2)]
+    assert pivots[0]["packages"] == [{"name": "dict-de-ru"}, {"name": "dict-en-de"}]
+    assert load_dictionary("en", "ru", cache_dir=tmp_path, build=False).manifest["pivots"] == pivots
+    # a direct dictionary of MIN_DIRECT_PAIRS pairs or more is left as it is
+    monkeypatch.setattr(dictionary_module, "MIN_DIRECT_PAIRS", 1)
+    assert set(dictionary_module.build_dictionary("en", "ru", tmp_path).pairs) == {("house", "дом")}
+    # a pair with neither a package nor a pivot says where it looked
+    with pytest.raises(DictionaryUnavailable, match="no Debian dictionary package for en-zh; nor through de, fr"):
+        dictionary_module.build_dictionary("en", "zh", tmp_path)
+
+
 def _debian_dictionary(lang_a: str, lang_b: str) -> BilingualDictionary:
     """The real dictionary from the cache, built (apt-get download) if missing; skips if it cannot be."""
     if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:

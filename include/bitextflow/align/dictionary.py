@@ -6,8 +6,10 @@ fetches without root: Apertium language pairs (``apertium-eng-spa``) and FreeDic
 (``dict-freedict-deu-fra``), whose lemma pairs :mod:`.dictionary_dumps` reads.
 
 Apertium data is preferred where it exists (hand-checked, 32k en-es pairs); otherwise every
-FreeDict package of the pair in either direction is merged. A pair with no package gets ``None``
-and a logged reason: the length-based aligners still work for it.
+FreeDict package of the pair in either direction is merged. A pair with fewer than 10,000 lemma pairs
+(FreeDict en-ru: 2,121), or none, is completed through the dictionaries of third languages
+(:mod:`.dictionary_pivots`). A pair with no package and no pivot gets ``None`` and a logged reason:
+the length-based aligners still work for it.
 
 The result is plain TSV (``lemma_a<TAB>lemma_b``, lower-cased, stripped, sorted, unique) under
 ``$BITEXTFLOW_CACHE/dictionaries/<a>-<b>/`` (default ``~/.cache/bitextflow``), with a
@@ -36,42 +38,32 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
-from bitextflow.align.dictionary_dumps import DictionaryUnavailable, apertium_pairs, freedict_pairs
+from bitextflow.align.dictionary_dumps import DictionaryUnavailable, direct_pairs, has_packages
+from bitextflow.align.dictionary_pivots import MIN_DIRECT_PAIRS, PIVOT_LANGUAGES, through_pivots
 from bitextflow.hashing import file_sha256
 from bitextflow.settings import cache_dir
-from bitextflow.text.languages import normalise_language, three_letter_code
+from bitextflow.text.languages import normalise_language
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+#: Bumped when what a dictionary holds changes, so that cached ones are built again (2: small ones completed through
+#: pivot languages).
+FORMAT_VERSION = 2
 TSV_NAME = "lemmas.tsv"
 MANIFEST_NAME = "manifest.json"
 BINARY_NAME = "lemmas.npz"
 #: Layout of :data:`BINARY_NAME`; bumped when it changes, so that files in the old layout are made again.
 BINARY_FORMAT = 1
-
-Kind = Literal["apertium", "freedict"]
-
-
-@dataclass(frozen=True)
-class Source:
-    """One Debian package and the direction of its entries (ISO 639-3 codes)."""
-
-    package: str
-    kind: Kind
-    left: str
-    right: str
 
 
 class LemmaPairs(Sequence[tuple[str, str]]):
@@ -152,45 +144,6 @@ def default_cache_dir() -> Path:
     return cache_dir("dictionaries")
 
 
-# -- Debian packages -----------------------------------------------------------------------------------
-def candidate_sources(lang_a: str, lang_b: str) -> list[Source]:
-    """Debian packages that could hold an ``lang_a``-``lang_b`` dictionary, best first."""
-    a3, b3 = three_letter_code(lang_a), three_letter_code(lang_b)
-    if a3 is None or b3 is None:
-        return []
-    a2, b2 = normalise_language(lang_a), normalise_language(lang_b)
-    sources = [
-        Source(f"apertium-{x}-{y}", "apertium", x3, y3)
-        for x, y, x3, y3 in ((a3, b3, a3, b3), (b3, a3, b3, a3), (a2, b2, a3, b3), (b2, a2, b3, a3))
-    ]
-    sources += [Source(f"dict-freedict-{x}-{y}", "freedict", x, y) for x, y in ((a3, b3), (b3, a3))]
-    return sources
-
-
-def _package_exists(package: str) -> bool:
-    result = subprocess.run(["apt-cache", "show", "--no-all-versions", package], capture_output=True, text=True)
-    return result.returncode == 0 and "Package:" in result.stdout
-
-
-def _download(package: str, debs: Path) -> Path:
-    """The package's ``.deb`` in ``debs``, fetched with ``apt-get download`` unless already there."""
-    debs.mkdir(parents=True, exist_ok=True)
-    found = sorted(debs.glob(f"{package}_*.deb"))
-    if not found:
-        result = subprocess.run(["apt-get", "download", package], cwd=debs, capture_output=True, text=True)
-        found = sorted(debs.glob(f"{package}_*.deb"))
-        if result.returncode != 0 or not found:
-            raise DictionaryUnavailable(f"apt-get download {package} failed: {result.stderr.strip()[-300:]}")
-    return found[-1]
-
-
-def _pairs_of(source: Source, deb: Path) -> set[tuple[str, str]]:
-    with tempfile.TemporaryDirectory(prefix="bitextflow-dict-") as tmp:
-        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True, capture_output=True)
-        reader = apertium_pairs if source.kind == "apertium" else freedict_pairs
-        return reader(Path(tmp), source.left, source.right)
-
-
 def _entry_directory(lang_a: str, lang_b: str, cache_dir: Path) -> Path:
     return cache_dir / "-".join(sorted((lang_a, lang_b)))
 
@@ -201,7 +154,8 @@ def tsv_path(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> Path:
 
 
 def build_dictionary(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> BilingualDictionary:
-    """Download, unpack and convert the pair's Debian packages; write TSV and manifest.
+    """Download, unpack and convert the pair's Debian packages, completed through pivot languages where they hold few
+    pairs (:mod:`.dictionary_pivots`); write TSV and manifest.
 
     Files are written under a temporary name and renamed, manifest last, so a concurrent or
     interrupted build never leaves a manifest that describes a partial TSV.
@@ -210,51 +164,37 @@ def build_dictionary(lang_a: str, lang_b: str, cache_dir: Path | None = None) ->
     cache_dir = cache_dir or default_cache_dir()
     if shutil.which("apt-cache") is None or shutil.which("dpkg-deb") is None:
         raise DictionaryUnavailable("apt-cache/dpkg-deb not found: dictionaries are built from Debian packages")
-    available = [source for source in candidate_sources(a, b) if _package_exists(source.package)]
-    apertium = [source for source in available if source.kind == "apertium"]
-    chosen = apertium[:1] or available
-    if not chosen:
-        names = ", ".join(s.package for s in candidate_sources(a, b)) or "none (unknown language code)"
-        raise DictionaryUnavailable(f"no Debian dictionary package for {a}-{b} (looked for: {names})")
-    first, second = sorted((a, b))
-    first3 = three_letter_code(first)
-    pairs: set[tuple[str, str]] = set()
-    packages = []
-    for source in chosen:
-        try:
-            deb = _download(source.package, cache_dir / "debs")
-            found = _pairs_of(source, deb)
-        except DictionaryUnavailable as error:
-            log.warning("dictionary %s-%s: %s skipped: %s", a, b, source.package, error)
-            continue
-        pairs |= found if source.left == first3 else {(y, x) for x, y in found}
-        version = subprocess.run(
-            ["dpkg-deb", "-f", str(deb), "Version"], check=True, capture_output=True, text=True
-        ).stdout.strip()
-        packages.append(
-            {
-                "name": source.package,
-                "kind": source.kind,
-                "version": version,
-                "deb": deb.name,
-                "sha256": file_sha256(deb),
-                "pairs": len(found),
-            }
-        )
+    try:
+        pairs, packages = direct_pairs(a, b, cache_dir)
+    except DictionaryUnavailable as missing:
+        pairs, packages, reason = set(), [], str(missing)
+    pivots: list[dict[str, Any]] = []
+    if len(pairs) < MIN_DIRECT_PAIRS:
+        composed, pivots = through_pivots(a, b, lambda x, y: direct_pairs(x, y, cache_dir), has_packages)
+        pairs |= composed
     if not pairs:
-        raise DictionaryUnavailable(f"no lemma pairs from {', '.join(s.package for s in chosen)} for {a}-{b}")
-    log.info("dictionary %s-%s: %d lemma pairs from %s", first, second, len(pairs), ", ".join(p["name"] for p in packages))
-    dictionary = write_dictionary(first, second, sorted(pairs), packages, cache_dir)
+        raise DictionaryUnavailable(f"{reason}; nor through {', '.join(PIVOT_LANGUAGES)}")
+    sources = [p["name"] for p in packages] + [f"{p['language']} as pivot" for p in pivots]
+    log.info("dictionary %s-%s: %d lemma pairs from %s", a, b, len(pairs), ", ".join(sources))
+    first, second = sorted((a, b))
+    rows = sorted(pairs) if first == a else sorted((y, x) for x, y in pairs)
+    dictionary = write_dictionary(first, second, rows, packages, cache_dir, pivots)
     return dictionary if first == a else dictionary.reversed()
 
 
 def write_dictionary(
-    first: str, second: str, rows: Sequence[tuple[str, str]], packages: list[dict[str, Any]], cache_dir: Path
+    first: str,
+    second: str,
+    rows: Sequence[tuple[str, str]],
+    packages: list[dict[str, Any]],
+    cache_dir: Path,
+    pivots: list[dict[str, Any]] | None = None,
 ) -> BilingualDictionary:
     """Write a dictionary's TSV, binary form and manifest into the cache, the manifest last; return it.
 
     ``first`` and ``second`` are the pair's languages in sorted order, ``rows`` its ``(first, second)``
-    lemma pairs, ``packages`` what the manifest says they came from.
+    lemma pairs, ``packages`` what the manifest says they came from and ``pivots`` the pivot languages
+    that completed them (:func:`.dictionary_pivots.through_pivots`).
     """
     directory = _entry_directory(first, second, cache_dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -270,6 +210,7 @@ def write_dictionary(
         "tsv": TSV_NAME,
         "tsv_sha256": tsv_sha256,
         "packages": packages,
+        "pivots": pivots or [],
         "built": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     _atomic_write(directory / MANIFEST_NAME, (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
@@ -383,7 +324,10 @@ def main(argv: Iterable[str] | None = None) -> int:
             print(f"{pair}: no dictionary")
             continue
         packages = ", ".join(f"{p['name']} {p['version']}" for p in dictionary.manifest["packages"])
-        print(f"{pair}: {len(dictionary)} lemma pairs ({packages})")
+        pivots = ", ".join(f"{p['language']} {p['pairs']}" for p in dictionary.manifest["pivots"])
+        print(
+            f"{pair}: {len(dictionary)} lemma pairs ({packages or 'no package of its own'}{'; through ' + pivots if pivots else ''})"
+        )
     return 1 if failed else 0
 
 

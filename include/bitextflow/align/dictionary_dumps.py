@@ -1,4 +1,7 @@
-"""Lemma pairs out of the two kinds of unpacked Debian package that :mod:`.dictionary` builds dictionaries from.
+"""Lemma pairs out of the Debian packages that :mod:`.dictionary` builds dictionaries from.
+
+:func:`direct_pairs` finds a pair's packages (:func:`candidate_sources`), fetches them with ``apt-get download`` and
+reads them, in one of two kinds:
 
 - Apertium language pairs (``apertium-eng-spa``) hold a compiled bilingual transducer
   ``X-Y.autobil.bin``. ``lt-print`` (Debian ``lttoolbox-dev``) dumps it in AT&T text form; each path
@@ -19,16 +22,21 @@ index in the package) raises :class:`DictionaryUnavailable`.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import logging
 import re
 import shutil
 import subprocess
+import tempfile
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
-from bitextflow.text.languages import normalise_language
+from bitextflow.hashing import file_sha256
+from bitextflow.text.languages import normalise_language, three_letter_code
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,19 @@ MAX_LEMMA_WORDS = 4
 
 class DictionaryUnavailable(Exception):
     """No dictionary can be built for a pair; the message says why."""
+
+
+Kind = Literal["apertium", "freedict"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One Debian package and the direction of its entries (ISO 639-3 codes)."""
+
+    package: str
+    kind: Kind
+    left: str
+    right: str
 
 
 def clean_lemma(text: str) -> str | None:
@@ -211,3 +232,85 @@ def freedict_pairs(root: Path, left: str, right: str) -> set[tuple[str, str]]:
         for line in translations:
             pairs.update((head, term) for head in heads for term in _terms(line, right))
     return pairs
+
+
+# -- Debian packages -----------------------------------------------------------------------------------
+def candidate_sources(lang_a: str, lang_b: str) -> list[Source]:
+    """Debian packages that could hold an ``lang_a``-``lang_b`` dictionary, best first."""
+    a3, b3 = three_letter_code(lang_a), three_letter_code(lang_b)
+    if a3 is None or b3 is None:
+        return []
+    a2, b2 = normalise_language(lang_a), normalise_language(lang_b)
+    sources = [
+        Source(f"apertium-{x}-{y}", "apertium", x3, y3)
+        for x, y, x3, y3 in ((a3, b3, a3, b3), (b3, a3, b3, a3), (a2, b2, a3, b3), (b2, a2, b3, a3))
+    ]
+    sources += [Source(f"dict-freedict-{x}-{y}", "freedict", x, y) for x, y in ((a3, b3), (b3, a3))]
+    return sources
+
+
+@functools.cache
+def _package_exists(package: str) -> bool:
+    result = subprocess.run(["apt-cache", "show", "--no-all-versions", package], capture_output=True, text=True)
+    return result.returncode == 0 and "Package:" in result.stdout
+
+
+def has_packages(lang_a: str, lang_b: str) -> bool:
+    """Whether Debian has a package of the pair's dictionary (:func:`candidate_sources`), without downloading it."""
+    return any(_package_exists(source.package) for source in candidate_sources(lang_a, lang_b))
+
+
+def _download(package: str, debs: Path) -> Path:
+    """The package's ``.deb`` in ``debs``, fetched with ``apt-get download`` unless already there."""
+    debs.mkdir(parents=True, exist_ok=True)
+    found = sorted(debs.glob(f"{package}_*.deb"))
+    if not found:
+        result = subprocess.run(["apt-get", "download", package], cwd=debs, capture_output=True, text=True)
+        found = sorted(debs.glob(f"{package}_*.deb"))
+        if result.returncode != 0 or not found:
+            raise DictionaryUnavailable(f"apt-get download {package} failed: {result.stderr.strip()[-300:]}")
+    return found[-1]
+
+
+def _pairs_of(source: Source, deb: Path) -> set[tuple[str, str]]:
+    with tempfile.TemporaryDirectory(prefix="bitextflow-dict-") as tmp:
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True, capture_output=True)
+        reader = apertium_pairs if source.kind == "apertium" else freedict_pairs
+        return reader(Path(tmp), source.left, source.right)
+
+
+def direct_pairs(lang_a: str, lang_b: str, cache_dir: Path) -> tuple[set[tuple[str, str]], list[dict[str, Any]]]:
+    """The ``(lang_a, lang_b)`` lemma pairs of the pair's own Debian packages (Apertium's where it has one, else every
+    FreeDict package of the pair in either direction) and a manifest entry per package read."""
+    available = [source for source in candidate_sources(lang_a, lang_b) if _package_exists(source.package)]
+    chosen = [source for source in available if source.kind == "apertium"][:1] or available
+    if not chosen:
+        names = ", ".join(s.package for s in candidate_sources(lang_a, lang_b)) or "none (unknown language code)"
+        raise DictionaryUnavailable(f"no Debian dictionary package for {lang_a}-{lang_b} (looked for: {names})")
+    a3 = three_letter_code(lang_a)
+    pairs: set[tuple[str, str]] = set()
+    packages = []
+    for source in chosen:
+        try:
+            deb = _download(source.package, cache_dir / "debs")
+            found = _pairs_of(source, deb)
+        except DictionaryUnavailable as error:
+            log.warning("dictionary %s-%s: %s skipped: %s", lang_a, lang_b, source.package, error)
+            continue
+        pairs |= found if source.left == a3 else {(y, x) for x, y in found}
+        version = subprocess.run(
+            ["dpkg-deb", "-f", str(deb), "Version"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        packages.append(
+            {
+                "name": source.package,
+                "kind": source.kind,
+                "version": version,
+                "deb": deb.name,
+                "sha256": file_sha256(deb),
+                "pairs": len(found),
+            }
+        )
+    if not pairs:
+        raise DictionaryUnavailable(f"no lemma pairs from {', '.join(s.package for s in chosen)} for {lang_a}-{lang_b}")
+    return pairs, packages

@@ -86,8 +86,8 @@ MIN_IDENTICAL_CHARS = 4
 #: clan, corpse, ...), and in text, where those words are written in kanji, a reading meets only the particles and verb
 #: endings that ICU cuts off ("し", "て"), so it matched nearly every sentence. Chosen on the Japanese blocks of both
 #: local sites (``bench/dictionaries.py``): the share of 1,500 blocks whose translation the dictionary overlap ranks
-#: first, installation guide and Debian Reference, is 0.521 and 0.761 with every reading kept, 0.557 and 0.780 without
-#: those of one kana, 0.559 and 0.778 without those of one or two, 0.542 and 0.761 without those of up to three.
+#: first, installation guide and Debian Reference, is 0.519 and 0.733 with every reading kept, 0.547 and 0.757 without
+#: those of one kana, 0.559 and 0.761 without those of one or two, 0.541 and 0.747 without those of up to three.
 MIN_KANA_LEMMA_CHARS = 3
 
 _WORD = re.compile(r"\w+")
