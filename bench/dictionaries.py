@@ -10,8 +10,10 @@ the first language is compared with the N of the second:
   what a wrong pair gets).
 
 Parallel text, each where the language has it: Tatoeba (``--data``, the 1,000 test pairs of each language), 1,500
-blocks of Debian's installation guide, and 1,500 blocks of the Debian Reference from the local site of
-``bench/release_precision.py --pair en-XX`` where that benchmark has built it (never built here). Blocks are sampled
+blocks of Debian's installation guide, 1,500 blocks of the Debian Reference from the local site of
+``bench/release_precision.py --pair en-XX`` where that benchmark has built it (never built here), and 1,500 messages
+of three English words or more from Debian's message catalogs (``score.training_data.catalog_pairs``: the only one
+with Arabic). Blocks are sampled
 with seed 0, so every variant sees the same ones.
 
 Variants (lemma pairs as read from Debian's packages; nothing is built twice, ``.deb`` files are cached):
@@ -24,8 +26,9 @@ Variants (lemma pairs as read from Debian's packages; nothing is built twice, ``
   consultation), and the same on the direct dictionary cut to 10,000 random pairs (``direct cut to 10,000``), for a
   pair whose direct dictionary is large enough to be shipped alone: what completing it would do, and what the
   composition does to a small one;
-- ``kana readings kept`` (pairs with Japanese): :data:`bitextflow.align.lexical.MIN_KANA_LEMMA_CHARS` at 0, and at
-  2 and 4 for the choice of 3.
+- ``kana lemmas under N chars left out`` (pairs with Japanese): :data:`bitextflow.align.lexical.MIN_KANA_LEMMA_CHARS`
+  at 0 (every reading kept), and at 2 and 4 for the choice of 3;
+- ``Arabic articles kept`` (pairs with Arabic): :data:`bitextflow.align.lexical.ARABIC_PREFIXES` empty.
 
 Usage, from the project root (builds the missing dictionaries and pivot legs first: minutes, once)::
 
@@ -51,12 +54,12 @@ from bitextflow.align.dictionary import BilingualDictionary, default_cache_dir, 
 from bitextflow.align.dictionary_dumps import DictionaryUnavailable, direct_pairs, has_packages
 from bitextflow.align.dictionary_pivots import MIN_DIRECT_PAIRS, MIN_PIVOT_LEMMAS, PIVOT_LANGUAGES, compose
 from bitextflow.align.lexical import LexicalMatches, WordTranslations, words
-from bitextflow.score.training_data import installation_guide_pages
+from bitextflow.score.training_data import catalog_pairs, installation_guide_pages
 from bitextflow.text.languages import three_letter_code
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "tatoeba"
-DEFAULT_PAIRS = "en-es,en-fr,en-el,en-ru,en-ja"
+DEFAULT_PAIRS = "en-es,en-fr,en-el,en-ru,en-ja,en-ar"
 BLOCKS = 1500
 SEED = 0
 Pairs = set[tuple[str, str]]
@@ -72,6 +75,11 @@ def tatoeba(data: Path, language: str) -> list[tuple[str, str]]:
 
 def guide_blocks(language: str) -> list[tuple[str, str]]:
     return _sample([pair for page in installation_guide_pages("en", language) for pair in page])
+
+
+def catalog_messages(language: str) -> list[tuple[str, str]]:
+    """1,500 messages of three English words or more and their translations, from Debian's message catalogs."""
+    return _sample([(a, b) for a, b in catalog_pairs("en", language).pairs if len(a.split()) >= 3])
 
 
 def reference_blocks(language: str) -> list[tuple[str, str]]:
@@ -104,8 +112,9 @@ def _sample(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def retrieval(pairs: list[tuple[str, str]], translations: WordTranslations) -> dict[str, float]:
-    source = [set(words(a)) for a, _ in pairs]
-    target = [set(words(b)) for _, b in pairs]
+    language_a, language_b = translations.languages
+    source = [set(words(a, language=language_a)) for a, _ in pairs]
+    target = [set(words(b, language=language_b)) for _, b in pairs]
     similarity = LexicalMatches(source, target, translations, 1, 1).similarity(1, 1, 0, len(source), 0, len(target))
     best = similarity.max(axis=1)
     truth = np.diag(similarity)
@@ -122,12 +131,14 @@ def table(language: str, pairs: Pairs | None) -> WordTranslations:
 
 
 @contextlib.contextmanager
-def kana_lemmas(chars: int) -> Iterator[None]:
-    kept, lexical.MIN_KANA_LEMMA_CHARS = lexical.MIN_KANA_LEMMA_CHARS, chars
+def lexical_choice(name: str, value: Any) -> Iterator[None]:
+    """:mod:`bitextflow.align.lexical`'s constant ``name`` set to ``value`` for a variant."""
+    kept = getattr(lexical, name)
+    setattr(lexical, name, value)
     try:
         yield
     finally:
-        lexical.MIN_KANA_LEMMA_CHARS = kept
+        setattr(lexical, name, kept)
 
 
 def pivot_counts(language: str) -> Counter[tuple[str, str]]:
@@ -166,8 +177,11 @@ def variants(language: str) -> Iterator[tuple[str, WordTranslations, int]]:
                 yield f"{name} + pivots through {lemmas}+ lemmas", table(language, base | pairs), len(base | pairs)
     if language == "ja" and shipped is not None:
         for chars in (0, 2, 4):
-            with kana_lemmas(chars):
+            with lexical_choice("MIN_KANA_LEMMA_CHARS", chars):
                 yield f"kana lemmas under {chars} chars left out", WordTranslations(shipped), len(shipped)
+    if language == "ar" and shipped is not None:
+        with lexical_choice("ARABIC_PREFIXES", ()):
+            yield "Arabic articles kept", WordTranslations(shipped), len(shipped)
 
 
 def measure(data: Path, languages: list[str]) -> dict[str, Any]:
@@ -176,6 +190,7 @@ def measure(data: Path, languages: list[str]) -> dict[str, Any]:
     for language in languages:
         sources = {"tatoeba": tatoeba(data, language), "installation-guide": guide_blocks(language)}
         sources["debian-reference"] = reference_blocks(language)
+        sources["catalogs"] = catalog_messages(language)
         sources = {name: pairs for name, pairs in sources.items() if pairs}
         entry: dict[str, Any] = {"texts": {name: len(pairs) for name, pairs in sources.items()}, "variants": {}}
         for name, translations, size in variants(language):

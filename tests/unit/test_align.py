@@ -672,6 +672,18 @@ def test_short_kana_readings_stay_out_of_the_word_tables() -> None:
     assert "し" not in translations.backward
 
 
+def test_arabic_meets_the_dictionary_without_its_article() -> None:
+    rows = [("packages", "حزم"), ("book", "كتاب"), ("time", "وقت")]
+    translations = WordTranslations(BilingualDictionary("en", "ar", tuple(rows), {}))
+    assert translations.languages == ("en", "ar")
+    # the packages; and the book; the time: articles and the particles before them come off, in text and lemmas alike
+    arabic = set(words("الحزم والكتاب الوقت", language="ar"))
+    assert {stem for english in ("packa", "book", "time") for stem in translations.forward[english]} <= arabic
+    assert words("وقت", language="ar") == ["وقت"]  # "و" comes off only before three letters
+    assert words("ال", language="ar") == ["ال"]  # an article needs two letters after it
+    assert words("الحزم") == ["الحزم"]  # in another language, or none given, words are as they were
+
+
 def test_dictionary_finds_a_deletion_and_an_insertion_that_length_cannot() -> None:
     # Sentences of equal length: the translation lacks source 2 and adds an untranslated sentence
     # after source 4. Length sees six equal sentences on each side and aligns them 1-1.

@@ -46,7 +46,7 @@ MIN_CENTRED_DOCUMENTS = 10
 
 def _translated_words(text: str, translations: WordTranslations) -> list[str]:
     tokens: list[str] = []
-    for word in words(text):
+    for word in words(text, language=translations.languages[1]):
         tokens += translations.backward.get(word, ())
         if matches_itself(word):
             tokens.append(word)
@@ -73,7 +73,7 @@ def tfidf_pairs(
     translations = word_translations(dictionary)
     pairs: list[DocumentPair] = []
     for _site, site_a, site_b in by_site(docs_a, docs_b):
-        tokens_a = [words(_joined(doc)) for doc in site_a]
+        tokens_a = [words(_joined(doc), language=translations.languages[0]) for doc in site_a]
         tokens_b = [_translated_words(_joined(doc), translations) for doc in site_b]
         if not any(tokens_a) or not any(tokens_b):
             continue
