@@ -28,7 +28,8 @@ Variants (lemma pairs as read from Debian's packages; nothing is built twice, ``
   composition does to a small one;
 - ``kana lemmas under N chars left out`` (pairs with Japanese): :data:`bitextflow.align.lexical.MIN_KANA_LEMMA_CHARS`
   at 0 (every reading kept), and at 2 and 4 for the choice of 3;
-- ``Arabic articles kept`` (pairs with Arabic): :data:`bitextflow.align.lexical.ARABIC_PREFIXES` empty.
+- ``Arabic as written`` (pairs with Arabic): :data:`bitextflow.align.lexical.STEMMED_LANGUAGES` empty; ``Arabic through
+  Snowball's stemmer alone``: :data:`bitextflow.align.lexical.ARABIC_PREFIXES` empty.
 
 Usage, from the project root (builds the missing dictionaries and pivot legs first: minutes, once)::
 
@@ -180,8 +181,10 @@ def variants(language: str) -> Iterator[tuple[str, WordTranslations, int]]:
             with lexical_choice("MIN_KANA_LEMMA_CHARS", chars):
                 yield f"kana lemmas under {chars} chars left out", WordTranslations(shipped), len(shipped)
     if language == "ar" and shipped is not None:
+        with lexical_choice("STEMMED_LANGUAGES", frozenset()):
+            yield "Arabic as written", WordTranslations(shipped), len(shipped)
         with lexical_choice("ARABIC_PREFIXES", ()):
-            yield "Arabic articles kept", WordTranslations(shipped), len(shipped)
+            yield "Arabic through Snowball's stemmer alone", WordTranslations(shipped), len(shipped)
 
 
 def measure(data: Path, languages: list[str]) -> dict[str, Any]:
