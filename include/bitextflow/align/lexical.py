@@ -90,6 +90,8 @@ MIN_IDENTICAL_CHARS = 4
 #: first, installation guide and Debian Reference, is 0.519 and 0.733 with every reading kept, 0.547 and 0.757 without
 #: those of one kana, 0.559 and 0.761 without those of one or two, 0.541 and 0.747 without those of up to three.
 MIN_KANA_LEMMA_CHARS = 3
+#: Languages whose words go through :func:`unaffixed` before they are cut to their stem.
+STEMMED_LANGUAGES = frozenset({"ar"})
 #: Arabic writes its article, and the particles before it, onto the word ("الحزم", the packages; "والحزم", and the
 #: packages), where the dictionary has the bare word ("حزم"): cut to five characters, the two never met. An Arabic word
 #: of a text or a lemma loses the first of these prefixes it starts with, when as many letters as given or more remain
@@ -98,8 +100,6 @@ MIN_KANA_LEMMA_CHARS = 3
 #: stemmer (PyStemmer), which leaves "و" before the article. English messages of Debian's catalogs whose Arabic
 #: translation the dictionary overlap ranks first among 1,500 (``bench/dictionaries.py``): 0.220 as written, 0.393
 #: with the prefixes off, 0.413 with Snowball's stemmer alone, 0.435 with both.
-#: Languages whose words are stemmed before they are cut (:func:`stem`).
-STEMMED_LANGUAGES = frozenset({"ar"})
 ARABIC_PREFIXES = (("وال", 2), ("بال", 2), ("كال", 2), ("فال", 2), ("لل", 2), ("ال", 2), ("و", 3))
 
 _WORD = re.compile(r"\w+")
@@ -127,23 +127,25 @@ def fold(text: str) -> str:
 
 
 def words(text: str, stem_chars: int = STEM_CHARS, language: str | None = None) -> list[str]:
-    """Folded, prefix-stemmed word tokens of a sentence or a lemma in ``language`` (:func:`stem`).
+    """Folded, prefix-stemmed word tokens of a sentence or a lemma in ``language`` (Arabic's through :func:`unaffixed`
+    first).
 
     A run of a script written without spaces (Chinese, Japanese, Thai) is cut at ICU's word boundaries first
     (:func:`bitextflow.text.lengths.words`), on the text as written, since folding strips kana of their voicing marks:
     whole, such a run is one token, a clause whose first characters rarely begin a dictionary lemma."""
     if not has_unspaced_script(text):
-        return [stem(token, stem_chars, language) for token in _WORD.findall(fold(text))]
-    return [stem(token, stem_chars, language) for token in fold("\n".join(segmented_words(text, _WORD))).split("\n") if token]
-
-
-def stem(word: str, stem_chars: int = STEM_CHARS, language: str | None = None) -> str:
-    """A folded word's first ``stem_chars`` characters; in a language of :data:`STEMMED_LANGUAGES` (Arabic), after its
-    article and particles and Snowball's stemmer (:data:`ARABIC_PREFIXES`)."""
+        tokens = _WORD.findall(fold(text))
+    else:
+        tokens = [token for token in fold("\n".join(segmented_words(text, _WORD))).split("\n") if token]
     if language in STEMMED_LANGUAGES:
-        prefix = next((p for p, rest in ARABIC_PREFIXES if word.startswith(p) and len(word) - len(p) >= rest), "")
-        word = _arabic_stemmer().stemWord(word[len(prefix) :])
-    return word[:stem_chars]
+        return [unaffixed(token)[:stem_chars] for token in tokens]
+    return [token[:stem_chars] for token in tokens]
+
+
+def unaffixed(word: str) -> str:
+    """A folded Arabic word without its article and particles (:data:`ARABIC_PREFIXES`), through Snowball's stemmer."""
+    prefix = next((p for p, rest in ARABIC_PREFIXES if word.startswith(p) and len(word) - len(p) >= rest), "")
+    return _arabic_stemmer().stemWord(word[len(prefix) :])
 
 
 @functools.cache
@@ -168,9 +170,10 @@ def single_word_stems(
         return [], np.zeros(0, dtype=np.int64)
     numbers: dict[str, int] = {}
     matches = map(_ONE_WORD.fullmatch, fold("\n".join(lemmas)).split("\n"))
+    arabic = language in STEMMED_LANGUAGES
     stem_numbers = [
-        numbers.setdefault(stem(match.group(1), stem_chars, language), len(numbers))
-        if match and not _short_kana(match.group(1))
+        numbers.setdefault((unaffixed(word) if arabic else word)[:stem_chars], len(numbers))
+        if match and not _short_kana(word := match.group(1))
         else -1
         for match in matches
     ]
