@@ -53,7 +53,7 @@ import numpy as np
 from bitextflow.align import lexical
 from bitextflow.align.dictionary import BilingualDictionary, default_cache_dir, load_dictionary
 from bitextflow.align.dictionary_dumps import DictionaryUnavailable, direct_pairs, has_packages
-from bitextflow.align.dictionary_pivots import MIN_DIRECT_PAIRS, MIN_PIVOT_LEMMAS, PIVOT_LANGUAGES, compose
+from bitextflow.align.dictionary_pivots import MIN_DIRECT_PAIRS, MIN_PIVOT_LEMMAS, pivot_compositions
 from bitextflow.align.lexical import LexicalMatches, WordTranslations, words
 from bitextflow.score.training_data import catalog_pairs, installation_guide_pages
 from bitextflow.text.languages import three_letter_code
@@ -143,13 +143,9 @@ def lexical_choice(name: str, value: Any) -> Iterator[None]:
 
 
 def pivot_counts(language: str) -> Counter[tuple[str, str]]:
-    """Each composed pair with the number of pivot languages and lemmas it came through."""
-    counts: Counter[tuple[str, str]] = Counter()
-    for pivot in PIVOT_LANGUAGES:
-        if pivot != language and has_packages("en", pivot) and has_packages(pivot, language):
-            a_to_pivot, _ = direct_pairs("en", pivot, default_cache_dir())
-            pivot_to_b, _ = direct_pairs(pivot, language, default_cache_dir())
-            counts.update(compose(a_to_pivot, pivot_to_b))
+    """Each composed pair with the number of pivot lemmas it came through (the shipped dictionary keeps those of
+    :data:`MIN_PIVOT_LEMMAS` or more, where it composes at all)."""
+    counts, _pivots = pivot_compositions("en", language, lambda a, b: direct_pairs(a, b, default_cache_dir()), has_packages)
     return counts
 
 

@@ -56,12 +56,12 @@ def compose(a_to_pivot: Iterable[tuple[str, str]], pivot_to_b: Iterable[tuple[st
     return Counter((a, b) for a, pivot in a_to_pivot if pivot in b_of for b in b_of[pivot])
 
 
-def through_pivots(
+def pivot_compositions(
     lang_a: str, lang_b: str, read_direct: DirectReader, has_packages: HasPackages
-) -> tuple[set[tuple[str, str]], list[dict[str, Any]]]:
-    """The ``(lang_a, lang_b)`` lemma pairs composed through :data:`MIN_PIVOT_LEMMAS` pivot lemmas or more, of every
-    pivot language both legs of which Debian has, and a manifest entry per pivot used (its language, the pairs it
-    composed and both legs' packages)."""
+) -> tuple[Counter[tuple[str, str]], list[dict[str, Any]]]:
+    """Every ``(lang_a, lang_b)`` lemma pair composed through the pivot languages both legs of which Debian has, with
+    the number of pivot lemmas that lead to it over all of them, and a manifest entry per pivot used (its language, the
+    pairs it composed and both legs' packages)."""
     counts: Counter[tuple[str, str]] = Counter()
     pivots: list[dict[str, Any]] = []
     for pivot in PIVOT_LANGUAGES:
@@ -77,4 +77,13 @@ def through_pivots(
         log.info("dictionary %s-%s: %d lemma pairs through %s", lang_a, lang_b, len(found), pivot)
         counts.update(found)
         pivots.append({"language": pivot, "pairs": len(found), "packages": packages_a + packages_b})
+    return counts, pivots
+
+
+def through_pivots(
+    lang_a: str, lang_b: str, read_direct: DirectReader, has_packages: HasPackages
+) -> tuple[set[tuple[str, str]], list[dict[str, Any]]]:
+    """The :func:`pivot_compositions` that :data:`MIN_PIVOT_LEMMAS` pivot lemmas or more lead to, and the manifest
+    entries of the pivots."""
+    counts, pivots = pivot_compositions(lang_a, lang_b, read_direct, has_packages)
     return {pair for pair, lemmas in counts.items() if lemmas >= MIN_PIVOT_LEMMAS}, pivots
