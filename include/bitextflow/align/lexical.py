@@ -92,14 +92,11 @@ MIN_IDENTICAL_CHARS = 4
 MIN_KANA_LEMMA_CHARS = 3
 #: Languages whose words go through :func:`unaffixed` before they are cut to their stem.
 STEMMED_LANGUAGES = frozenset({"ar"})
-#: Arabic writes its article, and the particles before it, onto the word ("الحزم", the packages; "والحزم", and the
-#: packages), where the dictionary has the bare word ("حزم"): cut to five characters, the two never met. An Arabic word
-#: of a text or a lemma loses the first of these prefixes it starts with, when as many letters as given or more remain
-#: (the light10 stemmer's: Larkey, L. S., Ballesteros, L. and Connell, M. E. (2002), "Improving stemming for Arabic
-#: information retrieval: light stemming and co-occurrence analysis", SIGIR 2002), then goes through Snowball's Arabic
-#: stemmer (PyStemmer), which leaves "و" before the article. English messages of Debian's catalogs whose Arabic
-#: translation the dictionary overlap ranks first among 1,500 (``bench/dictionaries.py``): 0.220 as written, 0.393
-#: with the prefixes off, 0.413 with Snowball's stemmer alone, 0.435 with both.
+#: Arabic writes its article and the particles before it onto the word ("الحزم", the packages), where the dictionary
+#: has "حزم". An Arabic word loses the first of these prefixes it starts with, when as many letters as given remain
+#: (light10's: Larkey, Ballesteros and Connell (2002), "Improving stemming for Arabic information retrieval", SIGIR),
+#: then goes through Snowball's Arabic stemmer. en-ar catalog messages ranked first (``bench/dictionaries.py``): 0.220
+#: as written, 0.393 with the prefixes off, 0.413 with the stemmer alone, 0.435 with both.
 ARABIC_PREFIXES = (("وال", 2), ("بال", 2), ("كال", 2), ("فال", 2), ("لل", 2), ("ال", 2), ("و", 3))
 
 _WORD = re.compile(r"\w+")
