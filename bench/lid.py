@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # fmt: off
 TO_639_3 = {
     "ar": "ara", "az": "aze", "be": "bel", "bn": "ben", "br": "bre", "ca": "cat", "ch": "cha", "cs": "ces", "da": "dan",
-    "fa": "fas", "hi": "hin", "hy": "hye", "ia": "ina", "ie": "ile", "io": "ido", "is": "isl", "ja": "jpn", "jv": "jav",
+    "fa": "fas", "he": "heb", "hi": "hin", "hy": "hye", "ia": "ina", "ie": "ile", "io": "ido", "is": "isl", "ja": "jpn", "jv": "jav",
     "jw": "jav", "ko": "kor", "la": "lat", "lt": "lit", "lv": "lav", "mk": "mkd", "mr": "mar", "ms": "msa", "nb": "nob",
     "nn": "nno", "no": "nor", "oc": "oci", "sk": "slk", "sq": "sqi", "th": "tha", "tk": "tuk", "tt": "tat", "uz": "uzb",
     "xh": "xho", "yi": "yid", "zh": "zho",

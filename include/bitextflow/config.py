@@ -7,7 +7,6 @@ with pydantic; every field is described in ``docs/configuration.md``. An invalid
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import re
 from pathlib import Path
@@ -28,16 +27,7 @@ from pydantic import (
 
 from bitextflow.errors import ConfigError
 
-
-@functools.cache
-def known_languages() -> frozenset[str]:
-    """ISO 639-1 codes that CLD2, our document language identifier, can recognise."""
-    import pycld2
-
-    return frozenset(code for _name, code in pycld2.LANGUAGES if len(code) == 2 and code.isalpha())
-
-
-LanguageCode = Annotated[str, Field(min_length=2, max_length=2, pattern=r"^[a-z]{2}$")]
+LanguageCode = Annotated[str, Field(min_length=2, max_length=3, pattern=r"^[a-z]{2,3}$")]
 
 
 class _Section(BaseModel):
@@ -1055,10 +1045,12 @@ DEPLOYMENT_ONLY = frozenset({
 class PairConfig(_Section):
     source: LanguageCode = Field(
         description="The first language (e.g. en): an ISO 639-1 or 639-3 code or a BCP 47 tag (eng, en-GB), kept as its "
-        "ISO 639-1 code. A script subtag must be the language's usual one (zh-Hans, sr-Cyrl).",
+        "ISO 639-1 code where one exists, else its ISO 639-3 code (ce, ckb). CLD2 or heliport must know it; one only "
+        "heliport knows needs `extract.language_identifier: heliport`. A script subtag must be the language's usual one "
+        "(zh-Hans, sr-Cyrl).",
     )
     target: LanguageCode = Field(
-        description="The second language (e.g. es): as `source` (spa, es-ES, zh-Hans and cmn are es, es, zh and zh).",
+        description="The second language (e.g. es): as `source` (spa, es-ES, zh-Hans, cmn and heb are es, es, zh, zh and he).",
     )
     description: str = Field("", description="Free text shown on the DAG in the Airflow UI.")
     schedule: str | None = Field(
@@ -1097,7 +1089,7 @@ class PairConfig(_Section):
     @classmethod
     def _known_language(cls, tag: Any) -> Any:
         """A language tag as the project's code (``spa``, ``es-ES``, ``zh-Hans`` -> ``es``, ``es``, ``zh``)."""
-        from bitextflow.text.languages import UnsupportedLanguageTag, code_of_tag
+        from bitextflow.text.languages import UnsupportedLanguageTag, cld2_languages, code_of_tag, heliport_languages
 
         if not isinstance(tag, str):
             return tag
@@ -1105,12 +1097,24 @@ class PairConfig(_Section):
             code = code_of_tag(tag)
         except UnsupportedLanguageTag as error:
             raise ValueError(str(error)) from None
-        if code not in known_languages():
+        if code not in cld2_languages() | heliport_languages():
             raise ValueError(
-                f"unknown language {tag!r}; name one the document identifier (CLD2) knows by its ISO 639-1 or 639-3 code "
-                "or a BCP 47 tag, e.g. es, spa, es-ES, zh-Hans"
+                f"unknown language {tag!r}; name one CLD2 or heliport identifies (docs/languages.md lists them) by its "
+                "ISO 639-1 or 639-3 code or a BCP 47 tag, e.g. es, spa, es-ES, zh-Hans, ckb"
             )
         return code
+
+    @model_validator(mode="after")
+    def _identifiable_languages(self) -> PairConfig:
+        from bitextflow.text.languages import cld2_languages
+
+        beyond = [code for code in (self.source, self.target) if code not in cld2_languages()]
+        if beyond and self.extract.language_identifier != "heliport":
+            raise ValueError(
+                f"{', '.join(beyond)} is identified by heliport only, and extract.language_identifier is "
+                f"{self.extract.language_identifier}: set it to heliport"
+            )
+        return self
 
     @model_validator(mode="after")
     def _distinct_languages(self) -> PairConfig:

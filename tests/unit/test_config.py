@@ -40,6 +40,11 @@ def test_worked_examples_are_valid_and_the_local_site_has_their_languages(path: 
     [
         (lambda d: d.update(target="xx"), "field target: Value error, unknown language 'xx'"),
         (lambda d: d.update(target="zh-Hant"), "field target: Value error, 'zh-Hant': a pair's languages are named without"),
+        (lambda d: d.update(target="yue"), "field target: Value error, unknown language 'yue'; name one CLD2 or heliport"),
+        (
+            lambda d: d.update(target="ckb", extract={"language_identifier": "cld2"}),
+            "ckb is identified by heliport only, and extract.language_identifier is cld2: set it to heliport",
+        ),
         (lambda d: d.pop("crawl"), "field crawl: add it"),
         (lambda d: d["crawl"].update(max_pages="many"), "field crawl.max_pages: Input should be a valid integer"),
         (lambda d: d["crawl"].update(seeds=[]), "field crawl.seeds"),
@@ -64,6 +69,21 @@ def test_a_language_may_be_named_by_any_tag_and_is_kept_as_its_code(tmp_path, ta
     assert load_pair_config(write(tmp_path, {**GOOD, "target": tag})).target == "es"
 
 
+@pytest.mark.parametrize(
+    ("tag", "code"),
+    [
+        ("he", "he"),  # the standard code, which CLD2 spells iw
+        ("iw", "he"),
+        ("heb", "he"),
+        ("nb", "no"),  # CLD2's and fastText's Norwegian is Bokmål
+        ("ckb", "ckb"),  # Sorani: heliport's; no ISO 639-1 code, so kept as ISO 639-3
+        ("che", "ce"),  # Chechen: heliport's, which CLD2 names Russian
+    ],
+)
+def test_a_pair_may_name_any_language_an_identifier_knows_in_one_spelling(tmp_path, tag, code):
+    assert load_pair_config(write(tmp_path, {**GOOD, "target": tag}, f"en-{code}.yaml")).pair == f"en-{code}"
+
+
 def test_a_script_subtag_names_the_usual_script_only():
     from bitextflow.text.languages import UnsupportedLanguageTag, code_of_tag
 
@@ -75,7 +95,7 @@ def test_a_script_subtag_names_the_usual_script_only():
         "ja",
         "ar",
     ]
-    for tag in ("zh-Hant", "sr-Latn"):
+    for tag in ("zh-Hant", "sr-Latn", "sh"):  # sh, retired, stood for Serbian in Latin script
         with pytest.raises(UnsupportedLanguageTag, match="named without a script"):
             code_of_tag(tag)
 

@@ -15,8 +15,10 @@ import pytest
 from bitextflow.text.languages import (
     UNKNOWN,
     cld2,
+    cld2_languages,
     cld2_top,
     from_iso639_3,
+    heliport_languages,
     language_markers,
     normalise_language,
     three_letter_code,
@@ -106,7 +108,7 @@ def test_three_letter_code_is_none_where_the_code_is_a_word_or_unknown(language:
 
 @pytest.mark.parametrize(
     ("code", "expected"),
-    [("spa", "es"), ("cmn", "zh"), ("pes", "fa"), ("zsm", "ms"), ("ekk", "et"), ("nob", "nb"), ("ast", "ast"), ("yue", "yue")],
+    [("spa", "es"), ("cmn", "zh"), ("pes", "fa"), ("zsm", "ms"), ("ekk", "et"), ("nob", "no"), ("ast", "ast"), ("yue", "yue")],
 )
 def test_iso639_3_codes_are_spelled_as_the_project_spells_languages(code: str, expected: str) -> None:
     assert from_iso639_3(code) == expected
@@ -119,6 +121,19 @@ def test_importing_languages_leaves_babel_until_the_table_is_needed() -> None:
         "l.normalise_language('es'); assert 'babel' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_identifier_answers_a_language_in_one_spelling() -> None:
+    assert cld2("זהו משפט ארוך למדי בעברית על התקנת חבילות במערכת ההפעלה של המחשב.")[0] == "he"  # CLD2 says iw
+    assert [from_iso639_3(code) for code in ("heb", "nob", "tgl", "pbt")] == ["he", "no", "tl", "ps"]  # heliport's
+    assert [normalise_language(tag) for tag in ("iw", "jw", "nb", "fil")] == ["he", "jv", "no", "tl"]
+
+
+def test_the_identifiers_languages_are_those_they_answer() -> None:
+    assert {"en", "he", "jv", "zh"} <= cld2_languages()
+    assert not {"ee", "os", "tw", "xx", "iw"} & cld2_languages(), "codes CLD2 has but never answers"
+    assert {"ce", "ckb", "io", "bs", "hr", "sr", "he"} <= heliport_languages()
+    assert "hbs" not in heliport_languages(), "a cluster is its members"
 
 
 def test_cld2_gives_language_reliability_and_shares() -> None:

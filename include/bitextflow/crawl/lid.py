@@ -1,19 +1,25 @@
-"""Crawl-time language identification of a downloaded page with CLD2 (the smart-crawling seed's choice)."""
+"""Crawl-time language identification of a downloaded page with CLD2 (the smart-crawling seed's choice), and with
+heliport for a pair language CLD2 cannot name (:func:`bitextflow.extract.language.page_language`)."""
 
 from __future__ import annotations
 
+from bitextflow.extract.language import first_opinion, page_language
 from bitextflow.text.languages import UNKNOWN, cld2, normalise_language
 
 _MAX_CHARS = 100_000  # a page's language shows in its first 100k characters; CLD2 time grows with length
 
 
-def detect_language(text: str) -> tuple[str, bool]:
+def detect_language(text: str, heliport_only: frozenset[str] = frozenset()) -> tuple[str, bool]:
     """ISO 639-1 code of the page's main language and whether CLD2 calls it reliable; ``("", False)``
-    when the text is empty or CLD2 cannot tell."""
+    when the text is empty or CLD2 cannot tell. A page in one of ``heliport_only`` (the pair's languages CLD2
+    cannot name, :func:`~bitextflow.extract.language.beyond_cld2`) is named by heliport."""
     text = text[:_MAX_CHARS].strip()
     if not text:
         return "", False
-    code, reliable, _shares = cld2(text, best_effort=True)
+    if heliport_only:
+        code, reliable, _shares = page_language(text, heliport_only, first_opinion("heliport"))
+    else:
+        code, reliable, _shares = cld2(text, best_effort=True)
     if code in (UNKNOWN, "xxx"):
         return "", False
     return normalise_language(code), reliable

