@@ -226,6 +226,36 @@ def test_seen_hashes_say_which_are_new_in_order_across_chunks_and_at_the_ends_of
     assert len(seen) == len(reference)
 
 
+# A word of each script a pair's language may be written in beyond DejaVu's (Latin, Cyrillic, Greek), and the language.
+SCRIPT_SAMPLES = {
+    "ar": "الحزم", "hy": "փաթեթ", "bn": "প্যাকেজ", "iu": "ᐃᓄᒃᑎᑐᑦ", "chr": "ᏣᎳᎩ", "hi": "पैकेज", "am": "ጥቅል", "ka": "პაკეტი",
+    "gu": "પેકેજ", "pa": "ਪੈਕੇਜ", "zh": "软件包", "he": "חבילה", "ja": "パッケージ", "km": "កញ្ចប់", "kn": "ಪ್ಯಾಕೇಜ್",
+    "ko": "패키지", "lo": "ຊຸດ", "ml": "പാക്കേജ്", "my": "ပက်ကေ့ဂျ်", "sat": "ᱥᱟᱱᱛᱟᱲᱤ", "or": "ପ୍ୟାକେଜ୍",
+    "si": "පැකේජය", "syr": "ܠܫܢܐ", "ta": "தொகுப்பு", "te": "ప్యాకేజీ", "dv": "ދިވެހި", "th": "แพ็กเกจ", "bo": "ཐུམ་སྒྲིལ",
+}  # fmt: skip
+
+
+def test_the_plots_draw_every_script_a_pair_may_be_written_in() -> None:
+    """With Debian's Noto fonts (`make setup`), a domain term of any of these languages is drawn, not a box."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from bitextflow.release import report
+    from bitextflow.release.fonts import SCRIPT_FONTS, installed, plot_fonts
+    from bitextflow.text.languages import likely_script
+
+    assert {likely_script(language) for language in SCRIPT_SAMPLES} <= SCRIPT_FONTS.keys()
+    missing = sorted({family for family in SCRIPT_FONTS.values() if not installed(family)})
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)} (`make setup` installs fonts-noto-core and fonts-noto-cjk)")
+    for language, word in SCRIPT_SAMPLES.items():
+        with warnings.catch_warnings(record=True) as caught, plt.rc_context({"font.family": plot_fonts(["en", language])}):
+            warnings.simplefilter("always")
+            report._bar("terms", {word: 3, "package": 2}, "sentence pairs")
+        assert not [str(w.message) for w in caught if "missing from font" in str(w.message)], language
+
+
 def test_the_report_of_a_japanese_release_draws_every_glyph_and_counts_words(tmp_path: Path) -> None:
     """matplotlib drew Japanese domain terms as boxes ("Glyph 12531 missing from font(s) DejaVu Sans"), and the
     statistics counted a Japanese sentence as one whitespace token."""

@@ -38,6 +38,7 @@ from bitextflow.text.languages import (
     cld2_languages,
     cld2_top,
     document_language,
+    likely_script,
     normalise_language,
     project_code,
 )
@@ -122,14 +123,12 @@ def _written_in(language: str) -> frozenset[str] | None:
     """The scripts (as the first word of their letters' Unicode names) ``language`` is written in, by CLDR's likely
     script; None when CLDR does not know the language."""
     from babel import Locale
-    from babel.core import get_global
 
-    likely = get_global("likely_subtags").get(normalise_language(language), "")
-    parts = likely.split("_")
-    if len(parts) < 2:
+    script = likely_script(language)
+    if script is None:
         return None
-    name = Locale("en").scripts.get(parts[1])
-    return _SCRIPT_LETTERS.get(parts[1]) or (frozenset({name.upper().split()[0]}) if name else None)
+    name = Locale("en").scripts.get(script)
+    return _SCRIPT_LETTERS.get(script) or (frozenset({name.upper().split()[0]}) if name else None)
 
 
 @functools.lru_cache(maxsize=8192)  # a page has a few hundred distinct letters; their names are looked up once

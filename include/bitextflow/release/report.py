@@ -34,27 +34,8 @@ matplotlib.use("Agg")  # before pyplot: workers have no display
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib import font_manager  # noqa: E402
 
-# Every glyph is looked up in these fonts in order (matplotlib's font fallback): DejaVu for Latin, Cyrillic and Greek,
-# then Debian's Noto fonts (fonts-noto-cjk, fonts-noto-core: `make setup`) for Chinese, Japanese, Korean, Arabic,
-# Hebrew, Devanagari and Thai, so domain terms and hosts in those scripts are drawn, not boxes. A font that is not
-# installed is left out (matplotlib would warn of it at every text).
-PLOT_FONTS = (
-    "DejaVu Sans", "Noto Sans CJK JP", "Noto Sans Arabic", "Noto Sans Hebrew", "Noto Sans Devanagari", "Noto Sans Thai",
-)  # fmt: skip
-
-
-def _installed(family: str) -> bool:
-    try:
-        font_manager.findfont(family, fallback_to_default=False)
-    except ValueError:
-        return False
-    return True
-
-
-plt.rcParams["font.family"] = [family for family in PLOT_FONTS if _installed(family)] or ["DejaVu Sans"]
-
+from bitextflow.release.fonts import plot_fonts  # noqa: E402
 from bitextflow.release.profile import MAX_LABELS as _MAX_LABELS  # noqa: E402
 from bitextflow.release.profile import CorpusProfile, GateVerdict, host  # noqa: E402
 from bitextflow.text.markup import plot_label  # noqa: E402
@@ -287,7 +268,22 @@ def render_report(
     """The report as UTF-8 HTML. ``stats`` is the release's ``stats.json`` (with the monolingual and document-pair
     figures); ``samples`` the pairs shown per score band (:meth:`CorpusProfile.take_samples`); ``gates`` the
     verdicts of the run's quality gates; ``documents`` sample released documents per language and quality label
-    (:attr:`~bitextflow.release.documents.DocumentsCorpus.samples`)."""
+    (:attr:`~bitextflow.release.documents.DocumentsCorpus.samples`). The plots draw the pair's scripts in their fonts
+    (:func:`~bitextflow.release.fonts.plot_fonts`)."""
+    with plt.rc_context({"font.family": plot_fonts(pair.split("-"))}):
+        return _report(pair, version, profile, stats, samples, crawl, gates, documents)
+
+
+def _report(
+    pair: str,
+    version: int,
+    profile: CorpusProfile,
+    stats: Mapping[str, Any],
+    samples: Mapping[str, list[tuple[str, str, str, str]]],
+    crawl: CrawlProfile,
+    gates: Sequence[GateVerdict],
+    documents: Mapping[str, Mapping[str, Sequence[Mapping[str, str]]]] | None,
+) -> bytes:
     sections: list[str] = []
 
     def figure(title: str, png: str, note: str = "") -> None:

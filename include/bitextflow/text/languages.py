@@ -198,6 +198,15 @@ def code_of_tag(tag: str) -> str:
     return code
 
 
+@functools.lru_cache(maxsize=512)
+def likely_script(language: str) -> str | None:
+    """CLDR's likely script of a language tag (ISO 15924: ``ja`` Jpan, ``sr`` Cyrl, ``ckb`` Arab), None if unknown."""
+    from babel.core import get_global
+
+    parts = get_global("likely_subtags").get(normalise_language(language), "").split("_")
+    return parts[1] if len(parts) > 1 else None
+
+
 def three_letter_code(language: str) -> str | None:
     """ISO 639-2/T code of a language tag (``es`` -> ``spa``, ``de-AT`` -> ``deu``), None if unknown.
 
