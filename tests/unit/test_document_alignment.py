@@ -257,6 +257,23 @@ def test_a_partly_translated_page_identified_as_the_source_language_is_paired() 
     assert len(url_only) == 11 and url_report == {"duplicate_key": 1, "no_counterpart_a": 1}
 
 
+def test_an_original_holding_some_of_the_translations_language_stays_the_original() -> None:
+    """The Installation Guide's short English page whose language switcher ("English Tiếng Việt") was identified as
+    Vietnamese: taken as a partly translated page too, it was paired with another English page by its switcher, and its
+    own unfinished translation went unpaired. Of two such pages at one URL key, the one holding more is the translation."""
+    site = Site(12, seed=9)
+    english = site.docs_a[3]
+    spanish = _translations(site)[english.url]
+    partly = _partly_translated(english, spanish, (len(spanish.paragraphs) - 1) // 2)
+    switcher = replace(english.paragraphs[1], text="Lea esta página en español · Versión en español · Español", language="es")
+    english_with_switcher = replace(english, paragraphs=(*english.paragraphs, switcher))
+    assert MIN_TRANSLATED_SHARE <= language_share(english_with_switcher, "es") < language_share(partly, "es")
+    documents = _with_page(_with_page(site.documents, partly), english_with_switcher)
+    pairs, report = align_documents(documents, "en", "es", list(DOCUMENT_METHODS[:2]), dictionary=site.dictionary)
+    assert (english.url, partly.url) in {(p.url_a, p.url_b) for p in pairs}
+    assert report.partly_translated == 1 and _correct(pairs, site.truth) == len(pairs) == 12
+
+
 def test_a_translation_in_a_denser_script_is_measured_by_what_its_text_says() -> None:
     """A Japanese chapter of package tables: its Japanese is under a twentieth of its characters, over a twentieth of
     its text."""

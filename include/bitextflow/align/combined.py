@@ -48,6 +48,7 @@ from bitextflow.config import AlignConfig
 from bitextflow.records import Document, DocumentPair
 from bitextflow.text.languages import normalise_language
 from bitextflow.text.lengths import PARTLY_TRANSLATED_SHARE, language_shares
+from bitextflow.text.urls import url_key
 
 #: In the order of the default priority: precise and cheap first, images last (site icons mislead them).
 DOCUMENT_METHODS = (URL_METHOD, TFIDF_METHOD, EMBEDDINGS_METHOD, STRUCTURE_METHOD, IMAGES_METHOD)
@@ -141,9 +142,7 @@ def align_documents(
         doc.doc_id: doc for doc in documents if doc.doc_id not in paired and normalise_language(doc.language) == linking.code_a
     }
     partly = {
-        doc_id: translated_part(doc, linking.code_b)
-        for doc_id, doc in unpaired_a.items()
-        if language_share(doc, linking.code_b) >= MIN_TRANSLATED_SHARE
+        doc_id: translated_part(unpaired_a[doc_id], linking.code_b) for doc_id in partly_translated(unpaired_a, linking.code_b)
     }
     if partly:
         originals = unpaired_a.keys() - partly.keys()
@@ -291,6 +290,21 @@ def language_share(document: Document, language: str) -> float:
     what they say. Text in Latin, Cyrillic or Greek counts as before, character by character."""
     main = (p for p in document.paragraphs if not p.boilerplate and p.type != "title")
     return language_shares((p.text, normalise_language(p.language)) for p in main).get(language, 0.0)
+
+
+def partly_translated(documents: Mapping[str, Document], language: str) -> list[str]:
+    """The ids of ``documents`` (pages identified as the first language) that hold at least :data:`MIN_TRANSLATED_SHARE`
+    of ``language``, save where two of them have one URL once language markers go (``/en/ch04s02.html`` and
+    ``/vi/ch04s02.html``): of those, only the one holding more of ``language`` is a translation, the other its original.
+    An original can hold that much of the second language too (the site's language switcher, "English Tiếng Việt",
+    identified as Vietnamese on a short page of the Installation Guide), and taken as a translation it was paired with
+    another English page while its own translation went unpaired."""
+    shares = {doc_id: language_share(doc, language) for doc_id, doc in documents.items()}
+    translated = {doc_id: share for doc_id, share in shares.items() if share >= MIN_TRANSLATED_SHARE}
+    most_translated: dict[str, str] = {}
+    for doc_id in sorted(translated, key=translated.__getitem__, reverse=True):
+        most_translated.setdefault(url_key(documents[doc_id].url)[0], doc_id)
+    return sorted(most_translated.values())
 
 
 def translated_part(document: Document, language: str) -> Document:
