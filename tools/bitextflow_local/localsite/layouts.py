@@ -16,7 +16,8 @@ DEFAULT_LANGUAGES: tuple[str, ...] = ("en", "es", "fr", "de")
 # The language the manuals are written in: what an untranslated part of a translated page is in.
 ORIGINAL_LANGUAGE = "en"
 # Languages the default site can be built in, with the name each language has in itself: both manuals are packaged
-# in the first eight; Russian has the Installation Guide only (bench/release_precision.py --pair en-zh, en-ru).
+# in the first eight; Russian, Korean, Vietnamese and Greek have the Installation Guide only
+# (bench/release_precision.py --pair en-zh, en-ru, en-ko ...).
 ENDONYMS: dict[str, str] = {
     "en": "English",
     "es": "Español",
@@ -28,6 +29,9 @@ ENDONYMS: dict[str, str] = {
     "id": "Bahasa Indonesia",
     "zh-cn": "中文(简)",
     "ru": "Русский",
+    "ko": "한국어",
+    "vi": "Tiếng Việt",
+    "el": "Ελληνικά",
 }
 # Every language of the full site with its endonym, in the order Debian's web site lists translations
 # (by transliterated endonym: Català, Čeština, Dansk, Deutsch, Ellinika, English, Español...).
