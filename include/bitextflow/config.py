@@ -811,7 +811,11 @@ class DomainConfig(_Section):
         default_factory=lambda: {"title": 10.0, "metadata": 4.0, "keywords": 2.0, "text": 1.0},
         description="Weight of a term found in the page title, description, keywords or main text (ILSP-FC).",
     )
-    stem_terms: bool = Field(True, description="Match terms after Snowball stemming (PyStemmer) where the language has one.")
+    stem_terms: bool = Field(
+        True,
+        description="Match terms after Snowball stemming (PyStemmer) where the language has one, in pages, sentences and "
+        "the crawler's links alike.",
+    )
     classifier: str | None = Field(
         None, description="Domain classifier applied at classify: a model folder, s3://bucket/prefix, `latest` (the pair's "
         "newest under models/<pair>/domain/) or `offline` (a probe trained on the offline Debian set of the source "

@@ -3,8 +3,8 @@
 import pytest
 
 from bitextflow.config import ScoreConfig
+from bitextflow.extract.relevance import TermMatcher
 from bitextflow.score import hard_rule_violations, numbers_of, numbers_read
-from bitextflow.text.terms import relevance, term_matches
 
 RULES = ScoreConfig()
 
@@ -121,28 +121,37 @@ def test_a_number_that_numbers_a_part_of_the_document_may_be_on_one_side_only(a,
 TERMS = {"package": 2.0, "package manager": 1.0, "kernel": 1.5}
 
 
-def test_term_matching_is_on_whole_tokens():
-    assert term_matches("The package manager installs a package.", TERMS) == {"package": 2, "package manager": 1}
-    assert term_matches("Packaged kernels", TERMS) == {}
+def test_terms_match_whole_words_the_longer_term_first_and_stemmed_where_the_pair_says():
+    english = TermMatcher(TERMS, "en")
+    assert english.count("The package manager installs a package.") == {"package manager": 1, "package": 1}
+    assert english.count("Packaged kernels") == {"package": 1, "kernel": 1}  # domain.stem_terms, the default
+    assert TermMatcher(TERMS, "en", stem=False).count("Packaged kernels") == {}
+    assert english.count("Prepackaged firmware") == {}
+
+
+def test_a_sentence_is_matched_as_its_document_is():
+    """Sentences were matched word for word, documents after stemming: an Arabic term met no word behind the article
+    (الحزمة, the package) in the release's domain_terms, and a Russian one none of its case forms."""
+    arabic = "قم بتثبيت الحزمة ثم أعد تشغيل النواة."
+    assert TermMatcher({"حزمة": 2.0, "نواة": 1.5}, "ar").sentence_relevance(arabic)[1] == ["حزمة", "نواة"]
+    assert TermMatcher({"пакет": 2.0}, "ru").count("Установите пакеты из списка пакетов.") == {"пакет": 2}
 
 
 def test_relevance_grows_with_weighted_density_and_stays_below_one():
-    none, _ = relevance("Nothing to see here at all.", TERMS)
-    one, terms = relevance("The kernel is loaded by the boot loader now.", TERMS)
-    many, _ = relevance("Kernel package kernel package.", TERMS)
+    english = TermMatcher(TERMS, "en")
+    none, _ = english.sentence_relevance("Nothing to see here at all.")
+    one, terms = english.sentence_relevance("The kernel is loaded by the boot loader now.")
+    many, _ = english.sentence_relevance("Kernel package kernel package.")
     assert none == 0.0 and 0 < one < many < 1
     assert terms == ["kernel"]
+    assert english.sentence_relevance("") == (0.0, []) and TermMatcher({}, "en").sentence_relevance("package") == (0.0, [])
 
 
 def test_terms_are_found_in_scripts_written_without_spaces():
     """A Japanese or Chinese sentence is one run of word characters: its terms matched nothing (issue 41: each
     Japanese term of an en-ja release matched 0-5 pairs, each English one 37-204)."""
-    from bitextflow.extract.relevance import TermMatcher
-
-    assert term_matches("パッケージ管理システムでパッケージを入れます。", {"パッケージ": 1.0, "パッケージ管理": 2.0}) == {
-        "パッケージ": 2,
-        "パッケージ管理": 1,
-    }
-    assert term_matches("安装软件包之前，请先阅读发行说明。", {"软件包": 1.0}) == {"软件包": 1}
-    assert relevance("安装软件包之前，请先阅读发行说明。", {"软件包": 1.0})[0] > 0.5
-    assert TermMatcher({"软件包": 1.0}, "zh").count("安装软件包之前，请先阅读发行说明。") == {"软件包": 1}
+    japanese = TermMatcher({"パッケージ": 1.0, "パッケージ管理": 2.0}, "ja")
+    assert japanese.count("パッケージ管理システムでパッケージを入れます。") == {"パッケージ管理": 1, "パッケージ": 1}
+    chinese = TermMatcher({"软件包": 1.0}, "zh")
+    assert chinese.count("安装软件包之前，请先阅读发行说明。") == {"软件包": 1}
+    assert chinese.sentence_relevance("安装软件包之前，请先阅读发行说明。")[0] > 0.5

@@ -24,7 +24,6 @@ from bitextflow.text.languages import (
     three_letter_code,
 )
 from bitextflow.text.sentences import split_sentences
-from bitextflow.text.terms import relevance, term_matches
 from bitextflow.text.urls import resource_key, site_key, url_depth, url_key, url_text, url_tokens
 from tests.support import ROOT
 
@@ -176,17 +175,6 @@ def test_url_text_and_tokens() -> None:
     url = "https://es.Example.org:8080/Docs/ch01.es.html?lang=es#top"
     assert url_text(url) == "es example org Docs ch01 es html lang es"
     assert url_tokens(url) == frozenset({"es", "example", "org", "docs", "ch01", "html", "lang"})
-
-
-# -- terms -----------------------------------------------------------------------------------------
-
-
-def test_terms_match_whole_tokens_and_score_by_density() -> None:
-    terms = {"package": 2.0, "package manager": 1.0}
-    assert term_matches("The Package manager installs a package.", terms) == {"package": 2, "package manager": 1}
-    assert relevance("", terms) == (0.0, [])
-    score, matched = relevance("Install the package.", terms)
-    assert 0.0 < score < 1.0 and matched == ["package"]
 
 
 # -- sentences -------------------------------------------------------------------------------------

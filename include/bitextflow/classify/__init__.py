@@ -5,5 +5,5 @@ frozen sentence encoder, each giving a full probability distribution over the do
 They live in the submodules ``data``, ``offline``, ``baseline``, ``transformer``, ``probe``, ``training``,
 ``evaluation``, ``model``, ``offline_model`` and ``inference``, which are imported on demand, so this package stays free of
 scikit-learn and torch. The relevance score from the pair config's weighted terms, which needs no
-model, is :func:`bitextflow.text.terms.relevance`.
+model, is :meth:`bitextflow.extract.relevance.TermMatcher.sentence_relevance`.
 """

@@ -33,7 +33,7 @@ from typing import Any
 from bitextflow.crawl.urlpairs import key_pair_markers
 from bitextflow.crawl.urls import Link, ParsedPage, language_of_anchor, predicted_language
 from bitextflow.extract.language import beyond_cld2
-from bitextflow.text.terms import term_matches
+from bitextflow.extract.relevance import TermMatcher
 from bitextflow.text.urls import url_key
 
 
@@ -54,6 +54,8 @@ class PairContext:
     source: str = ""
     target: str = ""
     terms: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: whether terms match after Snowball stemming (``domain.stem_terms``)
+    stem_terms: bool = True
 
     @property
     def languages(self) -> tuple[str, ...]:
@@ -131,21 +133,18 @@ class TermsScorer(LinkScorer):
         for terms in pair.terms.values():
             for term, weight in terms.items():
                 merged[term] = max(weight, merged.get(term, 0.0))
-        self._all_terms = merged
+        self._matchers = {
+            language: TermMatcher(terms, language, pair.stem_terms) for language, terms in pair.terms.items() if terms
+        }
+        self._any_language = TermMatcher(merged, "")  # a page of no known language: every term, unstemmed
 
-    def _terms_for(self, language: str) -> Mapping[str, float]:
-        return self.pair.terms.get(language) or self._all_terms
-
-    @staticmethod
-    def _weighted(text: str, terms: Mapping[str, float]) -> float:
-        if not text or not terms:
-            return 0.0
-        return sum(count * terms[term] for term, count in term_matches(text, dict(terms)).items())
+    def _matcher_for(self, language: str) -> TermMatcher:
+        return self._matchers.get(language) or self._any_language
 
     def relevance(self, page: PageView) -> float:
         """ILSP-FC page relevance p = sum over locations j and terms i of n_ij * w_i * w_j."""
-        terms = self._terms_for(page.language)
-        return sum(weight * self._weighted(getattr(page.page, location), terms) for location, weight in self.LOCATION_WEIGHTS)
+        matcher = self._matcher_for(page.language)
+        return sum(weight * matcher.weighted(getattr(page.page, location)) for location, weight in self.LOCATION_WEIGHTS)
 
     @staticmethod
     def link_language(link: Link) -> str:
@@ -171,7 +170,7 @@ class TermsScorer(LinkScorer):
             # ILSP-FC keeps only pages in the targeted languages: their links are followed last
             return [0.0] * len(links)
         share = self.relevance(page) / len(links)
-        terms = self._terms_for(page.language)
+        matcher = self._matcher_for(page.language)
         scores = []
         for link in links:
             language = self.link_language(link)
@@ -179,7 +178,7 @@ class TermsScorer(LinkScorer):
                 scores.append(0.0)  # known to lead to a third language, which ILSP-FC would discard
                 continue
             bonus = self.bonus if self.points_to_other_language(page, link) else 0.0
-            scores.append(bonus + share + self._weighted(link.context or link.anchor, terms))
+            scores.append(bonus + share + matcher.weighted(link.context or link.anchor))
         return scores
 
 

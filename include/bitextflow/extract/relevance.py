@@ -1,15 +1,19 @@
-"""Domain relevance of a document, as in ILSP-FC.
+"""Domain terms in text: the one matcher of a pair's weighted terms, and the relevance scores built on it.
 
-p = sum over terms i and locations j of n_ij * w_i * w_j, where n_ij counts term i in location j,
-w_i is the term's weight from the pair config and w_j the location's weight (title 10, metadata 4,
-keywords 2, text 1 by default); m = the number of distinct terms found. A document is relevant when
-p and m reach the pair's thresholds. Terms and text are matched after lower-casing and, where the
-language has a Snowball stemmer (PyStemmer), stemming; a term may be several words.
+A document's relevance is ILSP-FC's: p = sum over terms i and locations j of n_ij * w_i * w_j, where n_ij
+counts term i in location j, w_i is the term's weight from the pair config and w_j the location's weight
+(title 10, metadata 4, keywords 2, text 1 by default); m = the number of distinct terms found. A document is
+relevant when p and m reach the pair's thresholds. A sentence's is 1 - exp(-10 * weighted terms per word)
+(:meth:`TermMatcher.sentence_relevance`), and the crawler ranks links by the weighted terms of their text
+(:meth:`TermMatcher.weighted`). Terms and text are matched after lower-casing and, where the language has a
+Snowball stemmer (PyStemmer), stemming (an Arabic term meets its word behind the article, الحزمة for حزمة); a
+term may be several words; in a script without spaces words are ICU's.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +32,8 @@ SNOWBALL = {
     "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
 }  # fmt: skip
 DEFAULT_LOCATION_WEIGHTS = {"title": 10.0, "metadata": 4.0, "keywords": 2.0, "text": 1.0}
+# One term of weight 1 in a 10-word sentence gives a sentence relevance of about 0.63.
+_DENSITY_SCALE = 10.0
 _MAX_CACHED_STEMS = 200_000  # a shard's vocabulary; the cache starts again past it, so memory stays bounded
 
 
@@ -80,6 +86,20 @@ class TermMatcher:
             return [Counter() for _text in texts]
         token_lists = self._normalise_all([words(text.casefold(), _WORD) for text in texts])
         return [self._terms_in(tokens) for tokens in token_lists]
+
+    def weighted(self, text: str) -> float:
+        """The weighted count of the terms in ``text``: sum of n_i * w_i."""
+        return float(sum(n * self.weights[term] for term, n in self.count(text).items())) if text else 0.0
+
+    def sentence_relevance(self, text: str) -> tuple[float, list[str]]:
+        """A sentence's relevance in [0, 1) and its terms, most weighted first: a saturating score of the weighted
+        terms per word, so a long sentence is not favoured for its length (a pair's is the larger of its sides')."""
+        tokens = self._normalise_all([words(text.casefold(), _WORD)])[0] if self._by_tokens else []
+        if not tokens:
+            return 0.0, []
+        found = self._terms_in(tokens)
+        weighted = sum(n * self.weights[term] for term, n in found.items())
+        return 1.0 - math.exp(-_DENSITY_SCALE * weighted / len(tokens)), sorted(found, key=lambda t: (-self.weights[t], t))
 
     def _terms_in(self, tokens: list[str]) -> Counter[str]:
         found: Counter[str] = Counter()

@@ -16,11 +16,11 @@ from bitextflow.classify.inference import classify_pairs, configured_classifier
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
+from bitextflow.extract.relevance import TermMatcher
 from bitextflow.models.vectors import pair_vectors
 from bitextflow.stages.base import Resources, Stage, shard_name
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
 from bitextflow.storage.tables import read_table, write_table
-from bitextflow.text.terms import relevance
 
 
 class Classify(Stage):
@@ -49,9 +49,13 @@ class Classify(Stage):
         counts = StageCounts("classify")
         counts.seen(len(frame))
         scores, matched = [], []
+        matcher_a, matcher_b = (
+            TermMatcher(domain.terms.get(language, {}), language, domain.stem_terms)
+            for language in (ctx.config.source, ctx.config.target)
+        )
         for text_a, text_b in zip(frame["text_a"], frame["text_b"], strict=True):
-            score_a, terms_a = relevance(text_a, domain.terms.get(ctx.config.source, {}))
-            score_b, terms_b = relevance(text_b, domain.terms.get(ctx.config.target, {}))
+            score_a, terms_a = matcher_a.sentence_relevance(text_a)
+            score_b, terms_b = matcher_b.sentence_relevance(text_b)
             scores.append(max(score_a, score_b))
             matched.append(";".join(dict.fromkeys(terms_a + terms_b)))
         frame["domain_relevance"] = scores

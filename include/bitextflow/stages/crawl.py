@@ -95,7 +95,7 @@ class Crawl(Stage):
         }
         warc = RotatingWarcWriter(upload, config.warc_max_bytes, shard_prefix, download=download, info=info)
         checkpoints = ObjectStoreCheckpoints(ctx.store, lambda name: ctx.key("crawl", folder + name))
-        pair = PairContext(ctx.config.source, ctx.config.target, ctx.config.domain.terms)
+        pair = PairContext(ctx.config.source, ctx.config.target, ctx.config.domain.terms, ctx.config.domain.stem_terms)
         started = time.monotonic()
 
         def progress(entry: CrawlLogEntry) -> None:

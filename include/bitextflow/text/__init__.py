@@ -4,7 +4,6 @@
   language identification;
 - :mod:`~bitextflow.text.urls`: language-neutral URL keys (language markers removed), URL text and tokens;
 - :mod:`~bitextflow.text.encoding`: bytes to clean text (charset, binary sniffing, mojibake repair, spaces);
-- :mod:`~bitextflow.text.terms`: matches of a pair's weighted domain terms and the relevance score built on them;
 - :mod:`~bitextflow.text.comparison`: when two texts or two sentence pairs count as the same (de-duplication).
 
 These modules import nothing from bitextflow but :mod:`bitextflow.errors`, :mod:`bitextflow.settings`,
