@@ -10,11 +10,15 @@ out (matplotlib would warn of it at every text).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
 
+import matplotlib
 from matplotlib import font_manager
 
 from bitextflow.text.languages import likely_script
+
+Drawing = TypeVar("Drawing", bound=Callable[..., Any])
 
 BASE_FONT = "DejaVu Sans"
 _CJK = "Noto Sans CJK JP"  # its Chinese, Japanese and Korean glyphs; the JP face's are the others' where they differ
@@ -47,3 +51,14 @@ def plot_fonts(languages: Iterable[str]) -> list[str]:
     """DejaVu Sans, then the installed fonts of the scripts ``languages`` are written in (matplotlib's fallback order)."""
     wanted = (SCRIPT_FONTS.get(likely_script(language) or "") for language in languages)
     return [BASE_FONT, *(family for family in dict.fromkeys(wanted) if family and installed(family))]
+
+
+def in_pair_fonts(draw: Drawing) -> Drawing:
+    """``draw(pair, ...)``, a function that draws a pair's plots (``en-ja``), with :func:`plot_fonts` of its languages."""
+
+    @functools.wraps(draw)
+    def drawn(pair: str, *args: Any, **kwargs: Any) -> Any:
+        with matplotlib.rc_context({"font.family": plot_fonts(pair.split("-"))}):
+            return draw(pair, *args, **kwargs)
+
+    return cast(Drawing, drawn)

@@ -35,7 +35,7 @@ matplotlib.use("Agg")  # before pyplot: workers have no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bitextflow.release.fonts import plot_fonts  # noqa: E402
+from bitextflow.release.fonts import in_pair_fonts  # noqa: E402
 from bitextflow.release.profile import MAX_LABELS as _MAX_LABELS  # noqa: E402
 from bitextflow.release.profile import CorpusProfile, GateVerdict, host  # noqa: E402
 from bitextflow.text.markup import plot_label  # noqa: E402
@@ -255,6 +255,7 @@ def _evaluation_section(evaluation: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+@in_pair_fonts
 def render_report(
     pair: str,
     version: int,
@@ -269,21 +270,7 @@ def render_report(
     figures); ``samples`` the pairs shown per score band (:meth:`CorpusProfile.take_samples`); ``gates`` the
     verdicts of the run's quality gates; ``documents`` sample released documents per language and quality label
     (:attr:`~bitextflow.release.documents.DocumentsCorpus.samples`). The plots draw the pair's scripts in their fonts
-    (:func:`~bitextflow.release.fonts.plot_fonts`)."""
-    with plt.rc_context({"font.family": plot_fonts(pair.split("-"))}):
-        return _report(pair, version, profile, stats, samples, crawl, gates, documents)
-
-
-def _report(
-    pair: str,
-    version: int,
-    profile: CorpusProfile,
-    stats: Mapping[str, Any],
-    samples: Mapping[str, list[tuple[str, str, str, str]]],
-    crawl: CrawlProfile,
-    gates: Sequence[GateVerdict],
-    documents: Mapping[str, Mapping[str, Sequence[Mapping[str, str]]]] | None,
-) -> bytes:
+    (:func:`~bitextflow.release.fonts.in_pair_fonts`)."""
     sections: list[str] = []
 
     def figure(title: str, png: str, note: str = "") -> None:
