@@ -235,7 +235,7 @@ def cld2_languages() -> frozenset[str]:
     return frozenset(_code(code) for name, code in pycld2.LANGUAGES if name in detected and not code.startswith("xx-"))
 
 
-# The languages of heliport's model (its wheel 0.8's ``confidenceThresholds``; a test compares them with the installed
+# The languages of heliport's model (its wheel 1.0.1's ``confidenceThresholds``; a test compares them with the installed
 # one), as it answers them: ISO 639-3, ``hbs`` for Bosnian, Croatian and Serbian together. Kept here, not asked of
 # heliport, so that a pair's languages are checked where its environment is not built yet.
 HELIPORT_CODES = frozenset(
