@@ -137,6 +137,15 @@ def test_a_sentence_is_matched_as_its_document_is():
     assert TermMatcher({"пакет": 2.0}, "ru").count("Установите пакеты из списка пакетов.") == {"пакет": 2}
 
 
+def test_a_korean_term_is_found_behind_its_particles():
+    """Korean writes particles and endings onto the word and has no Snowball stemmer: in the en-ko release of the
+    Installation Guide, 패키지 (package) was a whole word in 33 sentences and began a word in 157 (패키지를, 패키지가)."""
+    korean = TermMatcher({"패키지": 2.0, "설치": 1.5, "망": 1.0}, "ko")
+    assert korean.count("패키지를 설치하려면 다음 명령을 실행합니다.") == {"패키지": 1, "설치": 1}
+    assert korean.count("망가진 파일") == {}, "a one-syllable term word matches whole words only"
+    assert TermMatcher({"패키지": 2.0}, "ko", stem=False).count("패키지를 설치") == {}
+
+
 def test_relevance_grows_with_weighted_density_and_stays_below_one():
     english = TermMatcher(TERMS, "en")
     none, _ = english.sentence_relevance("Nothing to see here at all.")

@@ -49,6 +49,22 @@ def _stemmer(language: str):
     return Stemmer.Stemmer(algorithm)
 
 
+#: Languages that write particles and endings onto the word (패키지를, 설치하려면: Korean) and have no Snowball stemmer.
+PREFIX_MATCHED = frozenset({"ko"})
+_MIN_PREFIX_CHARS = 2  # a one-syllable term word starts too many other words
+
+
+class _TermWordPrefixes:
+    """A stemmer of :data:`PREFIX_MATCHED` languages: a word is reduced to the longest term word it starts with, of
+    :data:`_MIN_PREFIX_CHARS` or more characters (설치하려면 -> 설치), so a term is found behind its particles."""
+
+    def __init__(self, term_words: Iterable[str]) -> None:
+        self._prefixes = sorted({word for word in term_words if len(word) >= _MIN_PREFIX_CHARS}, key=len, reverse=True)
+
+    def stemWords(self, words: list[str]) -> list[str]:  # noqa: N802 - PyStemmer's name, for the same caller
+        return [next((prefix for prefix in self._prefixes if word.startswith(prefix)), word) for word in words]
+
+
 class TermMatcher:
     """Counts the occurrences of weighted terms (single or multi-word) in texts of one language."""
 
@@ -56,6 +72,8 @@ class TermMatcher:
         self.language = language
         self.weights = dict(terms)
         self._stemmer = _stemmer(language) if stem else None
+        if stem and language in PREFIX_MATCHED:
+            self._stemmer = _TermWordPrefixes(word for term in terms for word in words(term.casefold(), _WORD))
         self._stems: dict[str, str] = {}  # word -> stem: a dict lookup is a tenth of a Snowball call
         self._by_tokens: dict[tuple[str, ...], str] = {}
         for term in terms:
