@@ -285,7 +285,10 @@ def direct_pairs(lang_a: str, lang_b: str, cache_dir: Path) -> tuple[set[tuple[s
     available = [source for source in candidate_sources(lang_a, lang_b) if _package_exists(source.package)]
     chosen = [source for source in available if source.kind == "apertium"][:1] or available
     if not chosen:
-        names = ", ".join(s.package for s in candidate_sources(lang_a, lang_b)) or "none (unknown language code)"
+        unnamed = " and ".join(lang for lang in (lang_a, lang_b) if three_letter_code(lang) is None)
+        names = ", ".join(s.package for s in candidate_sources(lang_a, lang_b)) or (
+            f"none: Debian names these packages by ISO 639-2 codes, and the project knows none for {unnamed}"
+        )
         raise DictionaryUnavailable(f"no Debian dictionary package for {lang_a}-{lang_b} (looked for: {names})")
     a3 = three_letter_code(lang_a)
     pairs: set[tuple[str, str]] = set()
