@@ -1,9 +1,9 @@
 """Crawl-time language identification of a downloaded page with CLD2 (the smart-crawling seed's choice), and with
-heliport for a pair language CLD2 cannot name (:func:`bitextflow.extract.language.page_language`)."""
+heliport for a pair language CLD2 cannot name (:func:`bitextflow.extract.language.named_by_heliport`)."""
 
 from __future__ import annotations
 
-from bitextflow.extract.language import first_opinion, page_language
+from bitextflow.extract.language import first_opinion, named_by_heliport
 from bitextflow.text.languages import UNKNOWN, cld2, normalise_language
 
 _MAX_CHARS = 100_000  # a page's language shows in its first 100k characters; CLD2 time grows with length
@@ -16,10 +16,8 @@ def detect_language(text: str, heliport_only: frozenset[str] = frozenset()) -> t
     text = text[:_MAX_CHARS].strip()
     if not text:
         return "", False
-    if heliport_only:
-        code, reliable, _shares = page_language(text, heliport_only, first_opinion("heliport"))
-    else:
-        code, reliable, _shares = cld2(text, best_effort=True)
+    first = first_opinion("heliport") if heliport_only else None
+    code, reliable, _shares = named_by_heliport(text, cld2(text, best_effort=True), heliport_only, first)
     if code in (UNKNOWN, "xxx"):
         return "", False
     return normalise_language(code), reliable

@@ -17,7 +17,7 @@ from bitextflow.extract import language, relevance, structure
 from bitextflow.extract.model import ExtractedPage, PageMetadata, Paragraph, WarcResponse
 from bitextflow.extract.warc import iter_responses
 from bitextflow.text import encoding
-from bitextflow.text.languages import UNKNOWN, cld2_top
+from bitextflow.text.languages import UNKNOWN, cld2_top, document_language
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,9 @@ class DocumentBuilder:
 
     def _identify(self, document: ExtractedPage) -> None:
         """Document language and language set from the main text; each paragraph's language."""
-        lang, reliable, shares = language.page_language(document.main_text, self.heliport_only, self.first_opinion)
+        text = document.main_text
+        found = document_language(text)
+        lang, reliable, shares = language.named_by_heliport(text, found, self.heliport_only, self.first_opinion)
         document.language, document.language_reliable, document.language_set = lang, reliable, shares
         candidates = frozenset(code for code, _share in shares) | {lang}
         for paragraph in document.paragraphs:

@@ -3,7 +3,7 @@
 - Document: CLD2 on the main text gives the language and the language set with shares (CLD2's
   top three languages and their percent of the text); where a pair names a language CLD2 cannot
   (heliport's further languages: Chechen, Chuvash, Sorani, Sardinian ...), heliport's answer on the
-  same text names it instead (:func:`page_language`).
+  same text names it instead (:func:`named_by_heliport`).
 - Paragraph and sentence: restricted to the document's language set (the WAC-2020 idea: after the
   crawl, a page's language set constrains short-text identification, which is where identifiers
   err): heliport's answer when it is sure of a language of the set (``extract.language_identifier:
@@ -37,7 +37,6 @@ from bitextflow.text.languages import (
     UNKNOWN,
     cld2_languages,
     cld2_top,
-    document_language,
     likely_script,
     normalise_language,
     project_code,
@@ -198,20 +197,20 @@ def beyond_cld2(languages: Iterable[str]) -> frozenset[str]:
     return frozenset(languages) - cld2_languages()
 
 
-def page_language(text: str, heliport_only: frozenset[str], first: Heliport | None) -> tuple[str, bool, list[tuple[str, float]]]:
-    """A page's language, whether an identifier is sure of it, and its language set with shares.
-
-    :func:`~bitextflow.text.languages.document_language` (CLD2) answers, except where heliport (``first``) is sure the
-    text is in one of ``heliport_only`` (:func:`beyond_cld2` of the pair's languages): CLD2 names such a page after a
-    neighbour it knows (a Chuvash page Russian, a Sardinian one Italian), so heliport's language takes the place of
-    CLD2's in the answer and in the set, with the share CLD2 gave its own.
-    """
-    language, reliable, shares = document_language(text)
+def named_by_heliport(
+    text: str, found: tuple[str, bool, list[tuple[str, float]]], heliport_only: frozenset[str], first: Heliport | None
+) -> tuple[str, bool, list[tuple[str, float]]]:
+    """A page's language, whether an identifier is sure of it, and its language set with shares: CLD2's (``found``, of
+    ``text``), except where heliport (``first``) is sure the text is in one of ``heliport_only`` (:func:`beyond_cld2` of
+    the pair's languages). CLD2 names such a page after a neighbour it knows (a Chuvash page Russian, a Sardinian one
+    Italian), so heliport's language takes the place of CLD2's in the answer and in the set, with the share CLD2 gave
+    its own."""
+    language, _reliable, shares = found
     if not heliport_only or first is None:
-        return language, reliable, shares
+        return found
     answer = _heliport_answer(first, text[:MAX_CHARS])
     if answer not in heliport_only:
-        return language, reliable, shares
+        return found
     if language not in dict(shares):
         return answer, True, [(answer, 1.0 - sum(share for _code, share in shares)), *shares]
     return answer, True, [(answer if code == language else code, share) for code, share in shares]

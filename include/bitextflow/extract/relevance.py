@@ -107,7 +107,7 @@ class TermMatcher:
 
     def weighted(self, text: str) -> float:
         """The weighted count of the terms in ``text``: sum of n_i * w_i."""
-        return float(sum(n * self.weights[term] for term, n in self.count(text).items())) if text else 0.0
+        return self._weight_of(self.count(text)) if text else 0.0
 
     def sentence_relevance(self, text: str) -> tuple[float, list[str]]:
         """A sentence's relevance in [0, 1) and its terms, most weighted first: a saturating score of the weighted
@@ -116,8 +116,11 @@ class TermMatcher:
         if not tokens:
             return 0.0, []
         found = self._terms_in(tokens)
-        weighted = sum(n * self.weights[term] for term, n in found.items())
-        return 1.0 - math.exp(-_DENSITY_SCALE * weighted / len(tokens)), sorted(found, key=lambda t: (-self.weights[t], t))
+        density = self._weight_of(found) / len(tokens)
+        return 1.0 - math.exp(-_DENSITY_SCALE * density), sorted(found, key=lambda t: (-self.weights[t], t))
+
+    def _weight_of(self, found: Counter[str]) -> float:
+        return float(sum(n * self.weights[term] for term, n in found.items()))
 
     def _terms_in(self, tokens: list[str]) -> Counter[str]:
         found: Counter[str] = Counter()
