@@ -27,7 +27,8 @@ from pydantic import (
 
 from bitextflow.errors import ConfigError
 
-LanguageCode = Annotated[str, Field(min_length=2, max_length=3, pattern=r"^[a-z]{2,3}$")]
+# A project code: ISO 639-1 or 639-3, with the ISO 15924 script where it is not the language's usual one (sr_Latn)
+LanguageCode = Annotated[str, Field(min_length=2, max_length=8, pattern=r"^[a-z]{2,3}(_[A-Z][a-z]{3})?$")]
 
 
 class _Section(BaseModel):
@@ -1050,11 +1051,13 @@ class PairConfig(_Section):
     source: LanguageCode = Field(
         description="The first language (e.g. en): an ISO 639-1 or 639-3 code or a BCP 47 tag (eng, en-GB), kept as its "
         "ISO 639-1 code where one exists, else its ISO 639-3 code (ce, ckb). CLD2 or heliport must know it; one only "
-        "heliport knows needs `extract.language_identifier: heliport`. A script subtag must be the language's usual one "
-        "(zh-Hans, sr-Cyrl).",
+        "heliport knows needs `extract.language_identifier: heliport`. A script other than the language's usual one, "
+        "named or implied by a region (sr-Latn, zh-Hant, zh-TW), is kept after an underscore: sr_Latn, zh_Hant; pages "
+        "in the other script are another language's (docs/languages.md).",
     )
     target: LanguageCode = Field(
-        description="The second language (e.g. es): as `source` (spa, es-ES, zh-Hans, cmn and heb are es, es, zh, zh and he).",
+        description="The second language (e.g. es): as `source` (spa, es-ES, zh-Hans, cmn, zh-TW and heb are es, es, "
+        "zh, zh, zh_Hant and he).",
     )
     description: str = Field("", description="Free text shown on the DAG in the Airflow UI.")
     schedule: str | None = Field(
@@ -1093,7 +1096,14 @@ class PairConfig(_Section):
     @classmethod
     def _known_language(cls, tag: Any) -> Any:
         """A language tag as the project's code (``spa``, ``es-ES``, ``zh-Hans`` -> ``es``, ``es``, ``zh``)."""
-        from bitextflow.text.languages import UnsupportedLanguageTag, cld2_languages, code_of_tag, heliport_languages
+        from bitextflow.text.languages import (
+            UnsupportedLanguageTag,
+            cld2_languages,
+            code_of_tag,
+            heliport_languages,
+            script_identifiable,
+        )
+        from bitextflow.text.scripts import base_language, bcp47
 
         if not isinstance(tag, str):
             return tag
@@ -1101,18 +1111,24 @@ class PairConfig(_Section):
             code = code_of_tag(tag)
         except UnsupportedLanguageTag as error:
             raise ValueError(str(error)) from None
-        if code not in cld2_languages() | heliport_languages():
+        if base_language(code) not in cld2_languages() | heliport_languages():
             raise ValueError(
                 f"unknown language {tag!r}; name one CLD2 or heliport identifies (docs/languages.md lists them) by its "
                 "ISO 639-1 or 639-3 code or a BCP 47 tag, e.g. es, spa, es-ES, zh-Hans, ckb"
+            )
+        if not script_identifiable(code):
+            raise ValueError(
+                f"{tag!r}: {bcp47(code)} shares its letters with the language's usual script, so no page can be told to "
+                "be in it; name the language without a script"
             )
         return code
 
     @model_validator(mode="after")
     def _identifiable_languages(self) -> PairConfig:
         from bitextflow.text.languages import cld2_languages
+        from bitextflow.text.scripts import base_language
 
-        beyond = [code for code in (self.source, self.target) if code not in cld2_languages()]
+        beyond = [code for code in (self.source, self.target) if base_language(code) not in cld2_languages()]
         if beyond and self.extract.language_identifier != "heliport":
             raise ValueError(
                 f"{', '.join(beyond)} is identified by heliport only, and extract.language_identifier is "

@@ -39,7 +39,8 @@ def test_worked_examples_are_valid_and_the_local_site_has_their_languages(path: 
     ("change", "expected"),
     [
         (lambda d: d.update(target="xx"), "field target: Value error, unknown language 'xx'"),
-        (lambda d: d.update(target="zh-Hant"), "field target: Value error, 'zh-Hant': a pair's languages are named without"),
+        (lambda d: d.update(target="es-Cyrl"), "field target: Value error, 'es-Cyrl': CLDR knows no es written in Cyrl"),
+        (lambda d: d.update(target="ja-Hira"), "field target: Value error, 'ja-Hira': ja-Hira shares its letters"),
         (lambda d: d.update(target="yue"), "field target: Value error, unknown language 'yue'; name one CLD2 or heliport"),
         (
             lambda d: d.update(target="ckb", extract={"language_identifier": "cld2"}),
@@ -84,20 +85,27 @@ def test_a_pair_may_name_any_language_an_identifier_knows_in_one_spelling(tmp_pa
     assert load_pair_config(write(tmp_path, {**GOOD, "target": tag}, f"en-{code}.yaml")).pair == f"en-{code}"
 
 
-def test_a_script_subtag_names_the_usual_script_only():
+def test_a_script_other_than_the_usual_one_is_kept_after_an_underscore():
     from bitextflow.text.languages import UnsupportedLanguageTag, code_of_tag
 
-    assert [code_of_tag(tag) for tag in ("zh-Hans", "cmn", "zho", "sr-Cyrl", "ja-Jpan-JP", "arb")] == [
-        "zh",
-        "zh",
-        "zh",
-        "sr",
-        "ja",
-        "ar",
-    ]
-    for tag in ("zh-Hant", "sr-Latn", "sh"):  # sh, retired, stood for Serbian in Latin script
-        with pytest.raises(UnsupportedLanguageTag, match="named without a script"):
-            code_of_tag(tag)
+    usual = ("zh-Hans", "cmn", "zho", "zh-CN", "sr-Cyrl", "sr-RS", "ja-Jpan-JP", "arb")
+    assert [code_of_tag(tag) for tag in usual] == ["zh", "zh", "zh", "zh", "sr", "sr", "ja", "ar"]
+    # named, or implied by the region (CLDR's likely subtags); sh, retired, stood for Serbian in Latin script
+    assert {tag: code_of_tag(tag) for tag in ("zh-Hant", "zh-TW", "zh_HK", "sr-Latn", "sh", "uz-Cyrl")} == {
+        "zh-Hant": "zh_Hant",
+        "zh-TW": "zh_Hant",
+        "zh_HK": "zh_Hant",
+        "sr-Latn": "sr_Latn",
+        "sh": "sr_Latn",
+        "uz-Cyrl": "uz_Cyrl",
+    }
+    with pytest.raises(UnsupportedLanguageTag, match="CLDR knows no ru written in Latn"):
+        code_of_tag("ru-Latn")
+
+
+def test_a_pair_in_another_script_is_named_with_it(tmp_path):
+    config = load_pair_config(write(tmp_path, {**GOOD, "target": "zh-TW"}, "en-zh_Hant.yaml"))
+    assert (config.target, config.pair, config.dag_id) == ("zh_Hant", "en-zh_Hant", "bitextflow__en_zh_Hant")
 
 
 def test_file_name_must_match_languages(tmp_path):

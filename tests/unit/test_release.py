@@ -243,7 +243,7 @@ def test_the_plots_draw_every_script_a_pair_may_be_written_in() -> None:
 
     from bitextflow.release import report
     from bitextflow.release.fonts import SCRIPT_FONTS, installed, plot_fonts
-    from bitextflow.text.languages import likely_script
+    from bitextflow.text.scripts import likely_script
 
     assert {likely_script(language) for language in SCRIPT_SAMPLES} <= SCRIPT_FONTS.keys()
     missing = sorted({family for family in SCRIPT_FONTS.values() if not installed(family)})

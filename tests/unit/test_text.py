@@ -153,7 +153,9 @@ def test_cld2_gives_language_reliability_and_shares() -> None:
         ("http://example.com/docs/ch01.es.html", "example.com/docs/ch01.html", ["es"]),
         ("http://fr.example.com/a?lang=fr&id=3", "example.com/a?id=3", ["fr", "fr"]),
         ("http://example.com/deutsch/index.html.de", "example.com/index.html", ["de", "de"]),
-        ("http://example.com/zh-Hant/page", "example.com/page", ["zh"]),
+        ("http://example.com/zh-Hant/page", "example.com/page", ["zh_Hant"]),
+        ("http://example.com/zh-tw/page", "example.com/page", ["zh_Hant"]),
+        ("http://example.com/zh_CN/page", "example.com/page", ["zh"]),
         ("http://example.com/how-to-install/", "example.com/how-to-install", []),
     ],
 )

@@ -68,6 +68,7 @@ from bitextflow.align.sentences import (
 )
 from bitextflow.text.lengths import has_unspaced_script
 from bitextflow.text.lengths import words as segmented_words
+from bitextflow.text.scripts import base_language
 
 # The four choices below are the setting selected on the six gold files we have (Bleualign de-fr dev
 # and test0-3, hunalign's en-hu dtm) by bench/sentence_alignment.py, over weights 3-9, null priors
@@ -134,7 +135,7 @@ def words(text: str, stem_chars: int = STEM_CHARS, language: str | None = None) 
         tokens = _WORD.findall(fold(text))
     else:
         tokens = [token for token in fold("\n".join(segmented_words(text, _WORD))).split("\n") if token]
-    if language in STEMMED_LANGUAGES:
+    if language is not None and base_language(language) in STEMMED_LANGUAGES:
         return [unaffixed(token)[:stem_chars] for token in tokens]
     return [token[:stem_chars] for token in tokens]
 
@@ -167,7 +168,7 @@ def single_word_stems(
         return [], np.zeros(0, dtype=np.int64)
     numbers: dict[str, int] = {}
     matches = map(_ONE_WORD.fullmatch, fold("\n".join(lemmas)).split("\n"))
-    arabic = language in STEMMED_LANGUAGES
+    arabic = language is not None and base_language(language) in STEMMED_LANGUAGES
     stem_numbers = [
         numbers.setdefault((unaffixed(word) if arabic else word)[:stem_chars], len(numbers))
         if match and not _short_kana(word := match.group(1))

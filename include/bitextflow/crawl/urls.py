@@ -24,7 +24,7 @@ import lxml.etree
 import lxml.html
 
 from bitextflow.text import encoding
-from bitextflow.text.languages import normalise_language
+from bitextflow.text.languages import language_of_tag, normalise_language
 from bitextflow.text.urls import canonical_url, site_bucket, url_key
 
 # Trust in a language marker by URL component (the order of the smart-crawling seed).
@@ -332,7 +332,7 @@ def predicted_language(url: str) -> tuple[str, float]:
 def language_of_anchor(link: Link) -> str:
     """Language a link says its target is in: ``hreflang`` or an anchor that is a language name."""
     if link.hreflang:
-        return normalise_language(link.hreflang)
+        return language_of_tag(link.hreflang)
     anchor = link.anchor.strip()
     if 2 <= len(anchor) <= 30 and " " not in anchor:
         code = normalise_language(anchor)

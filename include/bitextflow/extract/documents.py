@@ -143,7 +143,7 @@ class DocumentBuilder:
                     paragraph.language = lang
                     continue
                 detected, reliable = cld2_top(paragraph.text)
-                paragraph.language = detected if reliable else lang
+                paragraph.language = (language.among(detected, candidates) or detected) if reliable else lang
                 paragraph.out_of_language = paragraph.language != lang
                 continue
             detected, _sure = language.identify(paragraph.text, candidates, self.first_opinion)

@@ -16,7 +16,9 @@ heliport first: on 50 languages of Tatoeba (``bench/lid.py``) it is right more o
 languages it knows (macro accuracy 0.889 on its 36, CLD2 then fastText 0.809 on the same), and where it is unsure
 the chain after it answers instead of nobody, so the whole is at least heliport on its languages and at least the
 chain on the others. Where heliport names a group it cannot tell apart (``hbs``: Bosnian, Croatian, Serbian), the
-chain chooses among the group's members.
+chain chooses among the group's members, and a member named where the page's set has another is that other
+(:func:`among`). An answer without a script (heliport's and fastText's ``zh``) is the page's language in its script
+(``zh_Hant``: :mod:`bitextflow.text.scripts`).
 
 The CLD2 calls themselves (:func:`~bitextflow.text.languages.cld2`, :func:`~bitextflow.text.languages.cld2_top`)
 are in :mod:`bitextflow.text.languages`, which the crawler's page identification shares.
@@ -26,8 +28,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
-import unicodedata
 from collections.abc import Iterable
 
 from bitextflow.extract.heliport import MAX_CHARS, Heliport
@@ -37,10 +37,10 @@ from bitextflow.text.languages import (
     UNKNOWN,
     cld2_languages,
     cld2_top,
-    likely_script,
     normalise_language,
     project_code,
 )
+from bitextflow.text.scripts import BEYOND_LATIN, base_language, letter_script, written_in
 
 log = logging.getLogger(__name__)
 
@@ -105,47 +105,16 @@ def second_opinion(text: str, candidates: frozenset[str] | None = None, min_scor
     return UNKNOWN
 
 
-# Scripts whose letters Unicode names otherwise than CLDR names the script (the first word of a letter's name)
-_HAN = frozenset({"CJK"})
-_SCRIPT_LETTERS = {
-    "Hans": _HAN, "Hant": _HAN, "Hani": _HAN, "Jpan": _HAN | {"HIRAGANA", "KATAKANA"}, "Kore": _HAN | {"HANGUL"},
-    "Beng": frozenset({"BENGALI"}), "Orya": frozenset({"ORIYA"}),
-}  # fmt: skip
-_WIDTHS = frozenset({"FULLWIDTH", "HALFWIDTH"})
-# Characters outside Latin and its extensions, general punctuation and the full-width forms: the only ones that can be
-# letters of another script (most texts have none, and are not looked at one letter at a time)
-_BEYOND_LATIN = re.compile(r"[^\x00-\u024f\u1e00-\u1eff\u2000-\u206f\uff00-\uff5e]")
-
-
-@functools.lru_cache(maxsize=512)
-def _written_in(language: str) -> frozenset[str] | None:
-    """The scripts (as the first word of their letters' Unicode names) ``language`` is written in, by CLDR's likely
-    script; None when CLDR does not know the language."""
-    from babel import Locale
-
-    script = likely_script(language)
-    if script is None:
-        return None
-    name = Locale("en").scripts.get(script)
-    return _SCRIPT_LETTERS.get(script) or (frozenset({name.upper().split()[0]}) if name else None)
-
-
-@functools.lru_cache(maxsize=8192)  # a page has a few hundred distinct letters; their names are looked up once
-def _script(letter: str) -> str:
-    words = unicodedata.name(letter, "").replace("-", " ").split()
-    return (words[1] if words[:1] and words[0] in _WIDTHS and len(words) > 1 else words[0]) if words else ""
-
-
 def foreign_letters(language: str, text: str) -> bool:
     """Whether ``text`` holds letters of a script ``language`` is not written in, at least two and a tenth of its
     letters; Latin letters never count (commands, file names and brand names are quoted in Latin in every script).
     heliport is sure that a Chinese sentence quoting two file names is English (162 paragraphs of four chapters of
     the local site's Chinese Reference): its answer does not stand against the text's own letters."""
-    beyond_latin = _BEYOND_LATIN.findall(text)
-    scripts = _written_in(language) if beyond_latin else None
+    beyond_latin = BEYOND_LATIN.findall(text)
+    scripts = written_in(language) if beyond_latin else None
     if scripts is None:
         return False
-    foreign = sum(1 for ch in beyond_latin if ch.isalpha() and (script := _script(ch)) != "LATIN" and script not in scripts)
+    foreign = sum(1 for ch in beyond_latin if ch.isalpha() and (script := letter_script(ch)) != "LATIN" and script not in scripts)
     return foreign >= 2 and foreign >= sum(ch.isalpha() for ch in text) / 10
 
 
@@ -180,21 +149,36 @@ def identify(text: str, candidates: frozenset[str], first: Heliport | None = Non
     if first is not None:
         answer = _heliport_answer(first, text)
         if answer in HELIPORT_CLUSTERS:
-            candidates = (HELIPORT_CLUSTERS[answer] & candidates) or candidates
-        elif answer != UNKNOWN and (code := identifier_code(answer)) in candidates and not foreign_letters(answer, text):
+            candidates = frozenset(code for code in candidates if base_language(code) in HELIPORT_CLUSTERS[answer]) or candidates
+        elif answer != UNKNOWN and (code := among(identifier_code(answer), candidates)) and not foreign_letters(code, text):
             return code, True
     language, reliable = cld2_top(text)
-    if reliable and language in candidates:
-        return language, True
-    second = second_opinion(text, candidates)
+    if reliable and (code := among(language, candidates)):
+        return code, True
+    second = second_opinion(text, frozenset(map(base_language, candidates)))
     if second != UNKNOWN:
-        return second, False
+        return among(second, candidates) or second, False
     return (language, True) if reliable else (UNKNOWN, False)
+
+
+def among(code: str, candidates: frozenset[str]) -> str | None:
+    """The one of ``candidates`` that an identifier's ``code`` names: the code itself, or the only candidate of its
+    language (heliport and fastText name no script, so their ``zh`` is a page's ``zh_Hant``; CLD2's ``sr`` is a
+    ``sr_Latn`` page's), or else of a language no identifier tells from it in a paragraph (:data:`HELIPORT_CLUSTERS`:
+    CLD2 calls two of three Serbian paragraphs in Latin script Croatian); None where it names none, or two."""
+    if code in candidates:
+        return code
+    language = base_language(code)
+    same = [candidate for candidate in candidates if base_language(candidate) == language]
+    if not same:
+        group = next((members for members in HELIPORT_CLUSTERS.values() if language in members), frozenset())
+        same = [candidate for candidate in candidates if base_language(candidate) in group]
+    return same[0] if len(same) == 1 else None
 
 
 def beyond_cld2(languages: Iterable[str]) -> frozenset[str]:
     """Those of ``languages`` CLD2 cannot name, which only heliport identifies."""
-    return frozenset(languages) - cld2_languages()
+    return frozenset(code for code in languages if base_language(code) not in cld2_languages())
 
 
 def named_by_heliport(

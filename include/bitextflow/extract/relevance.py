@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from bitextflow.extract.model import ExtractedPage
 from bitextflow.text.lengths import words
+from bitextflow.text.scripts import base_language
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # ISO 639-1 -> Snowball algorithm (the languages PyStemmer ships).
@@ -39,7 +40,7 @@ _MAX_CACHED_STEMS = 200_000  # a shard's vocabulary; the cache starts again past
 
 @functools.cache
 def _stemmer(language: str):
-    algorithm = SNOWBALL.get(language)
+    algorithm = SNOWBALL.get(base_language(language))
     if algorithm is None:
         return None
     try:
@@ -72,7 +73,7 @@ class TermMatcher:
         self.language = language
         self.weights = dict(terms)
         self._stemmer = _stemmer(language) if stem else None
-        if stem and language in PREFIX_MATCHED:
+        if stem and base_language(language) in PREFIX_MATCHED:
             self._stemmer = _TermWordPrefixes(word for term in terms for word in words(term.casefold(), _WORD))
         self._stems: dict[str, str] = {}  # word -> stem: a dict lookup is a tenth of a Snowball call
         self._by_tokens: dict[tuple[str, ...], str] = {}

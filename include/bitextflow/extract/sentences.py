@@ -23,6 +23,7 @@ from bitextflow.extract.language import first_opinion, identify
 from bitextflow.extract.model import SENTENCE_SOURCE_TYPES, ExtractedPage
 from bitextflow.text.languages import UNKNOWN
 from bitextflow.text.lengths import token_count
+from bitextflow.text.scripts import base_language
 from bitextflow.text.sentences import split_sentences
 
 
@@ -146,7 +147,7 @@ def _normaliser(language: str, ascii_text: bool = False) -> _Normaliser:
 
 def normalise_punctuation(text: str, language: str) -> str:
     """Moses punctuation normalisation (quotes, dashes, spaces around punctuation) for ``language``."""
-    normaliser = _normaliser(language, text.isascii())
+    normaliser = _normaliser(base_language(language), text.isascii())
     if normaliser.trigger is None or normaliser.trigger.search(text):
         for pattern, substitution in normaliser.substitutions:
             text = pattern.sub(substitution, text)

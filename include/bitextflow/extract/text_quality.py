@@ -129,7 +129,7 @@ def terms(text: str, language: str, *, detected_language: str | None = None) -> 
         found["other"] = float(detected not in (expected, UNKNOWN))
         if expected in cld2_languages():  # CLD2 is never sure of a language it cannot name
             cld2_language, reliable = cld2_top(text) if text else (UNKNOWN, False)
-            found["unsure"] = float(not (reliable and cld2_language == expected))
+            found["unsure"] = float(not (reliable and identifier_code(cld2_language) == expected))
     tokens = text.split()
     n_words = token_count(text, expected) if expected in UNSPACED_LANGUAGES else len(tokens)
     if not n_words:

@@ -30,6 +30,7 @@ from typing import Any
 
 from bitextflow.errors import StageError
 from bitextflow.models.url_versions import FORMAT_VERSION, METADATA_FILENAME
+from bitextflow.text.scripts import base_language
 from bitextflow.text.urls import url_text
 
 TRAINED_FILENAME = "trained.safetensors"
@@ -138,7 +139,7 @@ class UrlClassifiers:
         if new:
             rows = class_probabilities(self.language_model, self.tokenizer, [url_text(u) for u in new], None, self.max_length)
             self._language_cache.update(zip(new, rows, strict=True))
-        index = self._label.get(language)
+        index = self._label.get(base_language(language))  # trained on languages, not scripts
         if index is None:  # a language no training page was in
             return [0.0] * len(urls)
         return [float(self._language_cache[url][index]) for url in urls]

@@ -39,6 +39,7 @@ from bitextflow.config import GateConfig
 from bitextflow.quality.engine import Check
 from bitextflow.text.languages import cld2, cld2_languages
 from bitextflow.text.lengths import weighted_length
+from bitextflow.text.scripts import base_language
 
 SENTENCE_PAIR_COLUMNS: tuple[str, ...] = (
     "url_a", "url_b", "lang_a", "lang_b", "text_a", "text_b", "alignment_score",
@@ -101,12 +102,16 @@ def other_language(text: object, expected: object) -> str | None:
 
     Unsure detections count as agreeing: short technical sentences (commands, file names) are often
     unsure, and the gate is after whole sides in the wrong language, not after a misread command. A language CLD2
-    cannot name (one heliport identified in extract) is never judged: CLD2 would call all of it another language.
+    cannot name (one heliport identified in extract) is never judged: CLD2 would call all of it another language. Nor
+    is the script: a sentence is too short to tell them apart (most Chinese characters are Simplified and Traditional),
+    so a page's script is extraction's to judge.
     """
-    if not isinstance(text, str) or not text.strip() or expected not in cld2_languages():
+    if not isinstance(text, str) or not text.strip() or not isinstance(expected, str):
+        return None
+    if (language := base_language(expected)) not in cld2_languages():
         return None
     detected, reliable, _shares = cld2(text)
-    return detected if reliable and detected != expected else None
+    return detected if reliable and base_language(detected) != language else None
 
 
 def volume_bounds(gate: GateConfig, previous_count: int | None) -> tuple[int, int | None]:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import matplotlib
 from matplotlib import font_manager
 
-from bitextflow.text.languages import likely_script
+from bitextflow.text.scripts import likely_script
 
 Drawing = TypeVar("Drawing", bound=Callable[..., Any])
 

@@ -15,7 +15,7 @@ Tabs and line breaks inside a field (``\\t``, ``\\n``, ``\\r`` and the other cha
 
 TMX 1.4 (``<pair>.tmx``): one ``<tu>`` per pair with ``tuid`` (1-based row number), tu-level
 ``<prop type="score-aligner">`` and ``<prop type="score-domain-relevance">`` (Bitextor names its
-aligner score ``score-aligner``), and one ``<tuv xml:lang=..>`` per side holding
+aligner score ``score-aligner``), and one ``<tuv xml:lang=..>`` per side (BCP 47: ``zh-Hant``) holding
 ``<prop type="source-document">URL</prop>`` and the ``<seg>``. XML 1.0 has no way to write control
 characters other than tab, LF and CR (not even as ``&#x1;``), nor lone surrogates or U+FFFE/U+FFFF,
 so each is written as U+FFFD: the file stays well-formed and the damage stays visible.
@@ -46,6 +46,7 @@ from lxml import etree
 from bitextflow.errors import StageError
 from bitextflow.release.profile import TMX_COLUMNS, require_columns
 from bitextflow.text.markup import xml_safe
+from bitextflow.text.scripts import bcp47
 
 TSV_COLUMNS: tuple[str, ...] = TMX_COLUMNS[:6]
 """Frame columns written to the TSV, in order (Bitextor's url1, url2, text1, text2, scores)."""
@@ -110,7 +111,7 @@ def _tu_elements(df: pd.DataFrame, first_tuid: int) -> Iterator[etree._Element]:
             if scores[column][i]:  # a missing score gets no prop rather than an empty one
                 _prop(tu, kind, scores[column][i])
         for side in ("a", "b"):
-            tuv = etree.SubElement(tu, "tuv", {f"{_XML}lang": xml_safe(columns[f"lang_{side}"][i])})
+            tuv = etree.SubElement(tu, "tuv", {f"{_XML}lang": xml_safe(bcp47(columns[f"lang_{side}"][i]))})
             _prop(tuv, "source-document", columns[f"url_{side}"][i])
             seg = etree.SubElement(tuv, "seg")
             seg.text = xml_safe(columns[f"text_{side}"][i])
@@ -130,7 +131,7 @@ class TmxWriter:
     def __enter__(self) -> TmxWriter:
         header = etree.Element(
             "header", creationtool="bitextflow", creationtoolversion=_tool_version(), datatype="plaintext",
-            segtype="sentence", adminlang="en", srclang=self.srclang, **{"o-tmf": "bitextflow"},
+            segtype="sentence", adminlang="en", srclang=bcp47(self.srclang), **{"o-tmf": "bitextflow"},
         )  # fmt: skip
         # Written by hand: lxml's declaration uses single quotes, which some TMX readers reject.
         self.out.write(b'<?xml version="1.0" encoding="UTF-8"?>\n')

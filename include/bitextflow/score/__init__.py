@@ -17,6 +17,7 @@ from text_to_num import alpha2digit
 from bitextflow.config import ScoreConfig
 from bitextflow.text.comparison import normalise_for_comparison
 from bitextflow.text.lengths import weighted_length
+from bitextflow.text.scripts import base_language
 
 # \d is every decimal digit (full-width, Arabic-Indic, Devanagari, ...); separators: ASCII, full-width, Arabic
 _SEPARATORS = ".,\uff0c\uff0e\u066b\u066c"
@@ -70,7 +71,7 @@ def numbers_read(text: str, lang: str) -> list[str]:
     2, "treinta y cinco" 35, "primera" 1, "cero" 0) and numerals in Chinese characters where ``lang`` is Chinese or
     Japanese ("三番目" 3). Every number word counts, so "un libro" holds a 1: these are the numbers a side offers,
     never the ones it requires (:func:`unmatched_numbers`)."""
-    language = lang.split("-")[0].lower()
+    language = base_language(lang).split("-")[0].lower()
     if language in SPELLED_NUMBER_LANGUAGES:
         text = alpha2digit(text, language, threshold=0)
     elif language in CJK_NUMERAL_LANGUAGES:

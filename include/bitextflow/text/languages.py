@@ -20,7 +20,8 @@ Identification: :func:`cld2` and :func:`cld2_top` are the project's CLD2 calls, 
 
 One spelling: a language has one code in the project, whoever names it (a user's tag, CLD2, fastText,
 heliport, a URL): ISO 639-1 where one exists, else ISO 639-3, through CLDR's aliases, with the few codes
-of ``_SPELLINGS`` (:func:`project_code`).
+of ``_SPELLINGS`` (:func:`project_code`), and a script other than the language's usual one after it (``zh_Hant``,
+``sr_Latn``: :mod:`bitextflow.text.scripts`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ import unicodedata
 from collections.abc import Mapping
 
 import pycld2
+
+from bitextflow.text.scripts import (
+    base_language,
+    in_its_script,
+    language_scripts,
+    other_scripts,
+    split_script,
+    with_script,
+)
 
 # -- codes and names -------------------------------------------------------------------------------
 
@@ -172,39 +182,38 @@ class UnsupportedLanguageTag(ValueError):
 
 
 def code_of_tag(tag: str) -> str:
-    """The project's code (ISO 639-1 where one exists, else ISO 639-3) for a language tag as a user writes one: an ISO
-    639-1 or 639-3 code (``es``, ``spa``; an individual language as its macrolanguage, ``cmn`` zh) or a BCP 47 tag with a
-    region or a script (``es-ES``, ``es_419``, ``zh-Hans``, ``sr-Cyrl``). A script other than the language's usual one
-    (CLDR's likely subtags: ``zh-Hant``, ``sr-Latn``) raises :class:`UnsupportedLanguageTag`: the codes that name a
-    pair's languages in storage and releases have no script, so ``zh-Hant`` would silently become Simplified Chinese."""
+    """The project's code for a language tag as a user writes one: an ISO 639-1 or 639-3 code (``es``, ``spa``; an
+    individual language as its macrolanguage, ``cmn`` zh) or a BCP 47 tag with a region or a script (``es-ES``,
+    ``es_419``, ``zh-Hans``). ISO 639-1 where one exists, else ISO 639-3; a script other than the language's usual one,
+    written or implied by the region (CLDR's likely subtags: ``zh-TW`` is ``zh-Hant``), is kept
+    (:mod:`bitextflow.text.scripts`: ``zh_Hant``, ``sr_Latn``). A script CLDR never writes the language in raises
+    :class:`UnsupportedLanguageTag`."""
     from babel.core import get_global, parse_locale
 
     try:
-        language, _region, script, _variant = parse_locale(tag.strip().replace("-", "_"))
+        language, region, script, _variant = parse_locale(tag.strip().replace("-", "_"))
     except ValueError:
         raise UnsupportedLanguageTag(f"{tag!r} is no language tag") from None
     language = language.lower()
     code = from_iso639_3(language)  # CLDR's aliases hold for two-letter codes too (iw he, tw ak)
-    # a retired code may stand for a language in a script (sh: sr_Latn)
-    script = script or next(iter(re.findall(r"_([A-Z][a-z]{3})", get_global("language_aliases").get(language, ""))), None)
-    if script is not None:
-        likely = get_global("likely_subtags").get(code, "").split("_")
-        usual = likely[1] if len(likely) > 1 else "unknown"
-        if script.title() != usual:
-            raise UnsupportedLanguageTag(
-                f"{tag!r}: a pair's languages are named without a script, so only a language's usual one can be named "
-                f"({code}-{usual}, written {code}), not {script.title()}"
-            )
-    return code
+    # a retired code may stand for a language in a script (sh: sr_Latn), a region for the script written there
+    alias = get_global("language_aliases").get(language, "")
+    implied = re.findall(r"_([A-Z][a-z]{3})", f"{alias} {get_global('likely_subtags').get(f'{code}_{region}', '')}")
+    script = (script or next(iter(implied), "")).title() or None
+    if script is not None and script not in language_scripts(code):
+        known = ", ".join(f"{code}-{each}" for each in sorted(language_scripts(code))) or "none"
+        raise UnsupportedLanguageTag(f"{tag!r}: CLDR knows no {code} written in {script} (it knows {known})")
+    return with_script(code, script)
 
 
-@functools.lru_cache(maxsize=512)
-def likely_script(language: str) -> str | None:
-    """CLDR's likely script of a language tag (ISO 15924: ``ja`` Jpan, ``sr`` Cyrl, ``ckb`` Arab), None if unknown."""
-    from babel.core import get_global
-
-    parts = get_global("likely_subtags").get(normalise_language(language), "").split("_")
-    return parts[1] if len(parts) > 1 else None
+@functools.lru_cache(maxsize=1024)
+def language_of_tag(tag: str) -> str:
+    """:func:`code_of_tag` of a tag a page or a URL writes (``hreflang="zh-TW"``, ``/zh-tw/``: zh_Hant), which may be
+    anything: :func:`normalise_language` of it where it is no tag the project reads."""
+    try:
+        return code_of_tag(tag)
+    except UnsupportedLanguageTag:
+        return normalise_language(tag)
 
 
 def three_letter_code(language: str) -> str | None:
@@ -224,15 +233,32 @@ _REMEMBERED_TEXTS = 4096
 
 
 def _code(cld2_code: str) -> str:
-    return project_code(cld2_code.split("-")[0].lower()) if cld2_code else UNKNOWN
+    """The project's code of a CLD2 code, with CLD2's one script of its own (``zh-Hant``: zh_Hant); not its region
+    (``sr-ME``, Montenegrin, is Serbian)."""
+    if not cld2_code:
+        return UNKNOWN
+    language, _hyphen, subtag = cld2_code.partition("-")
+    return with_script(project_code(language.lower()), subtag if re.fullmatch(r"[A-Z][a-z]{3}", subtag) else None)
 
 
 @functools.cache
 def cld2_languages() -> frozenset[str]:
     """The languages CLD2 can name: not all it has a code for (Ewe, Ossetian and Twi it never answers), nor its scripts
     without a language (``xx-Bugi``, Buginese script)."""
+    return frozenset(map(base_language, _cld2_codes()))
+
+
+@functools.cache
+def _cld2_codes() -> frozenset[str]:
     detected = pycld2.DETECTED_LANGUAGES
     return frozenset(_code(code) for name, code in pycld2.LANGUAGES if name in detected and not code.startswith("xx-"))
+
+
+def script_identifiable(code: str) -> bool:
+    """Whether pages in a project code's script are told from pages of its language in its other scripts: by their
+    letters (``sr_Latn``), or by CLD2 (``zh_Hant``); not a script that shares its letters (``ja_Hira``, ``zh_Hani``)."""
+    language, script = split_script(code)
+    return script is None or script in other_scripts(language) or code in _cld2_codes()
 
 
 # The languages of heliport's model (its wheel 1.0.1's ``confidenceThresholds``; a test compares them with the installed
@@ -290,12 +316,14 @@ def cld2(text: str, best_effort: bool = False) -> tuple[str, bool, list[tuple[st
     if found is None:
         return UNKNOWN, False, []
     reliable, _bytes, details = found
+    top = in_its_script(_code(details[0][1]), text) if details else UNKNOWN
     shares: dict[str, float] = {}
     for _name, code, percent, _score in details:
-        code = _code(code)
+        code = in_its_script(_code(code), text)
+        # a page is in one script of its language: CLD2 calls some of a Simplified Chinese page's paragraphs Traditional
+        code = top if base_language(code) == base_language(top) else code
         if code != UNKNOWN and percent > 0:
             shares[code] = shares.get(code, 0.0) + percent / 100
-    top = _code(details[0][1]) if details else UNKNOWN
     return top, bool(reliable) and top != UNKNOWN, sorted(shares.items(), key=lambda item: -item[1])
 
 

@@ -20,6 +20,8 @@ from collections.abc import Iterable
 
 from icu4py.breakers import WordBreaker
 
+from bitextflow.text.scripts import base_language, bcp47
+
 #: Latin-character equivalents per character, by script (code point ranges; everything else counts 1).
 SCRIPT_WEIGHTS: dict[str, tuple[float, str]] = {
     "han": (3.6, "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"),
@@ -74,9 +76,9 @@ def token_count(text: str, language: str) -> int:
     Thai, ...) the words of ICU's dictionary-based word segmenter, so the DSI token window means the
     same in every language. Segments without a letter or digit (punctuation, spaces) are not words.
     """
-    if language.split("-")[0] not in UNSPACED_LANGUAGES:
+    if base_language(language.split("-")[0]) not in UNSPACED_LANGUAGES:
         return len(text.split())
-    return sum(1 for word in WordBreaker(text, language) if any(ch.isalnum() for ch in word))
+    return sum(1 for word in WordBreaker(text, bcp47(language)) if any(ch.isalnum() for ch in word))
 
 
 def has_unspaced_script(text: str) -> bool:

@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 from sentencex import segment
 
+from bitextflow.text.scripts import base_language
+
 #: Languages split by a model of their own instead of sentencex's punctuation rules.
 MODEL_SPLIT_LANGUAGES = frozenset({"th"})
 
@@ -32,5 +34,6 @@ def _thai_splitter() -> Callable[[str], list[str]]:
 
 def split_sentences(language: str, text: str) -> list[str]:
     """The sentences of ``text`` in ``language`` (a pair or identifier code), in order, stripped, none empty."""
+    language = base_language(language)
     pieces = _thai_splitter()(text) if language in MODEL_SPLIT_LANGUAGES else segment(language, text)
     return [piece.strip() for piece in pieces if piece.strip()]

@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from courlan import normalize_url
 from tld import get_fld
 
-from bitextflow.text.languages import language_markers
+from bitextflow.text.languages import language_markers, language_of_tag
 
 # Two-letter codes that are also frequent English words or abbreviations: trusted only where a
 # whole token stands for a language (segment, dot part, host label, query value).
@@ -57,7 +57,9 @@ def _is_region(token: str) -> bool:
 
 
 def _compound_language(language: str, region: str) -> str | None:
-    """Language of a ``xx-YY`` / ``xx_YY`` tag, or None if the two tokens are not one.
+    """Language of a ``xx-YY`` / ``xx_YY`` tag (with the script the region or script subtag names where it is not the
+    language's usual one: ``zh-tw``, ``zh_Hant`` and ``sr-latn`` are zh_Hant, zh_Hant and sr_Latn), or None if the two
+    tokens are not one.
 
     A word-like code only counts when its region is written in capitals (``it-IT``) or repeats it
     (``it-it``), so that ``to-do`` stays a word.
@@ -68,7 +70,7 @@ def _compound_language(language: str, region: str) -> str | None:
         return None
     if code in _WORD_LIKE_CODES and not (region.isupper() or region.lower() == code):
         return None
-    return markers[code]
+    return language_of_tag(f"{markers[code]}-{region}")  # a region may say the script: zh-tw is zh_Hant
 
 
 def _value_language(value: str) -> str | None:

@@ -16,7 +16,8 @@ DEFAULT_LANGUAGES: tuple[str, ...] = ("en", "es", "fr", "de")
 # The language the manuals are written in: what an untranslated part of a translated page is in.
 ORIGINAL_LANGUAGE = "en"
 # Languages the default site can be built in, with the name each language has in itself: both manuals are packaged
-# in the first eight; Russian, Korean, Vietnamese and Greek have the Installation Guide only
+# in the first eight; Traditional Chinese has the Reference only; Russian, Korean, Vietnamese and Greek have the
+# Installation Guide only
 # (bench/release_precision.py --pair en-zh, en-ru, en-ko ...).
 ENDONYMS: dict[str, str] = {
     "en": "English",
@@ -28,6 +29,7 @@ ENDONYMS: dict[str, str] = {
     "ja": "日本語",
     "id": "Bahasa Indonesia",
     "zh-cn": "中文(简)",
+    "zh-tw": "中文(繁)",
     "ru": "Русский",
     "ko": "한국어",
     "vi": "Tiếng Việt",
@@ -59,8 +61,8 @@ DEBIAN_LANGUAGE_ORDER: dict[str, str] = {
     "zh-tw": "中文(繁)",
 }
 
-# A pair config's language code where the site (Debian) spells it otherwise: Simplified Chinese.
-_SITE_CODES = {"zh": "zh-cn"}
+# A pair config's language code where the site (Debian) spells it otherwise: Simplified and Traditional Chinese.
+_SITE_CODES = {"zh": "zh-cn", "zh_Hant": "zh-tw"}
 
 
 def site_language(language: str) -> str:
@@ -150,6 +152,7 @@ INSTALL = Section(
     only_in={"ch05s04": "es", "apds05": "es", "ch07s03": "fr"},
     # The guide links to a one-page HTML edition that the package does not ship.
     link_rewrites={"install.{lang}.html": "index.html"},
+    languages=tuple(lang for lang in DEBIAN_LANGUAGE_ORDER if lang not in ("pt-br", "zh-tw")),
     codes={"zh-cn": "zh_CN"},
 )
 SECTIONS = (REFERENCE, INSTALL)
@@ -216,10 +219,7 @@ FULL_LAYOUT = Layout(
             only_in={"ch10": "en", "ch11": "en"},
             partly_translated={},
         ),
-        replace(
-            INSTALL,
-            languages=tuple(lang for lang in DEBIAN_LANGUAGE_ORDER if lang not in ("pt-br", "zh-tw")),
-        ),  # fmt: skip
+        INSTALL,
         MAINT_GUIDE,
         FAQ,
     ),
