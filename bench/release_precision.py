@@ -25,7 +25,10 @@ which spans several blocks) and ``dropped`` (what each stage dropped, by reason:
 ``--pair P`` measures another pair config (``include/pairs/P.yaml``, else the worked example
 ``include/pairs/examples/P.yaml``) on a local site built in its two languages (in a cache folder of its own,
 ``localsite-<a>-<b>``, where they are not the default site's): ``--pair en-ja`` measures the Japanese Reference and
-Installation Guide. The pages are judged the same way, by their blocks' positions.
+Installation Guide. The pages are judged the same way, by their blocks' positions. ``--also zh_Hant`` builds the site
+in further languages and lets the crawl fetch them (``--pair en-zh --also zh_Hant``: the Reference in Simplified and
+Traditional Chinese); a released pair from such a page is counted as ``pairs_from_also``, since the judge, pairing
+blocks by position, may call it right.
 
 Usage, from the project root::
 
@@ -48,6 +51,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 from unittest import mock
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -77,17 +81,15 @@ SCORERS = ("none", "margin")
 DEFAULT_PAIR = "en-es"
 #: Where a pair config is looked for: the shipped pairs, then the worked examples.
 PAIR_FOLDERS = (ROOT / "include" / "pairs", ROOT / "include" / "pairs" / "examples")
-#: Per site, given the two languages' codes on the site: the pages measured, what the crawl may fetch, its seeds (paths
-#: on the served site) and page budget. The Debian Reference is measured with the site's front page that links to it;
-#: the Installation Guide is seeded with its two index pages, as a new user would.
+#: Per site: the pages of some languages (a path pattern, given their codes on the site), what else the crawl may
+#: fetch, its seeds (paths on the served site, given the pair's codes) and page budget. The Debian Reference is measured
+#: with the site's front page that links to it; the Installation Guide is seeded with its two index pages, as a new user
+#: would.
 SITES = {
-    "reference": lambda a, b: (
-        rf"^/reference/.*\.({a}|{b})\.html$", ["^/$", rf"^/reference/.*\.({a}|{b})\.html$"], ["/"], 100
-    ),
-    "install": lambda a, b: (
-        rf"^/install/({INSTALL.code(a)}|{INSTALL.code(b)})/[^/]*\.html$",
-        [rf"^/install/({INSTALL.code(a)}|{INSTALL.code(b)})/[^/]*\.html$"],
-        [f"/install/{INSTALL.code(a)}/index.html", f"/install/{INSTALL.code(b)}/index.html"], 400,
+    "reference": (lambda codes: rf"^/reference/.*\.({'|'.join(codes)})\.html$", ["^/$"], lambda codes: ["/"], 100),
+    "install": (
+        lambda codes: rf"^/install/({'|'.join(map(INSTALL.code, codes))})/[^/]*\.html$", [],
+        lambda codes: [f"/install/{INSTALL.code(code)}/index.html" for code in codes], 400,
     ),
 }  # fmt: skip
 OVERRIDES = {
@@ -200,10 +202,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     config_path = pair_config_path(args.pair)
     source, target = (site_language(lang) for lang in args.pair.split("-", 1))
+    languages = (source, target, *args.also)
     # a pair outside the default site's languages gets a site of its own, so the demo's stays as it is
-    own_site = not {source, target} <= set(DEFAULT_LANGUAGES)
-    site = build_site(default_cache_dir().with_name(f"localsite-{source}-{target}") if own_site else None,
-                      (source, target) if own_site else None)  # fmt: skip
+    own_site = not set(languages) <= set(DEFAULT_LANGUAGES)
+    site = build_site(default_cache_dir().with_name(f"localsite-{'-'.join(languages)}") if own_site else None,
+                      languages if own_site else None)  # fmt: skip
     truth = Truth.load(site.cache_dir)
     settings: dict[str, Any] = {}
     with ExitStack() as stack:
@@ -212,8 +215,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         server = stack.enter_context(serve(site.docroot, port=0))
         encoder = stack.enter_context(one_encoder())
         store = ObjectStore(StorageSettings.from_env(s3.env()), BUCKET)
-        pages, include, seeds, max_pages = SITES[args.site](source, target)
-        seed_urls = [server.base_url.rstrip("/") + seed for seed in seeds]
+        pages_of, fetched, seeds_of, max_pages = SITES[args.site]
+        pages = pages_of((source, target))
+        include = [*fetched, pages_of(languages)]
+        seed_urls = [server.base_url.rstrip("/") + seed for seed in seeds_of((source, target))]
         site_overrides = {"crawl.max_pages": max_pages, "crawl.include_paths": {"*": include}, "crawl.seeds": seed_urls}
         config = load_pair_config(config_path).with_overrides({**OVERRIDES, **site_overrides})
         default = f"{config.align.sentence_aligner}/{config.score.pair_scorer}"
@@ -239,6 +244,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             outputs = run_from(setting, FIRST_OWN_STAGE)
             pairs = read_release_pairs(store, ReleaseInfo(**outputs["release"]))
             figures = judge.judge(pairs).figures(translated_blocks, translated)
+            if args.also:  # the judge pairs blocks by position, so a pair from the other script's page may pass
+                also = re.compile(pages_of(args.also))
+                figures["pairs_from_also"] = int(sum(bool(also.match(urlsplit(url).path)) for url in pairs["url_b"]))
             if dump is not None:
                 for pair in pairs.itertuples():
                     verdict = judge.verdict(pair.url_a, pair.url_b, pair.text_a, pair.text_b)
@@ -262,13 +270,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             print(f"{name:22} precision {figures['precision']:.4f} (strict {figures['strict_precision']:.4f}) yield "
                   f"{figures['yield']:.4f} block yield {figures['block_yield']:.4f} pairs {figures['sentence_pairs']:5d} "
                   f"wrong {figures['wrong']:4d} (across blocks {figures['cross_block_share']:.2f}) unlocated "
-                  f"{figures['unlocated']:4d}  {sum(figures['seconds'].values()):.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+                  f"{figures['unlocated']:4d}  {sum(figures['seconds'].values()):.0f} s"
+                  + (f" from {','.join(args.also)} {figures['pairs_from_also']}" if args.also else ""),
+                  file=sys.stderr, flush=True)  # fmt: skip
         if dump is not None:
             dump.close()
     top = settings.get(default, {})
     return {
         "pair": args.pair,
         "site": args.site,
+        "also": args.also,
         "precision": top.get("precision"),
         "yield": top.get("yield"),
         "block_yield": top.get("block_yield"),
@@ -332,6 +343,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pair",
         default=DEFAULT_PAIR,
         help=f"the pair config measured (default {DEFAULT_PAIR}); the local site is built in its languages",
+    )
+    parser.add_argument(
+        "--also",
+        type=lambda value: [site_language(lang) for lang in value.split(",") if lang],
+        default=[],
+        help="further languages the site is built in and the crawl may fetch, not the pair's (e.g. zh_Hant beside "
+        "en-zh): released pairs from their pages are counted as pairs_from_also",
     )
     parser.add_argument(
         "--dump",

@@ -274,6 +274,28 @@ def test_an_original_holding_some_of_the_translations_language_stays_the_origina
     assert report.partly_translated == 1 and _correct(pairs, site.truth) == len(pairs) == 12
 
 
+def test_a_page_in_another_script_of_the_second_language_is_no_translation_of_the_pair() -> None:
+    """The Reference's partly translated chapter in Traditional Chinese (``ch11.zh-tw.html``, identified English, at
+    the URL key of its original): an en-zh run paired it as the English page's translation, its Traditional paragraphs
+    counted as Chinese, and the Simplified translation went unpaired."""
+    site = Site(12, seed=9)
+
+    def in_chinese(doc: Document, code: str = "zh") -> Document:
+        paragraphs = tuple(replace(p, language=code) if p.language == "es" else p for p in doc.paragraphs)
+        return replace(doc, language=code if doc.language == "es" else doc.language, paragraphs=paragraphs)
+
+    english = site.docs_a[3]
+    spanish = _translations(site)[english.url]
+    traditional = in_chinese(_partly_translated(english, spanish, (len(spanish.paragraphs) - 1) // 2), "zh_Hant")
+    assert language_share(traditional, "zh") == 0.0 < MIN_TRANSLATED_SHARE <= language_share(traditional, "zh_Hant")
+    documents = _with_page([in_chinese(doc) for doc in site.documents], traditional)
+    methods = list(DOCUMENT_METHODS[:2])
+    pairs, report = align_documents(documents, "en", "zh", methods, dictionary=site.dictionary)
+    assert english.url not in {p.url_a for p in pairs} and report.partly_translated == 0
+    pairs, report = align_documents(documents, "en", "zh_Hant", methods, dictionary=site.dictionary)
+    assert {(p.url_a, p.url_b) for p in pairs} == {(english.url, traditional.url)} and report.partly_translated == 1
+
+
 def test_a_translation_in_a_denser_script_is_measured_by_what_its_text_says() -> None:
     """A Japanese chapter of package tables: its Japanese is under a twentieth of its characters, over a twentieth of
     its text."""

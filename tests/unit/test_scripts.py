@@ -11,7 +11,8 @@ import pytest
 
 from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
-from bitextflow.crawl.urls import Link, language_of_anchor, url_languages
+from bitextflow.crawl.lid import detect_language
+from bitextflow.crawl.urls import Link, language_of_anchor, parse_html, url_languages
 from bitextflow.extract import DocumentBuilder
 from bitextflow.extract.model import WarcResponse
 from bitextflow.extract.relevance import TermMatcher
@@ -102,6 +103,11 @@ def test_a_page_and_its_paragraphs_are_in_the_pages_script(identifier: str) -> N
         assert {paragraph.language for paragraph in page.paragraphs} == {language}, (pair, text[0])
 
 
+def test_the_crawlers_page_language_keeps_its_script() -> None:
+    assert detect_language(" ".join(TRADITIONAL)) == ("zh_Hant", True)
+    assert detect_language(" ".join(SERBIAN_LATIN)) == ("sr_Latn", True)
+
+
 def test_urls_and_links_name_the_script() -> None:
     assert url_languages("http://example.com/zh-tw/index.html") == {"path": "zh_Hant"}
     assert url_languages("http://example.com/doc/index.zh-hant.html") == {"path": "zh_Hant"}
@@ -109,6 +115,12 @@ def test_urls_and_links_name_the_script() -> None:
     assert url_languages("http://example.com/sr-latn/index.html") == {"path": "sr_Latn"}
     assert language_of_anchor(Link("http://example.com/tw/", "中文(繁)", "", hreflang="zh-TW")) == "zh_Hant"
     assert language_of_anchor(Link("http://example.com/cn/", "中文(简)", "", hreflang="zh-Hans")) == "zh"
+    page = '<html><head><link rel="alternate" hreflang="zh-TW" href="/tw/"><link rel="alternate" hreflang="zh-CN" href="/cn/">'
+    parsed = parse_html((page + "</head><body></body></html>").encode(), "http://example.com/en/", "text/html")
+    assert parsed is not None and parsed.alternates == {
+        "zh_Hant": "http://example.com/tw/",
+        "zh": "http://example.com/cn/",
+    }
 
 
 def test_the_tmx_names_a_script_in_bcp47() -> None:

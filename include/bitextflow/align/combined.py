@@ -46,7 +46,7 @@ from bitextflow.align.site_naming import DISAGREEMENT_REFUSED, SiteNaming, mutua
 from bitextflow.align.structure import IMAGES_METHOD, STRUCTURE_METHOD, image_pairs, structure_pairs
 from bitextflow.config import AlignConfig
 from bitextflow.records import Document, DocumentPair
-from bitextflow.text.languages import normalise_language
+from bitextflow.text.languages import language_of_tag
 from bitextflow.text.lengths import PARTLY_TRANSLATED_SHARE, language_shares
 from bitextflow.text.urls import url_key
 
@@ -129,7 +129,7 @@ def align_documents(
     if EMBEDDINGS_METHOD in methods and encoder is None:
         raise ValueError("the embeddings document method needs an encoder")
     linking = _Linking(
-        normalise_language(lang_a), normalise_language(lang_b), methods, DEFAULT_MIN_SCORES | (min_scores or {}), top_k,
+        language_of_tag(lang_a), language_of_tag(lang_b), methods, DEFAULT_MIN_SCORES | (min_scores or {}), top_k,
         dictionary, encoder, AlignmentReport(), declared or {}, frozenset(unfetched), DEFAULT_MARGINS | dict(margins or {}),
         partial_crawl_agreement,
     )  # fmt: skip
@@ -139,7 +139,7 @@ def align_documents(
     pairs = linking.link(proposals)
     paired = {doc_id for pair in pairs for doc_id in (pair.doc_id_a, pair.doc_id_b)}
     unpaired_a = {
-        doc.doc_id: doc for doc in documents if doc.doc_id not in paired and normalise_language(doc.language) == linking.code_a
+        doc.doc_id: doc for doc in documents if doc.doc_id not in paired and language_of_tag(doc.language) == linking.code_a
     }
     partly = {
         doc_id: translated_part(unpaired_a[doc_id], linking.code_b) for doc_id in partly_translated(unpaired_a, linking.code_b)
@@ -170,7 +170,7 @@ def _unpaired_reason(document: Document, url_reasons: dict[str, str], linking: _
         return "empty_document"  # the content and structure methods had no text to compare
     if URL_METHOD in linking.methods and reason is not None:
         return reason
-    return "no_counterpart_a" if normalise_language(document.language) == linking.code_a else "no_counterpart_b"
+    return "no_counterpart_a" if language_of_tag(document.language) == linking.code_a else "no_counterpart_b"
 
 
 @dataclass
@@ -199,8 +199,8 @@ class _Linking:
         method's reason for each document it did not pair, and the structure scorer that ran (empty when it did not)."""
         methods, scores, top_k = self.methods, self.scores, self.top_k
         url_pairs, url_reasons = url_matches(documents, self.code_a, self.code_b)
-        docs_a = [doc for doc in documents if normalise_language(doc.language) == self.code_a]
-        docs_b = [doc for doc in documents if normalise_language(doc.language) == self.code_b]
+        docs_a = [doc for doc in documents if language_of_tag(doc.language) == self.code_a]
+        docs_b = [doc for doc in documents if language_of_tag(doc.language) == self.code_b]
         proposals: dict[str, list[DocumentPair]] = {URL_METHOD: url_pairs}
         structure_scorer = ""
         if IMAGES_METHOD in methods:
@@ -222,7 +222,7 @@ class _Linking:
         """Content candidates without the site's contradiction, with their margin and, on a partial crawl, the agreement
         of the text methods; the declared pairs that content does not contradict (:mod:`bitextflow.align.site_naming`)."""
         naming = SiteNaming.of(documents, url_pairs, self.unfetched, (self.code_a, self.code_b))
-        languages = {doc.doc_id: normalise_language(doc.language) for doc in documents}
+        languages = {doc.doc_id: language_of_tag(doc.language) for doc in documents}
         agreeing = [mutual_best(proposals[m]) for m in AGREEING_METHODS if m in proposals]
         agreed = set.intersection(*agreeing) if agreeing and self.partial_crawl_agreement else None
         for method in [m for m in CONTENT_METHODS if m in proposals]:
@@ -250,7 +250,7 @@ class _Linking:
         """The pairs of ``documents`` that the site declares, less those content contradicts: where the first content
         method's best candidate of either page (with its margin) is another page (counted in the report)."""
         by_url = {doc.url: doc for doc in documents}
-        language = {doc.doc_id: normalise_language(doc.language) for doc in documents}
+        language = {doc.doc_id: language_of_tag(doc.language) for doc in documents}
         declared: dict[tuple[str, str], tuple[Document, Document]] = {}
         for doc in documents:
             other_language = {self.code_a: self.code_b, self.code_b: self.code_a}.get(language[doc.doc_id])
@@ -289,7 +289,7 @@ def language_share(document: Document, language: str) -> float:
     Japanese chapter of package tables the Reference has (``ch07.ja.html``) is 19% Japanese by characters, 27% by
     what they say. Text in Latin, Cyrillic or Greek counts as before, character by character."""
     main = (p for p in document.paragraphs if not p.boilerplate and p.type != "title")
-    return language_shares((p.text, normalise_language(p.language)) for p in main).get(language, 0.0)
+    return language_shares((p.text, language_of_tag(p.language)) for p in main).get(language, 0.0)
 
 
 def partly_translated(documents: Mapping[str, Document], language: str) -> list[str]:
@@ -310,7 +310,7 @@ def partly_translated(documents: Mapping[str, Document], language: str) -> list[
 def translated_part(document: Document, language: str) -> Document:
     """A partly translated ``document`` as a page of ``language``: its title and its paragraphs in ``language``, what
     the methods compare with its original (its untranslated paragraphs would match any page in their language)."""
-    paragraphs = tuple(p for p in document.paragraphs if p.type == "title" or normalise_language(p.language) == language)
+    paragraphs = tuple(p for p in document.paragraphs if p.type == "title" or language_of_tag(p.language) == language)
     return replace(document, language=language, paragraphs=paragraphs)
 
 

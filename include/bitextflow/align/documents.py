@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bitextflow.records import Document, DocumentPair
-from bitextflow.text.languages import normalise_language
+from bitextflow.text.languages import language_of_tag
 from bitextflow.text.urls import resource_key, url_key
 
 #: Method name written to document-pair records.
@@ -71,13 +71,13 @@ def align_by_url(documents: Iterable[Document], lang_a: str, lang_b: str) -> tup
 
 def url_matches(documents: Iterable[Document], lang_a: str, lang_b: str) -> tuple[list[DocumentPair], dict[str, str]]:
     """:func:`align_by_url` with the reason of each unpaired document, by ``doc_id``."""
-    code_a, code_b = normalise_language(lang_a), normalise_language(lang_b)
+    code_a, code_b = language_of_tag(lang_a), language_of_tag(lang_b)
     if code_a == code_b:
         raise ValueError(f"align_by_url needs two different languages, got {lang_a!r} and {lang_b!r}")
     sides: dict[str, defaultdict[str, list[_Candidate]]] = {code_a: defaultdict(list), code_b: defaultdict(list)}
     reasons: dict[str, str] = {}
     for document in documents:
-        side = sides.get(normalise_language(document.language))
+        side = sides.get(language_of_tag(document.language))
         if side is None:
             reasons[document.doc_id] = "other_language"
             continue

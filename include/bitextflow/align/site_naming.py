@@ -37,7 +37,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from bitextflow.records import Document, DocumentPair
-from bitextflow.text.languages import normalise_language
+from bitextflow.text.languages import language_of_tag
 from bitextflow.text.urls import site_key, url_key
 
 #: URL-token pairs (or namings by unfetched URLs) a site needs before two pages under different keys are taken as
@@ -83,7 +83,7 @@ class SiteNaming:
             if site not in partial_sites:
                 continue
             key, markers = url_key(doc.url)
-            language = normalise_language(doc.language)
+            language = language_of_tag(doc.language)
             waiting = unfetched_markers.get((site, key), set())
             if other.get(language) in waiting or (markers and "" in waiting):
                 uncrawled.add(doc.doc_id)

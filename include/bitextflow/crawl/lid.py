@@ -4,7 +4,7 @@ heliport for a pair language CLD2 cannot name (:func:`bitextflow.extract.languag
 from __future__ import annotations
 
 from bitextflow.extract.language import first_opinion, named_by_heliport
-from bitextflow.text.languages import UNKNOWN, cld2, normalise_language
+from bitextflow.text.languages import UNKNOWN, cld2, language_of_tag
 
 _MAX_CHARS = 100_000  # a page's language shows in its first 100k characters; CLD2 time grows with length
 
@@ -20,4 +20,4 @@ def detect_language(text: str, heliport_only: frozenset[str] = frozenset()) -> t
     code, reliable, _shares = named_by_heliport(text, cld2(text, best_effort=True), heliport_only, first)
     if code in (UNKNOWN, "xxx"):
         return "", False
-    return normalise_language(code), reliable
+    return language_of_tag(code), reliable

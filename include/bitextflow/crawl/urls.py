@@ -253,7 +253,7 @@ def add_alternate(found: dict[str, str], hreflang: str, href: str, base: str) ->
         return
     url = normalise_url(href, base)
     if url:
-        found.setdefault(normalise_language(hreflang), url)
+        found.setdefault(language_of_tag(hreflang), url)
 
 
 def extract_links(html: bytes, base_url: str) -> list[str]:

@@ -208,12 +208,14 @@ def code_of_tag(tag: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def language_of_tag(tag: str) -> str:
-    """:func:`code_of_tag` of a tag a page or a URL writes (``hreflang="zh-TW"``, ``/zh-tw/``: zh_Hant), which may be
-    anything: :func:`normalise_language` of it where it is no tag the project reads."""
+    """:func:`normalise_language` of a tag, a code or a name (``es-ES``, ``eng``, ``English``), with the script where a
+    tag names or implies one other than the language's usual one (``hreflang="zh-TW"``, ``/zh-tw/``, a page's
+    ``zh_Hant``)."""
     try:
-        return code_of_tag(tag)
+        code = code_of_tag(tag)
     except UnsupportedLanguageTag:
         return normalise_language(tag)
+    return code if split_script(code)[1] else normalise_language(tag)
 
 
 def three_letter_code(language: str) -> str | None:
