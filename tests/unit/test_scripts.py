@@ -19,6 +19,7 @@ from bitextflow.extract.relevance import TermMatcher
 from bitextflow.release.formats import write_tmx
 from bitextflow.score import numbers_read
 from bitextflow.settings import heliport_executable
+from bitextflow.stages.monolingual import by_language
 from bitextflow.text.languages import cld2
 from bitextflow.text.lengths import token_count
 from bitextflow.text.scripts import bcp47, in_its_script
@@ -143,3 +144,13 @@ def test_what_knows_languages_not_scripts_is_given_the_language() -> None:
     # Snowball's Serbian stemmer reads both scripts: a term's case forms match in a Latin page
     matcher = TermMatcher({"paket": 1.0}, "sr_Latn")
     assert matcher.count("Instalirajte pakete i paketa.") == {"paket": 2}
+
+
+def test_the_monolingual_stage_counts_a_pair_language_in_another_script_apart() -> None:
+    documents = pd.DataFrame({
+        "language": ["zh_Hant", "en", "zh", "fr", "zh_Hant"], "url": ["u5", "u1", "u2", "u3", "u4"],
+        "doc_id": ["d5", "d1", "d2", "d3", "d4"],
+    })  # fmt: skip
+    in_pair, others = by_language(documents, ["en", "zh"])
+    assert in_pair["doc_id"].tolist() == ["d1", "d2"]
+    assert others == {"other_language": ["fr"], "other_script": ["zh_Hant", "zh_Hant"]}

@@ -15,6 +15,7 @@ gate and release wait for it; with ``mono.enabled: false`` the gate reads classi
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -36,8 +37,23 @@ from bitextflow.storage.layout import (
     partition_of_key,
 )
 from bitextflow.storage.tables import read_table, read_tables, write_table
+from bitextflow.text.scripts import base_language, bcp47
+
+log = logging.getLogger(__name__)
 
 _PAIR_COLUMNS = ["url_a", "url_b", "domain_probs_a", "domain_probs_b"]
+
+
+def by_language(documents: pd.DataFrame, languages: Sequence[str]) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """The documents in ``languages``, by URL (the release's bytes do not depend on the order the crawl fetched the
+    pages in), and the languages of the others by reason: ``other_script``, a language of the pair in a script it does
+    not name (``zh_Hant`` beside ``zh``: counted apart, for a pair that meant them), or ``other_language``."""
+    in_pair = documents["language"].isin(languages)
+    bases = {base_language(language) for language in languages}
+    others: dict[str, list[str]] = {"other_language": [], "other_script": []}
+    for code in documents.loc[~in_pair, "language"]:
+        others["other_script" if base_language(code) in bases else "other_language"].append(code)
+    return documents[in_pair].sort_values(["language", "url", "doc_id"], kind="stable"), others
 
 
 class Monolingual(Stage):
@@ -88,9 +104,17 @@ class Monolingual(Stage):
         counts = StageCounts(self.name)
         counts.seen(len(documents))
         languages = [ctx.config.source, ctx.config.target]
-        # by URL: the release's bytes do not depend on the order the crawl fetched the pages in
-        in_pair = documents[documents["language"].isin(languages)].sort_values(["language", "url", "doc_id"], kind="stable")
-        counts.drop("other_language", len(documents) - len(in_pair))
+        in_pair, other_languages = by_language(documents, languages)
+        counts.drop("other_language", len(other_languages["other_language"]))
+        if other_languages["other_script"]:
+            counts.drop("other_script", len(other_languages["other_script"]))
+            log.warning(
+                "partition %s: %d pages are in %s, a language of the pair in a script it does not name (other_script); "
+                "a pair naming that tag as its source or target keeps them (docs/languages.md, \"A language in another "
+                "script\")",
+                partition, len(other_languages["other_script"]),
+                ", ".join(bcp47(code) for code in sorted(set(other_languages["other_script"]))),
+            )  # fmt: skip
         pairs_of, distributions_of = self._pairs(partition, plan["classified"])
         rows = []
         for row in in_pair.itertuples():
