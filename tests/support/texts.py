@@ -1,5 +1,11 @@
 """Sentences of software documentation and their Spanish translations, none of them in the data the margin scorer
-was calibrated on: the tests' stand-in for a translated page's paragraphs."""
+was calibrated on: the tests' stand-in for a translated page's paragraphs; and a fetched page of given paragraphs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bitextflow.extract.model import WarcResponse
 
 #: (English, Spanish) pairs, in the order a page would hold them.
 DOCUMENTATION = [
@@ -22,3 +28,12 @@ DOCUMENTATION = [
     ("The desktop shows a panel with the running programs.", "El escritorio muestra un panel con los programas en ejecución."),
     ("Remove the packages that nothing depends on any more.", "Elimine los paquetes de los que ya no depende nada."),
 ]  # fmt: skip
+
+
+def page_response(paragraphs: Sequence[str]) -> WarcResponse:
+    """A fetched HTML page whose main content is ``paragraphs``, one ``<p>`` each."""
+    body = "<html><body><main>" + "".join(f"<p>{text}</p>" for text in paragraphs) + "</main></body></html>"
+    return WarcResponse(
+        url="http://example.com/", body=body.encode(), status=200, mime="text/html", http_charset="utf-8", record_id="r",
+        offset=0, date="2026-12-04T00:00:00Z",
+    )  # fmt: skip

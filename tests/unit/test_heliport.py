@@ -4,7 +4,7 @@ child process (a stand-in script plays a heliport that hangs or dies, which the 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,8 @@ from bitextflow.errors import StageError
 from bitextflow.extract import DocumentBuilder, heliport
 from bitextflow.extract.heliport import Heliport
 from bitextflow.extract.language import first_opinion, foreign_letters, identify
-from bitextflow.extract.model import WarcResponse
 from bitextflow.settings import heliport_executable
+from tests.support.texts import page_response
 
 REAL = heliport_executable()
 # Ido, which heliport knows and CLD2 does not: CLD2 calls these lines Esperanto or Interlingue
@@ -132,14 +132,14 @@ def test_a_page_does_not_hide_a_broken_identifier(stand_in: Path, monkeypatch: p
     """One bad page is counted and skipped; an identifier that stopped answering would fail every page: it fails the task."""
     _script(stand_in, "exec sleep 600")
     monkeypatch.setattr(heliport, "FIRST_ANSWER_SECONDS", 0.5)
-    response = _page(["Este es un párrafo en español con bastantes palabras para identificarlo.", "Short"])
+    response = page_response(["Este es un párrafo en español con bastantes palabras para identificarlo.", "Short"])
     with pytest.raises(StageError, match="no answer within"):
         DocumentBuilder(ExtractConfig()).build(response, StageCounts("extract"))
 
 
 @needs_heliport
 def test_a_page_in_a_language_only_heliport_knows_is_named_by_it_where_the_pair_has_it() -> None:
-    response = _page(IDO)
+    response = page_response(IDO)
     page = DocumentBuilder(ExtractConfig(), languages=("en", "io")).build(response, StageCounts("extract"))
     assert page is not None and page.language == "io" and page.language_set[0][0] == "io"
     assert {paragraph.language for paragraph in page.paragraphs if paragraph.type != "title"} == {"io"}
@@ -148,11 +148,3 @@ def test_a_page_in_a_language_only_heliport_knows_is_named_by_it_where_the_pair_
     # the crawler, whose scouting drops a host where no page is in the target language, asks heliport too
     assert detect_language(" ".join(IDO), frozenset({"io"})) == ("io", True)
     assert detect_language(" ".join(IDO))[0] != "io"
-
-
-def _page(paragraphs: Sequence[str]) -> WarcResponse:
-    body = "<html><body><main>" + "".join(f"<p>{text}</p>" for text in paragraphs) + "</main></body></html>"
-    return WarcResponse(
-        url="http://example.com/", body=body.encode(), status=200, mime="text/html", http_charset="utf-8", record_id="r",
-        offset=0, date="2026-12-04T00:00:00Z",
-    )  # fmt: skip

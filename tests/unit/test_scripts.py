@@ -4,7 +4,6 @@ its URL's, the release's tags, and the tools that know languages, not scripts.""
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
 
 import pandas as pd
 import pytest
@@ -14,7 +13,6 @@ from bitextflow.counts import StageCounts
 from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.urls import Link, language_of_anchor, parse_html, url_languages
 from bitextflow.extract import DocumentBuilder
-from bitextflow.extract.model import WarcResponse
 from bitextflow.extract.relevance import TermMatcher
 from bitextflow.release.formats import write_tmx
 from bitextflow.score import numbers_read
@@ -24,6 +22,7 @@ from bitextflow.text.languages import cld2
 from bitextflow.text.lengths import token_count
 from bitextflow.text.scripts import bcp47, in_its_script
 from bitextflow.text.sentences import split_sentences
+from tests.support.texts import page_response
 
 SERBIAN_LATIN = (
     "Sistem za upravljanje paketima automatski instalira i ažurira programe na vašem računaru.",
@@ -55,14 +54,6 @@ IDENTIFIERS = [
         ),
     ),
 ]
-
-
-def _page(paragraphs: Sequence[str]) -> WarcResponse:
-    body = "<html><body><main>" + "".join(f"<p>{text}</p>" for text in paragraphs) + "</main></body></html>"
-    return WarcResponse(
-        url="http://example.com/", body=body.encode(), status=200, mime="text/html", http_charset="utf-8", record_id="r",
-        offset=0, date="2026-12-05T00:00:00Z",
-    )  # fmt: skip
 
 
 def test_a_text_is_in_another_script_where_its_usual_one_holds_under_a_tenth_of_its_letters() -> None:
@@ -99,7 +90,7 @@ def test_a_page_and_its_paragraphs_are_in_the_pages_script(identifier: str) -> N
         (("en", "zh"), SIMPLIFIED, "zh"),
         (("en", "sr_Latn"), SERBIAN_LATIN, "sr_Latn"),
     ):
-        page = DocumentBuilder(config, languages=pair).build(_page(text), StageCounts("extract"))
+        page = DocumentBuilder(config, languages=pair).build(page_response(text), StageCounts("extract"))
         assert page is not None and page.language == language, (pair, text[0])
         assert {paragraph.language for paragraph in page.paragraphs} == {language}, (pair, text[0])
 
