@@ -155,6 +155,8 @@ def test_a_crawl_of_the_web_reaches_every_site_and_only_it(web: Web, served: Sit
             "crawl.strategy": "bfs",
             "crawl.delay_seconds": 0,
             "crawl.max_pages": 4 * SITES,
+            # each site's share of the budget: which host answers first (a matter of load) cannot spend another's
+            "crawl.max_pages_per_host": 4,
         }
     )
     ctx = run_context(config, store, "test_multisite_crawl")
