@@ -799,7 +799,11 @@ class DomainTrainingConfig(_Section):
 
 class DomainConfig(_Section):
     name: str = Field(min_length=1, description="Name of the domain the corpus is about.")
-    terms: dict[str, dict[str, float]] = Field(default_factory=dict, description="Per language code: term -> weight (positive).")
+    terms: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Per language of the pair: term -> weight (positive). A key may be any tag of the language (spa, "
+        "es-ES, zh-Hant); one of no language of the pair is refused.",
+    )
     min_relevance: float = Field(0.0, ge=0, le=1, description="Pairs below this relevance are dropped.")
     min_document_relevance: float = Field(
         0.0, ge=0, description="Documents whose ILSP-FC relevance p (sum of term weight x location weight x count) is "
@@ -1148,6 +1152,25 @@ class PairConfig(_Section):
             raise ValueError(
                 "policy.robots_warcs serves ingested WARC files; set crawl.warcs too, or remove it (a crawl fetches robots.txt)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _terms_of_the_pair(self) -> PairConfig:
+        """The domain terms keyed by the pair's codes: a key written as a tag (spa, zh-Hant) is read as one, and a key of
+        no language of the pair, whose terms no page would ever be matched with, is refused (after the checks of the
+        pair's languages, which say more)."""
+        from bitextflow.text.languages import language_of_tag
+
+        terms: dict[str, dict[str, float]] = {}
+        for tag, weighted in self.domain.terms.items():
+            code = language_of_tag(tag)
+            if code not in (self.source, self.target):
+                raise ValueError(
+                    f"domain.terms names {tag!r}, which is no language of the pair ({self.source}, {self.target}): key "
+                    "each language's terms by its code in the pair"
+                )
+            terms[code] = {**terms.get(code, {}), **weighted}
+        self.domain.terms = terms
         return self
 
     @property

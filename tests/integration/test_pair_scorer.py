@@ -118,7 +118,7 @@ def test_a_pair_without_a_calibration_of_its_own_is_scored_with_en_es_and_says_s
     """en-ar: Debian's installation guide has no Arabic, so `prepare` never fits one (the sides here are Spanish: the
     warning is about the pair)."""
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides(
-        {"target": "ar", "score.pair_scorer": "margin"}
+        {"target": "ar", "domain.terms": {}, "score.pair_scorer": "margin"}
     )
     ctx = run_context(config, store, "manual__uncalibrated")
     key = write_table(store, ctx.key("align_sentences", "shard-0.parquet"), shard(DOCUMENT), records.SENTENCE_PAIRS)

@@ -12,6 +12,11 @@ from tests.support import ROOT
 GOOD = yaml.safe_load((ROOT / "include" / "pairs" / "en-es.yaml").read_text())
 
 
+def with_target(tag: str) -> dict:
+    """The good config for another target, its Spanish domain terms left out (terms must be the pair's)."""
+    return {**GOOD, "target": tag, "domain": {**GOOD["domain"], "terms": {"en": GOOD["domain"]["terms"]["en"]}}}
+
+
 def write(tmp_path: Path, data: dict, name: str = "en-es.yaml") -> Path:
     path = tmp_path / name
     path.write_text(yaml.safe_dump(data))
@@ -40,6 +45,7 @@ def test_worked_examples_are_valid_and_the_local_site_has_their_languages(path: 
     [
         (lambda d: d.update(target="xx"), "field target: Value error, unknown language 'xx'"),
         (lambda d: d.update(target="es-Cyrl"), "field target: Value error, 'es-Cyrl': CLDR knows no es written in Cyrl"),
+        (lambda d: d["domain"]["terms"].update(ja={"x": 1.0}), "Value error, domain.terms names 'ja', which is no language"),
         (lambda d: d.update(target="ja-Hira"), "field target: Value error, 'ja-Hira': ja-Hira shares its letters"),
         (lambda d: d.update(target="yue"), "field target: Value error, unknown language 'yue'; name one CLD2 or heliport"),
         (
@@ -82,7 +88,7 @@ def test_a_language_may_be_named_by_any_tag_and_is_kept_as_its_code(tmp_path, ta
     ],
 )
 def test_a_pair_may_name_any_language_an_identifier_knows_in_one_spelling(tmp_path, tag, code):
-    assert load_pair_config(write(tmp_path, {**GOOD, "target": tag}, f"en-{code}.yaml")).pair == f"en-{code}"
+    assert load_pair_config(write(tmp_path, with_target(tag), f"en-{code}.yaml")).pair == f"en-{code}"
 
 
 def test_a_script_other_than_the_usual_one_is_kept_after_an_underscore():
@@ -103,8 +109,14 @@ def test_a_script_other_than_the_usual_one_is_kept_after_an_underscore():
         code_of_tag("ru-Latn")
 
 
+def test_domain_terms_are_keyed_by_the_pairs_codes_however_written(tmp_path):
+    terms = {"eng": {"package": 1.0}, "es-ES": {"paquete": 1.0}, "spa": {"núcleo": 2.0}}
+    config = load_pair_config(write(tmp_path, {**GOOD, "domain": {**GOOD["domain"], "terms": terms}}))
+    assert config.domain.terms == {"en": {"package": 1.0}, "es": {"paquete": 1.0, "núcleo": 2.0}}
+
+
 def test_a_pair_in_another_script_is_named_with_it(tmp_path):
-    config = load_pair_config(write(tmp_path, {**GOOD, "target": "zh-TW"}, "en-zh_Hant.yaml"))
+    config = load_pair_config(write(tmp_path, with_target("zh-TW"), "en-zh_Hant.yaml"))
     assert (config.target, config.pair, config.dag_id) == ("zh_Hant", "en-zh_Hant", "bitextflow__en_zh_Hant")
 
 
