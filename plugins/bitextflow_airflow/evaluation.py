@@ -45,6 +45,7 @@ from bitextflow.errors import BitextflowError, StorageError
 from bitextflow.release.evaluation import LABEL_VALUES, estimate
 from bitextflow.release.evaluation_sample import DEFAULT_SAMPLE_SIZE, DEFAULT_SEED, Sample
 from bitextflow.storage import ObjectStore
+from bitextflow.text.scripts import bcp47
 from bitextflow_airflow import data_docs
 from bitextflow_airflow.storage import server_object_store
 
@@ -284,6 +285,10 @@ def page(
         "index": f"{root}/", "size": str(size), "seed": str(seed),
     }  # fmt: skip
     attributes = "".join(f' data-{name}="{escape(value, quote=True)}"' for name, value in data.items())
+    # each side's language, so a browser draws its characters as that language writes them (Traditional Chinese,
+    # Japanese) and its direction as the text's own
+    lang_a, _, lang_b = pair.partition("-")
+    side_a, side_b = (f'lang="{escape(bcp47(code), quote=True)}" dir="auto"' for code in (lang_a, lang_b))
     title = f"Evaluate {pair} v{release.version}"
     body = f"""<header><h1>{escape(title)}</h1>
 <nav><a href="{escape(root, quote=True)}/">all pairs</a>
@@ -292,8 +297,8 @@ def page(
 <a href="{escape(api + "/export?" + urlencode({"version": release.version, "format": "jsonl"}), quote=True)}">labels as JSONL</a></nav>
 <p id="progress" aria-live="polite">loading</p><progress id="bar" max="{sample.size}" value="0"></progress>
 <p id="status" role="alert"></p></header>
-<main><section id="pair"><div class="side"><h2>A</h2><p class="url" id="url_a"></p><p class="text" id="text_a"></p></div>
-<div class="side"><h2>B</h2><p class="url" id="url_b"></p><p class="text" id="text_b"></p></div>
+<main><section id="pair"><div class="side"><h2>A</h2><p class="url" id="url_a"></p><p class="text" id="text_a" {side_a}></p></div>
+<div class="side"><h2>B</h2><p class="url" id="url_b"></p><p class="text" id="text_b" {side_b}></p></div>
 <p id="meta"></p><table id="scores"></table></section>
 <section id="controls"><button type="button" id="good">good (g)</button> <button type="button" id="bad">bad (b)</button>
 <button type="button" id="unsure">not sure (u)</button> <button type="button" id="previous">previous (&larr;)</button>

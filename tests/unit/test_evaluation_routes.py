@@ -123,6 +123,7 @@ def test_the_page_escapes_and_runs_only_its_own_script(client: TestClient) -> No
     assert "unsafe-inline" not in csp and "<script>" not in page.text.replace('<script src="', "")
     assert " on" not in page.text.lower().replace("aria-live", "")  # no inline handler
     assert page.text.count("<script") == 1 and '<script src="/_static/evaluation.js">' in page.text
+    assert 'id="text_a" lang="en" dir="auto"' in page.text and 'id="text_b" lang="es" dir="auto"' in page.text
     script = client.get("/_static/evaluation.js")
     assert script.headers["content-type"].startswith("text/javascript") and "innerHTML" not in script.text
     data = client.get(f"/_api/{BUCKET}/{PAIR}?size=12", headers=signed_in("viewer"))
