@@ -8,6 +8,7 @@ import io
 import pandas as pd
 import pytest
 
+from bitextflow.align.dictionary import BilingualDictionary, written_otherwise
 from bitextflow.config import ExtractConfig
 from bitextflow.counts import StageCounts
 from bitextflow.crawl.lid import detect_language
@@ -145,3 +146,14 @@ def test_the_monolingual_stage_counts_a_pair_language_in_another_script_apart() 
     in_pair, others = by_language(documents, ["en", "zh"])
     assert in_pair["doc_id"].tolist() == ["d1", "d2"]
     assert others == {"other_language": ["fr"], "other_script": ["zh_Hant", "zh_Hant"]}
+
+
+def test_a_dictionary_in_another_script_than_the_pairs_is_not_used() -> None:
+    """FreeDict's English-Serbian dictionary is Cyrillic: an en-sr_Latn pair's pages would match none of its entries."""
+    cyrillic = BilingualDictionary("en", "sr", (("accept", "прихватити"), ("account", "рачун"), ("able", "способан")), {})
+    latin = BilingualDictionary("en", "sr", (("accept", "prihvatiti"), ("account", "račun"), ("able", "sposoban")), {})
+    assert written_otherwise(cyrillic, "en", "sr") == [] and written_otherwise(cyrillic, "en", "sr_Latn") == ["sr_Latn"]
+    assert written_otherwise(latin, "en", "sr") == ["sr"] and written_otherwise(latin, "en", "sr_Latn") == []
+    # letters cannot tell Simplified from Traditional Chinese, whose characters a dictionary partly shares
+    simplified = BilingualDictionary("en", "zh", (("package", "软件包"), ("network", "网络")), {})
+    assert written_otherwise(simplified, "en", "zh_Hant") == []

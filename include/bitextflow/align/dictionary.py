@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import logging
 import os
@@ -52,9 +53,12 @@ from bitextflow.align.dictionary_dumps import DictionaryUnavailable, direct_pair
 from bitextflow.align.dictionary_pivots import MIN_DIRECT_PAIRS, PIVOT_LANGUAGES, through_pivots
 from bitextflow.hashing import file_sha256
 from bitextflow.settings import cache_dir
-from bitextflow.text.languages import normalise_language
+from bitextflow.text.languages import language_of_tag, normalise_language
+from bitextflow.text.scripts import in_its_script, other_scripts, split_script
 
 log = logging.getLogger(__name__)
+# Entries whose letters tell the script a dictionary's side is written in
+_SCRIPT_SAMPLE = 2000
 
 #: Bumped when what a dictionary holds changes, so that cached ones are built again (2: small ones completed through
 #: pivot languages).
@@ -296,16 +300,36 @@ def load_dictionary(lang_a: str, lang_b: str, cache_dir: Path | None = None, bui
     """
     a, b = normalise_language(lang_a), normalise_language(lang_b)
     cache_dir = cache_dir or default_cache_dir()
-    cached = _read_cached(a, b, cache_dir)
-    if cached is not None or not build:
-        if cached is None:
-            log.warning("dictionary %s-%s: not in %s and building is off", a, b, cache_dir)
-        return cached
-    try:
-        return build_dictionary(a, b, cache_dir)
-    except (DictionaryUnavailable, OSError, subprocess.CalledProcessError) as error:
-        log.warning("dictionary %s-%s unavailable, aligning without it: %s", a, b, error)
+    dictionary = _read_cached(a, b, cache_dir)
+    if dictionary is None and not build:
+        log.warning("dictionary %s-%s: not in %s and building is off", a, b, cache_dir)
         return None
+    if dictionary is None:
+        try:
+            dictionary = build_dictionary(a, b, cache_dir)
+        except (DictionaryUnavailable, OSError, subprocess.CalledProcessError) as error:
+            log.warning("dictionary %s-%s unavailable, aligning without it: %s", a, b, error)
+            return None
+    if elsewise := written_otherwise(dictionary, lang_a, lang_b):
+        log.warning(
+            "dictionary %s-%s is written in another script than the pair's %s, so its entries would match no word of "
+            "the pages: aligning without it", a, b, ", ".join(elsewise),
+        )  # fmt: skip
+        return None
+    return dictionary
+
+
+def written_otherwise(dictionary: BilingualDictionary, lang_a: str, lang_b: str) -> list[str]:
+    """The pair's languages whose side of ``dictionary`` is written in another script of the language, as far as
+    letters tell (FreeDict's Serbian is Cyrillic, a ``sr_Latn`` pair's pages Latin; Simplified and Traditional Chinese
+    share theirs)."""
+    sides = list(zip(*itertools.islice(dictionary.pairs, _SCRIPT_SAMPLE), strict=True)) or [(), ()]
+    elsewise = []
+    for code, lemmas in zip((language_of_tag(lang_a), language_of_tag(lang_b)), sides, strict=True):
+        language, script = split_script(code)
+        if (script is None or script in other_scripts(language)) and in_its_script(language, " ".join(lemmas)) != code:
+            elsewise.append(code)
+    return elsewise
 
 
 def main(argv: Iterable[str] | None = None) -> int:
