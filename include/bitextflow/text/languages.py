@@ -318,10 +318,10 @@ def cld2(text: str, best_effort: bool = False) -> tuple[str, bool, list[tuple[st
     if found is None:
         return UNKNOWN, False, []
     reliable, _bytes, details = found
-    top = in_its_script(_code(details[0][1]), text) if details else UNKNOWN
+    codes = [in_its_script(_code(code), text) for _name, code, _percent, _score in details]
+    top = codes[0] if codes else UNKNOWN
     shares: dict[str, float] = {}
-    for _name, code, percent, _score in details:
-        code = in_its_script(_code(code), text)
+    for code, (_name, _cld2_code, percent, _score) in zip(codes, details, strict=True):
         # a page is in one script of its language: CLD2 calls some of a Simplified Chinese page's paragraphs Traditional
         code = top if base_language(code) == base_language(top) else code
         if code != UNKNOWN and percent > 0:
