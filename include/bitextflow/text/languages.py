@@ -278,6 +278,17 @@ HELIPORT_CODES = frozenset(
 )
 #: Codes heliport answers for several languages it does not tell apart, and their members (in the project's spelling).
 HELIPORT_CLUSTERS = {"hbs": frozenset({"bs", "hr", "sr"})}
+#: Codes identifiers answer for a whole cluster: heliport's ``hbs``, and fastText's ``sh`` (Serbo-Croatian), which
+#: lid.176 gives a share of most Bosnian, Croatian and Serbian texts beside their own codes.
+_CLUSTER_NAMES = {"hbs": "hbs", "sh": "hbs"}
+
+
+def cluster_members(code: str) -> frozenset[str]:
+    """The languages of the :data:`HELIPORT_CLUSTERS` cluster that ``code`` names as a whole (``hbs``, ``sh``) or
+    belongs to (``hr``): Bosnian, Croatian and Serbian; empty for a language of no cluster."""
+    if code in _CLUSTER_NAMES:
+        return HELIPORT_CLUSTERS[_CLUSTER_NAMES[code]]
+    return next((members for members in HELIPORT_CLUSTERS.values() if code in members), frozenset())
 
 
 @functools.cache

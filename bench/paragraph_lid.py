@@ -1,0 +1,116 @@
+"""Paragraph language identification within a pair's languages, as the extract stage asks it, on GNOME's help.
+
+Data: Debian's ``gnome-user-docs`` (GNOME's desktop help, Mallard pages in English and about 40 translations, each
+made from the English page's strings, so paragraphs correspond by position). The package is fetched with
+``apt-get download`` into ``--cache`` (nothing is installed), or ``--help-dir`` names an unpacked ``usr/share/help``.
+For every page whose translation has as many paragraphs (``p``, ``title`` and ``item`` outside ``info``), each
+translated paragraph of at least four English words that differs from the English one is identified with
+:func:`bitextflow.extract.language.identify`, the candidates being the pair's two languages (``{"en", LANG}``, what
+a bilingual page's language set holds). A paragraph is right when the answer is the translation's language; the
+translator's paragraphs left in English or quoting a name only ("Praveen Kumar ...") count as wrong, the same for
+every identifier.
+
+Identifiers: ``shipped`` (``extract.language_identifier: heliport``, the default: heliport's answer first, then CLD2
+and fastText; needs ``.venv-heliport``, from ``bitextflow-local prepare``) and ``cld2`` (CLD2, then fastText).
+Figures per identifier: the share right per language, its mean over the languages (``macro_accuracy``) and the wrong
+answers most given; languages with fewer than ``--min-paragraphs`` paragraphs are left out. Speed: paragraphs per wall
+second, the answer caches emptied first.
+
+    .venv/bin/python bench/paragraph_lid.py [--languages hr,sr@latin,fa] [--help-dir DIR] --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from lxml import etree
+
+from bitextflow.extract import language
+from bitextflow.settings import cache_dir
+from bitextflow.training.debian import fetch_packages
+
+PACKAGE = "gnome-user-docs"
+MALLARD = "{http://projectmallard.org/1.0/}"
+#: GNOME's locale folders whose language is not the folder's name in the project's spelling.
+PROJECT_CODES = {"zh_CN": "zh", "zh_TW": "zh_Hant", "pt_BR": "pt", "sr@latin": "sr_Latn"}
+MIN_ENGLISH_WORDS = 4
+
+
+def paragraphs(page: Path) -> list[str]:
+    """The page's paragraphs, titles and list items in document order, outside its ``info`` block."""
+    found = []
+    for element in etree.parse(str(page)).iter(MALLARD + "p", MALLARD + "title", MALLARD + "item"):
+        if any(ancestor.tag == MALLARD + "info" for ancestor in element.iterancestors()):
+            continue
+        if element.tag == MALLARD + "item" and element.find(MALLARD + "p") is not None:
+            continue  # an item of paragraphs: they are counted themselves
+        found.append(re.sub(r"\s+", " ", "".join(element.itertext())).strip())
+    return found
+
+
+def translated(help_dir: Path, locale: str) -> Iterator[str]:
+    """The translation's paragraphs, on pages whose paragraphs correspond to the English ones by position."""
+    for page in sorted((help_dir / "C" / "gnome-help").glob("*.page")):
+        other = help_dir / locale / "gnome-help" / page.name
+        if not other.is_file():
+            continue
+        english, translation = paragraphs(page), paragraphs(other)
+        if len(english) == len(translation):
+            yield from (b for a, b in zip(english, translation, strict=True) if a != b and len(a.split()) >= MIN_ENGLISH_WORDS)
+
+
+def measured(texts: dict[str, list[str]], first: language.Heliport | None) -> dict:
+    language.second_opinion.cache_clear()
+    started = time.monotonic()
+    answers = {
+        code: [language.identify(text, frozenset({"en", code}), first)[0] for text in lines] for code, lines in texts.items()
+    }
+    seconds = time.monotonic() - started
+    per_language = {code: round(sum(answer == code for answer in found) / len(found), 4) for code, found in answers.items()}
+    return {
+        "macro_accuracy": round(sum(per_language.values()) / len(per_language), 4),
+        "languages": len(per_language),
+        "per_language": per_language,
+        "wrong_answers": {
+            code: dict(Counter(answer for answer in found if answer != code).most_common(3)) for code, found in answers.items()
+        },
+        "paragraphs_per_s": round(sum(map(len, answers.values())) / seconds, 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--help-dir", type=Path, default=None, help="an unpacked usr/share/help (default: fetch the package)")
+    parser.add_argument("--cache", type=Path, default=cache_dir("gnome-help"))
+    parser.add_argument("--languages", default="", help="comma-separated GNOME locale folders (default: all)")
+    parser.add_argument("--min-paragraphs", type=int, default=100)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    help_dir = args.help_dir or fetch_packages([PACKAGE], args.cache)[PACKAGE].root / "usr/share/help"
+    locales = args.languages.split(",") if args.languages else sorted(p.name for p in help_dir.iterdir() if p.name != "C")
+    texts = {}
+    for locale in locales:
+        lines = list(translated(help_dir, locale))
+        if len(lines) >= args.min_paragraphs:
+            texts[PROJECT_CODES.get(locale, locale)] = lines
+    print(f"{sum(map(len, texts.values()))} paragraphs in {len(texts)} languages", file=sys.stderr)
+    result = {"paragraphs": {code: len(lines) for code, lines in texts.items()}, "identifiers": {}, "shipped": "shipped"}
+    for name, first in [("shipped", language.first_opinion("heliport")), ("cld2", None)]:
+        result["identifiers"][name] = figures = measured(texts, first)
+        print(f"{name}: macro accuracy {figures['macro_accuracy']} over {figures['languages']} languages", file=sys.stderr)
+        for code, accuracy in sorted(figures["per_language"].items(), key=lambda item: item[1])[:8]:
+            print(f"  {code:>8} {accuracy:.4f}  {figures['wrong_answers'][code]}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
