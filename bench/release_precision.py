@@ -22,6 +22,11 @@ with its two index pages as a new user would. ``--blocks on,off`` measures each 
 also reports ``block_yield`` (translated blocks a right pair covers), ``cross_block_share`` (wrong pairs a side of
 which spans several blocks) and ``dropped`` (what each stage dropped, by reason: where a pair's yield goes).
 
+``--site maint`` and ``--site faq`` measure two more po4a-translated manuals of the full local site, built in the
+pair's languages only: Debian's New Maintainers' Guide (en, es, ja, ru, zh-cn among its 11 languages; commands and
+mid-length paragraphs) and the Debian FAQ (no Spanish; de, fr, ja, ru, zh-cn among its 10; questions with long
+answers), each seeded with its two index pages.
+
 ``--pair P`` measures another pair config (``include/pairs/P.yaml``, else the worked example
 ``include/pairs/examples/P.yaml``) on a local site built in its two languages (in a cache folder of its own,
 ``localsite-<a>-<b>``, where they are not the default site's): ``--pair en-ja`` measures the Japanese Reference and
@@ -32,7 +37,7 @@ blocks by position, may call it right.
 
 Usage, from the project root::
 
-    .venv/bin/python bench/release_precision.py [--json] [--pair en-es|en-ja|...] [--site reference|install]
+    .venv/bin/python bench/release_precision.py [--json] [--pair en-es|en-ja|...] [--site reference|install|maint|faq]
                                                 [--aligners gale-church,hunalign,hybrid,vecalign]
                                                 [--scorers none,margin] [--blocks on,off]
 """
@@ -91,7 +96,17 @@ SITES = {
         lambda codes: rf"^/install/({'|'.join(map(INSTALL.code, codes))})/[^/]*\.html$", [],
         lambda codes: [f"/install/{INSTALL.code(code)}/index.html" for code in codes], 400,
     ),
+    "maint": (
+        lambda codes: rf"^/maint-guide/[^/]*\.({'|'.join(codes)})\.html$", [],
+        lambda codes: [f"/maint-guide/index.{code}.html" for code in codes], 100,
+    ),
+    "faq": (
+        lambda codes: rf"^/faq/[^/]*\.({'|'.join(codes)})\.html$", [],
+        lambda codes: [f"/faq/index.{code}.html" for code in codes], 100,
+    ),
 }  # fmt: skip
+#: The sites of the full layout's manuals, built in the measured languages only (no other manual is crawled).
+FULL_LAYOUT_SITES = ("maint", "faq")
 OVERRIDES = {
     "gate.min_sentence_pairs": 1, "gate.max_volume_drop": None, "release.record_in_registry": False,
     # every figure from vectors made in this run, not from what the machine embedded before
@@ -203,10 +218,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     config_path = pair_config_path(args.pair)
     source, target = (site_language(lang) for lang in args.pair.split("-", 1))
     languages = (source, target, *args.also)
-    # a pair outside the default site's languages gets a site of its own, so the demo's stays as it is
-    own_site = not set(languages) <= set(DEFAULT_LANGUAGES)
-    site = build_site(default_cache_dir().with_name(f"localsite-{'-'.join(languages)}") if own_site else None,
-                      languages if own_site else None)  # fmt: skip
+    if args.site in FULL_LAYOUT_SITES:
+        site = build_site(default_cache_dir().with_name(f"localsite-full-{'-'.join(languages)}"), languages, full=True)
+    else:  # a pair outside the default site's languages gets a site of its own, so the demo's stays as it is
+        own_site = not set(languages) <= set(DEFAULT_LANGUAGES)
+        site = build_site(default_cache_dir().with_name(f"localsite-{'-'.join(languages)}") if own_site else None,
+                          languages if own_site else None)  # fmt: skip
     truth = Truth.load(site.cache_dir)
     settings: dict[str, Any] = {}
     with ExitStack() as stack:
@@ -334,7 +351,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--aligners", type=lambda value: value.split(","), default=list(ALIGNERS), help="comma-separated")
     parser.add_argument("--scorers", type=lambda value: value.split(","), default=list(SCORERS), help="comma-separated")
     parser.add_argument(
-        "--site", choices=sorted(SITES), default="reference", help="the Debian Reference or the Installation Guide"
+        "--site",
+        choices=sorted(SITES),
+        default="reference",
+        help="the Debian Reference, the Installation Guide, the New Maintainers' Guide or the Debian FAQ",
     )
     parser.add_argument(
         "--blocks", type=lambda value: value.split(","), default=["on"], help="on (the pages' blocks, the default), off (blind)"
