@@ -121,6 +121,23 @@ def test_a_chinese_sentence_quoting_a_file_name_stays_chinese() -> None:
     assert identify(text, frozenset({"zh", "en"}), first_opinion("heliport"))[0] == "zh"
 
 
+@pytest.mark.parametrize("identifier", ["heliport", "cld2"])
+def test_a_japanese_sentence_around_a_url_stays_japanese(identifier: str) -> None:
+    # the Debian FAQ's; CLD2 is sure it is English (its Latin letters are most of the text), heliport unsure
+    text = "debian-policy パッケージまたは https://www.debian.org/doc/devel-manuals#policy から得られます。"
+    first = first_opinion(identifier) if identifier == "heliport" and REAL.is_file() else None
+    assert identify(text, frozenset({"en", "ja"}), first)[0] == "ja"
+    # a few letters of another script in an English sentence leave it English
+    assert identify("Use the apt-get command to install 软件包 and more.", frozenset({"en", "zh"}), first)[0] == "en"
+
+
+def test_an_answer_may_be_in_any_script_its_language_is_written_in() -> None:
+    # Uzbek is written in Latin (its usual script), Cyrillic and Arabic; Serbian in Latin script in Latin only
+    assert not foreign_letters("uz", "Мен ўзбек тилида гапираман.")
+    assert foreign_letters("sr_Latn", "Ово је реченица на српском језику.")
+    assert foreign_letters("en", "Мен ўзбек тилида гапираман.")
+
+
 @needs_heliport
 def test_extraction_asks_heliport_once_per_process_and_cld2_alone_when_configured() -> None:
     assert first_opinion("heliport") is first_opinion("heliport")

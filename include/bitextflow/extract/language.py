@@ -42,7 +42,7 @@ from bitextflow.text.languages import (
     normalise_language,
     project_code,
 )
-from bitextflow.text.scripts import BEYOND_LATIN, base_language, letter_script, written_in
+from bitextflow.text.scripts import BEYOND_LATIN, base_language, letter_script, may_be_written_in
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def foreign_letters(language: str, text: str) -> bool:
     heliport is sure that a Chinese sentence quoting two file names is English (162 paragraphs of four chapters of
     the local site's Chinese Reference): its answer does not stand against the text's own letters."""
     beyond_latin = BEYOND_LATIN.findall(text)
-    scripts = written_in(language) if beyond_latin else None
+    scripts = may_be_written_in(language) if beyond_latin else None
     if scripts is None:
         return False
     foreign = sum(1 for ch in beyond_latin if ch.isalpha() and (script := letter_script(ch)) != "LATIN" and script not in scripts)
@@ -151,7 +151,8 @@ def identify(text: str, candidates: frozenset[str], first: Heliport | None = Non
     (``hbs``) is the set's member of the group, or narrows the set to them where it has several. Then CLD2's answer
     when it is reliable and in the set;
     otherwise fastText's best language in the set; failing that CLD2's reliable answer outside the set (a real
-    quotation in another language); ``un`` when nobody is sure. Short texts of close languages (es/gl/pt) are where
+    quotation in another language); ``un`` when nobody is sure. No answer is taken for a language whose scripts the
+    text's letters do not fit (:func:`foreign_letters`), whoever gives it. Short texts of close languages (es/gl/pt) are where
     CLD2 alone errs. Returns the language and whether an identifier was sure of it (heliport, or a reliable CLD2).
     """
     if first is not None:
@@ -161,11 +162,15 @@ def identify(text: str, candidates: frozenset[str], first: Heliport | None = Non
         if answer in HELIPORT_CLUSTERS:  # several of the cluster's languages in the set: the chain tells them apart
             candidates = frozenset(code for code in candidates if base_language(code) in HELIPORT_CLUSTERS[answer]) or candidates
     language, reliable = cld2_top(text)
+    # CLD2 too is sure that a Japanese sentence around a URL and a package name is English ("debian-policy パッケージ
+    # または https://www.debian.org/... から得られます。"): no answer stands against the text's own letters
+    reliable = reliable and not foreign_letters(identifier_code(language), text)
     if reliable and (code := among(language, candidates)):
         return code, True
-    second = second_opinion(text, frozenset(map(base_language, candidates)))
+    fitting = frozenset(code for code in candidates if not foreign_letters(code, text)) or candidates
+    second = second_opinion(text, frozenset(map(base_language, fitting)))
     if second != UNKNOWN:
-        return among(second, candidates) or second, False
+        return among(second, fitting) or second, False
     return (language, True) if reliable else (UNKNOWN, False)
 
 

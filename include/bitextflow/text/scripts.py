@@ -116,6 +116,17 @@ def written_in(code: str) -> frozenset[str] | None:
 
 
 @functools.lru_cache(maxsize=512)
+def may_be_written_in(code: str) -> frozenset[str] | None:
+    """The letters of every script a text an identifier names ``code`` may be in: the code's script where it names one
+    (``sr_Latn``), else every script CLDR knows its language in (``uz``: Latin, Cyrillic, Arabic); None when CLDR knows
+    none of them."""
+    if split_script(code)[1]:
+        return written_in(code)
+    letters = [script_letters(script) for script in language_scripts(code)]
+    return frozenset().union(*(found for found in letters if found)) or None
+
+
+@functools.lru_cache(maxsize=512)
 def other_scripts(language: str) -> dict[str, frozenset[str]]:
     """The scripts other than its usual one that ``language`` is written in and that its letters tell apart (not
     Traditional from Simplified Chinese, nor hiragana from Japanese), with their letters."""
