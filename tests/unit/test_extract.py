@@ -236,6 +236,8 @@ def test_special_spaces_and_control_characters_are_normalised():
     assert normalise(spaces) == "a b c d e f g"
     assert normalise("soft\u00adhyphen zero\u200bwidth\x07bell\x1b") == "softhyphen zerowidthbell"
     assert normalise("r\u200dz") == "r\u200dz"  # ZWJ spells some scripts
+    # right-to-left pages isolate numbers and Latin names, and mark Arabic letters, with invisible characters
+    assert normalise("\u2067الحزمة\u2069 \u061c٣ \u2066apt\u2069") == "الحزمة ٣ apt"
     html = html_page(["Non\u00a0breaking\u202fspaces and\x0b odd\u2004ones are replaced by a plain space in the text here.", *EN])
     page = extract_page(html, "http://s/")
     (text,) = [p.text for p in page.paragraphs if p.text.startswith("Non")]

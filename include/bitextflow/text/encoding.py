@@ -62,8 +62,11 @@ _WEB_ALIASES = {"iso8859-1": "cp1252", "latin-1": "cp1252", "ascii": "cp1252", "
 # no-break, medium mathematical, ideographic; tabs and other line breaks too.
 _SPACES = "\t\x0b\x0c\x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
 # Invisible format characters that only get in the way of matching (zero-width space, word joiner,
-# BOM, soft hyphen, bidi marks and embeddings). ZWJ/ZWNJ stay: they change spelling in some scripts.
-_INVISIBLE = "\u00ad\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\ufeff"
+# BOM, soft hyphen, bidi marks, embeddings and isolates, the Arabic letter mark that right-to-left pages put around
+# numbers and Latin names). ZWJ/ZWNJ stay: they change spelling in some scripts.
+_INVISIBLE = (
+    "\u00ad\u061c\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+)
 _CONTROLS = "".join(chr(c) for c in [*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F, *range(0x80, 0x85), *range(0x86, 0xA0)])
 _REPLACEMENTS = {ch: " " for ch in _SPACES} | {ch: "" for ch in _INVISIBLE + _CONTROLS} | {"\r": "\n"}
 # A regex finds the few characters to replace far faster than str.translate with a dict walks every
