@@ -91,8 +91,10 @@ from bitextflow.align.evaluation import (
 from bitextflow.align.hybrid import ENCODER_CHOICES, STATIC_CHOICES, HybridChoices, TokenEmbeddings, align_sentences_hybrid
 from bitextflow.align.lexical import WordTranslations, align_sentences_lexical
 from bitextflow.align.sentences import Bead, align_sentences
+from bitextflow.config import ScoreConfig
 from bitextflow.models.static import StaticEmbeddings
 from bitextflow.score import margin_coverage
+from bitextflow.text.lengths import weighted_length
 
 EVAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 DEFAULT_DATA = EVAL_DIR / "bleualign_defr_gold"
@@ -276,6 +278,8 @@ PUBLISHED = {
     }
 }
 
+#: The score stage's length rule, which the stage gives the trim (a side too long for the other is cut where it can be).
+MAX_LENGTH_RATIO = ScoreConfig().max_length_ratio
 PARAGRAPH_MARKER = "<p>"
 #: The language pair of the Bleualign files and of the hunalign ``dtm`` file.
 HUNALIGN_PAIR = "hu-en"
@@ -509,18 +513,21 @@ def coverage_examples(document: DocumentPair) -> list[tuple[Link, bool]]:
 
 def trim_figures(documents: list[DocumentPair], encoder: Encoder) -> dict[str, dict[str, int]]:
     """Per gold file, what cutting a bead of one sentence against several to its closest sentence
-    (:func:`bitextflow.score.margin_coverage.trimmed`) does to :func:`coverage_examples`' beads of that shape: right
+    (:func:`bitextflow.score.margin_coverage.trimmed`, with the sentences' lengths and the score stage's length ratio as
+    align_sentences gives them) does to :func:`coverage_examples`' beads of that shape: right
     beads cut (a translator's merge lost), and wrong beads (a 1-1 bead with its neighbour's sentence) cut back to the
     gold 1-1 bead."""
     figures = {}
     for document in documents:
         src_vectors, tgt_vectors = encoder.encode(document.src), encoder.encode(document.tgt)
+        src_lengths, tgt_lengths = ([weighted_length(text.strip()) for text in side] for side in (document.src, document.tgt))
         gold = {(tuple(s), tuple(t)) for s, t in document.gold}
         counts = {"right": 0, "right_cut": 0, "wrong": 0, "wrong_restored": 0}
         for (s, t), right in coverage_examples(document):
             if (len(s) > 1) == (len(t) > 1):
                 continue
-            cut = margin_coverage.trimmed(src_vectors[list(s)], tgt_vectors[list(t)])
+            lengths = ([src_lengths[i] for i in s], [tgt_lengths[j] for j in t])
+            cut = margin_coverage.trimmed(src_vectors[list(s)], tgt_vectors[list(t)], lengths, MAX_LENGTH_RATIO)
             kind = "right" if right else "wrong"
             counts[kind] += 1
             if cut is not None and right:

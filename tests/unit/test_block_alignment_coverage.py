@@ -48,3 +48,16 @@ def test_a_sentence_of_the_same_topic_that_the_other_side_lacks_is_cut_a_merge_i
     assert trimmed(np.stack([first, second]), unit(first + second)[None]) is None
     assert trimmed(first[None], first[None]) is None
     assert trimmed(np.stack([first, second]), np.stack([first, second])) is None
+
+
+def test_a_side_too_long_for_the_other_is_cut_to_its_closest_sentence_where_that_one_fits() -> None:
+    first, added = (topical(word, share=0.9) for word in ("first", "added"))
+    # the translator's added sentence on the topic: the whole side is as close as the first sentence alone, so the
+    # vectors alone keep both
+    merge = unit(first + added)[None]
+    assert trimmed(merge, np.stack([first, added])) is None
+    # 68 characters against 103 + 68: over a ratio of 2.5 whole, 1.5 for the first sentence alone
+    assert trimmed(merge, np.stack([first, added]), ([68.0], [103.0, 68.0]), 2.5) == (1, 0)
+    # lengths that fit, or a closest sentence that would not fit either: left to the vectors (and the length rule)
+    assert trimmed(merge, np.stack([first, added]), ([68.0], [60.0, 50.0]), 2.5) is None
+    assert trimmed(merge, np.stack([first, added]), ([20.0], [103.0, 68.0]), 2.5) is None

@@ -69,7 +69,12 @@ def coverage(src: NDArray[np.floating], tgt: NDArray[np.floating], relative: boo
     return lowest / max(whole, 1e-6) if relative else lowest
 
 
-def trimmed(src: NDArray[np.floating], tgt: NDArray[np.floating]) -> tuple[int, int] | None:
+def trimmed(
+    src: NDArray[np.floating],
+    tgt: NDArray[np.floating],
+    lengths: tuple[Sequence[float], Sequence[float]] | None = None,
+    max_ratio: float | None = None,
+) -> tuple[int, int] | None:
     """For a bead of one sentence against several (``src`` and ``tgt``: one vector per sentence), the sentence of the
     longer side to keep alone, as ``(side, index)`` with side 0 for ``src``, where that sentence alone is closer to the
     other side than the whole longer side is; None otherwise (a 1-1 bead, sides of several on both sides, or a longer
@@ -79,13 +84,31 @@ def trimmed(src: NDArray[np.floating], tgt: NDArray[np.floating]) -> tuple[int, 
     any of its sentences is alone; an extra sentence (the next item's "See The Linux NIS HOWTO." after "Access NIS
     ... by the nis package.", against the translation of the first alone) takes it away, yet stays above the coverage
     threshold when it shares the topic's words.
+
+    With the sentences' ``lengths`` (Latin-character equivalents, per side) and the score stage's ``max_ratio``, the
+    closest sentence is also kept alone where the whole side is too long for the other side and that sentence is not:
+    a sentence the translator added on the topic ("This parameter sets the lowest priority of messages to be
+    displayed." against "El valor de este parámetro define la prioridad de los mensajes que se mostrarán durante la
+    instalación. No se mostrará ningún mensaje de menor prioridad a la aquí definida.") stays close to the whole, and
+    the length rule would drop the pair that its first sentence alone makes.
     """
     if (len(src) > 1) == (len(tgt) > 1):
         return None
     side, several, single = (0, src, tgt) if len(src) > 1 else (1, tgt, src)
     whole, parts = sentence_cosines(several, single)
     best = int(np.argmax(parts))
-    return (side, best) if parts[best] > whole else None
+    if parts[best] > whole:
+        return side, best
+    if lengths is not None and max_ratio is not None:
+        several_lengths, (single_length,) = (lengths[0], lengths[1]) if side == 0 else (lengths[1], lengths[0])
+        joined = sum(several_lengths) + len(several_lengths) - 1  # as the pair's text holds them, a space apart
+        if _ratio(joined, single_length) > max_ratio >= _ratio(several_lengths[best], single_length):
+            return side, best
+    return None
+
+
+def _ratio(length_a: float, length_b: float) -> float:
+    return max(length_a, length_b) / max(min(length_a, length_b), 1.0)
 
 
 def uncovered(

@@ -16,7 +16,9 @@ dropped (``uncovered_sentence``) when one of them is not covered by the other si
 (:mod:`bitextflow.score.margin_coverage`): the scorer's rule for what it cannot see once the sentences are joined.
 Before that, a bead of one sentence against several whose one sentence alone is closer to the other side than all
 of them are is cut to that sentence (:func:`~bitextflow.score.margin_coverage.trimmed`; counted as the repair
-``extra_sentence_cut``): the others were a neighbour's, which the search joined rather than leave unaligned.
+``extra_sentence_cut``): the others were a neighbour's, which the search joined rather than leave unaligned. So is
+one whose whole side is too long for the other (``score.max_length_ratio``) where its closest sentence alone is not:
+a sentence the translator added, which the length rule would drop with the pair.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from bitextflow.stages.embed import Embed, configured_encoder
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS, partition_of_key
 from bitextflow.storage.tables import read_table, read_table_and_metadata, write_table
 from bitextflow.text.comparison import pair_hash
+from bitextflow.text.lengths import weighted_length
 
 
 class AlignSentences(Stage):
@@ -104,7 +107,11 @@ class AlignSentences(Stage):
                     sentences_a = vectors.encode([sides.src[i] for i in bead.src])
                     sentences_b = vectors.encode([sides.tgt[j] for j in bead.tgt])
                     if check_coverage and len(bead.src) + len(bead.tgt) > 2:
-                        if (cut := trimmed(sentences_a, sentences_b)) is not None:
+                        lengths = (
+                            [weighted_length(sides.src[i].strip()) for i in bead.src],
+                            [weighted_length(sides.tgt[j].strip()) for j in bead.tgt],
+                        )
+                        if (cut := trimmed(sentences_a, sentences_b, lengths, ctx.config.score.max_length_ratio)) is not None:
                             side, index = cut
                             if side == 0:
                                 text_a, sentences_a = sides.src[bead.src[index]].strip(), sentences_a[index : index + 1]
