@@ -90,7 +90,7 @@ def main() -> int:
     parser.add_argument("--help-dir", type=Path, default=None, help="an unpacked usr/share/help (default: fetch the package)")
     parser.add_argument("--cache", type=Path, default=cache_dir("gnome-help"))
     parser.add_argument("--languages", default="", help="comma-separated GNOME locale folders (default: all)")
-    parser.add_argument("--min-paragraphs", type=int, default=100)
+    parser.add_argument("--min-paragraphs", type=int, default=100, help="leave out languages with fewer (at least 1)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     help_dir = args.help_dir or fetch_packages([PACKAGE], args.cache)[PACKAGE].root / "usr/share/help"
@@ -98,8 +98,11 @@ def main() -> int:
     texts = {}
     for locale in locales:
         lines = list(translated(help_dir, locale))
-        if len(lines) >= args.min_paragraphs:
+        if lines and len(lines) >= args.min_paragraphs:
             texts[PROJECT_CODES.get(locale, locale)] = lines
+    if not texts:
+        print(f"no language has {args.min_paragraphs} translated paragraphs in {help_dir}", file=sys.stderr)
+        return 2
     print(f"{sum(map(len, texts.values()))} paragraphs in {len(texts)} languages", file=sys.stderr)
     result = {"paragraphs": {code: len(lines) for code, lines in texts.items()}, "identifiers": {}, "shipped": "shipped"}
     for name, first in [("shipped", language.first_opinion("heliport")), ("cld2", None)]:

@@ -61,3 +61,5 @@ def test_a_side_too_long_for_the_other_is_cut_to_its_closest_sentence_where_that
     # lengths that fit, or a closest sentence that would not fit either: left to the vectors (and the length rule)
     assert trimmed(merge, np.stack([first, added]), ([68.0], [60.0, 50.0]), 2.5) is None
     assert trimmed(merge, np.stack([first, added]), ([20.0], [103.0, 68.0]), 2.5) is None
+    # the same with the several sentences on the source side
+    assert trimmed(np.stack([first, added]), merge, ([103.0, 68.0], [68.0]), 2.5) == (0, 0)

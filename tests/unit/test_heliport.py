@@ -131,6 +131,13 @@ def test_a_japanese_sentence_around_a_url_stays_japanese(identifier: str) -> Non
     assert identify("Use the apt-get command to install 软件包 and more.", frozenset({"en", "zh"}), first)[0] == "en"
 
 
+def test_a_sentence_in_another_script_than_the_pairs_is_not_the_pairs_language() -> None:
+    # a Cyrillic sentence on a page of Serbian in Latin script, or of Croatian (written in Latin only)
+    cyrillic = "Ово је реченица на српском језику и још мало текста."
+    assert identify(cyrillic, frozenset({"en", "sr_Latn"}))[0] == "sr"
+    assert identify(cyrillic, frozenset({"en", "hr"}))[0] == "sr"
+
+
 def test_an_answer_may_be_in_any_script_its_language_is_written_in() -> None:
     # Uzbek is written in Latin (its usual script), Cyrillic and Arabic; Serbian in Latin script in Latin only
     assert not foreign_letters("uz", "Мен ўзбек тилида гапираман.")

@@ -204,7 +204,7 @@ def test_thai_is_split_where_a_sentence_ends_and_nothing_is_lost() -> None:
         # a sentence beginning with a number or a Latin name after a full-width stop (GNOME's help, Debian's manuals)
         ("zh", "实际色域以 3D 壳体来表示。3D 形状的投影有时会产生误导。sRGB 是标准的最小公分母。", 3),
         ("ja", "パッケージをビルドします。Debian のポリシーに従います。", 2),
-        ("ja", "「これはペンです。」と彼は言った。", 2),  # the closing bracket stays with its sentence
+        ("ja", "（詳しくは付録を参照。）Debian はフリーです。", 2),  # the closing bracket stays with its sentence
     ],
 )
 def test_other_scripts_split_at_their_own_punctuation(language: str, text: str, count: int) -> None:

@@ -86,8 +86,8 @@ def identifiable_languages() -> frozenset[str]:
 
 @functools.lru_cache(maxsize=_REMEMBERED_TEXTS)
 def second_opinion(text: str, candidates: frozenset[str] | None = None, min_score: float = 0.3) -> str:
-    """fastText's most likely language among ``candidates`` (any when None) scoring at least ``min_score``, the shares
-    of a cluster's languages (:data:`HELIPORT_CLUSTERS`) added up for the candidate of the cluster."""
+    """fastText's most likely language among ``candidates`` (any when None) scoring at least ``min_score``; among
+    candidates, the shares of a cluster's languages (:data:`HELIPORT_CLUSTERS`) are added up for its candidate."""
     detect = _fasttext()
     if detect is None:
         return UNKNOWN
@@ -117,12 +117,26 @@ def foreign_letters(language: str, text: str) -> bool:
     letters; Latin letters never count (commands, file names and brand names are quoted in Latin in every script).
     heliport is sure that a Chinese sentence quoting two file names is English (162 paragraphs of four chapters of
     the local site's Chinese Reference): its answer does not stand against the text's own letters."""
-    beyond_latin = BEYOND_LATIN.findall(text)
-    scripts = may_be_written_in(language) if beyond_latin else None
+    by_script, letters = _letters_by_script(text)
+    scripts = may_be_written_in(language) if by_script else None
     if scripts is None:
         return False
-    foreign = sum(1 for ch in beyond_latin if ch.isalpha() and (script := letter_script(ch)) != "LATIN" and script not in scripts)
-    return foreign >= 2 and foreign >= sum(ch.isalpha() for ch in text) / 10
+    foreign = sum(count for script, count in by_script.items() if script not in scripts)
+    return foreign >= 2 and foreign >= letters / 10
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_TEXTS)
+def _letters_by_script(text: str) -> tuple[dict[str, int], int]:
+    """The text's letters beyond Latin counted by script, and all its letters: read once per text, however many
+    answers and candidates are checked against them."""
+    beyond_latin = BEYOND_LATIN.findall(text)
+    if not beyond_latin:
+        return {}, 0
+    by_script: dict[str, int] = {}
+    for ch in beyond_latin:
+        if ch.isalpha() and (script := letter_script(ch)) != "LATIN":
+            by_script[script] = by_script.get(script, 0) + 1
+    return by_script, sum(ch.isalpha() for ch in text)
 
 
 #: The identifiers ``extract.language_identifier`` names: heliport first, or CLD2 and fastText alone.
@@ -165,9 +179,11 @@ def identify(text: str, candidates: frozenset[str], first: Heliport | None = Non
     # CLD2 too is sure that a Japanese sentence around a URL and a package name is English ("debian-policy パッケージ
     # または https://www.debian.org/... から得られます。"): no answer stands against the text's own letters
     reliable = reliable and not foreign_letters(identifier_code(language), text)
-    if reliable and (code := among(language, candidates)):
+    # the candidates the text's letters fit: a Cyrillic sentence on a page of Serbian in Latin script is CLD2's sr,
+    # not the page's sr_Latn
+    fitting = frozenset(code for code in candidates if not foreign_letters(code, text))
+    if reliable and (code := among(language, fitting)):
         return code, True
-    fitting = frozenset(code for code in candidates if not foreign_letters(code, text)) or candidates
     second = second_opinion(text, frozenset(map(base_language, fitting)))
     if second != UNKNOWN:
         return among(second, fitting) or second, False

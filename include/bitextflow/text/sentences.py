@@ -33,15 +33,20 @@ def _thai_splitter() -> Callable[[str], list[str]]:
     return functools.partial(sent_tokenize, engine="crfcut")
 
 
-#: A full-width full stop, exclamation or question mark (with any closing quotes and brackets after it) followed by
+#: A full-width full stop, exclamation or question mark, with the closing quotes and brackets after it, followed by
 #: more text. sentencex ends a sentence there only when a CJK character follows: "...表示。3D 形状的..." and
 #: "...です。Debian は..." stayed one sentence, though sentences of Chinese and Japanese documentation often begin with
-#: a number or a Latin name. Nothing else is written after these marks inside a sentence, so the cut needs no rule.
-_FULL_WIDTH_END = re.compile(r"(?<=[。！？｡])(?![。！？｡」』）】〕〉》”’\"')\]])\s*(?=\S)")
+#: a number or a Latin name. Inside a sentence these marks stand only in names ("Yahoo！JAPAN"), which are cut too.
+_FULL_WIDTH_END = re.compile(r"[。！？｡]+[」』）】〕〉》〗〙〛］｝｣”’\"')\]»]*")
+
+
+def _cut_after_full_width_stops(piece: str) -> list[str]:
+    cuts = [end.end() for end in _FULL_WIDTH_END.finditer(piece) if piece[end.end() :].strip()]
+    return [piece[start:cut] for start, cut in zip([0, *cuts], [*cuts, len(piece)], strict=True)]
 
 
 def split_sentences(language: str, text: str) -> list[str]:
     """The sentences of ``text`` in ``language`` (a pair or identifier code), in order, stripped, none empty."""
     language = base_language(language)
     pieces = _thai_splitter()(text) if language in MODEL_SPLIT_LANGUAGES else segment(language, text)
-    return [sentence.strip() for piece in pieces for sentence in _FULL_WIDTH_END.split(piece) if sentence.strip()]
+    return [sentence.strip() for piece in pieces for sentence in _cut_after_full_width_stops(piece) if sentence.strip()]
