@@ -32,6 +32,7 @@ from pathlib import Path
 
 from lxml import etree
 
+from bitextflow.errors import BitextflowError
 from bitextflow.extract import language
 from bitextflow.settings import cache_dir
 from bitextflow.training.debian import fetch_packages
@@ -93,7 +94,14 @@ def main() -> int:
     parser.add_argument("--min-paragraphs", type=int, default=100, help="leave out languages with fewer (at least 1)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    help_dir = args.help_dir or fetch_packages([PACKAGE], args.cache)[PACKAGE].root / "usr/share/help"
+    try:
+        help_dir = args.help_dir or fetch_packages([PACKAGE], args.cache)[PACKAGE].root / "usr/share/help"
+    except BitextflowError as error:  # no package archive here (not Debian, or offline): one line, as every bench says
+        print(f"paragraph_lid: {error}; or pass --help-dir with an unpacked usr/share/help", file=sys.stderr)
+        return 2
+    if not (help_dir / "C" / "gnome-help").is_dir():
+        print(f"paragraph_lid: {help_dir} has no C/gnome-help: pass --help-dir with an unpacked usr/share/help", file=sys.stderr)
+        return 2
     locales = args.languages.split(",") if args.languages else sorted(p.name for p in help_dir.iterdir() if p.name != "C")
     texts = {}
     for locale in locales:
