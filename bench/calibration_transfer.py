@@ -33,18 +33,16 @@ from bitextflow.errors import BitextflowError
 from bitextflow.models import SentenceEncoder
 from bitextflow.score import margin_calibration
 from bitextflow.score.margin import E5_SMALL_CALIBRATIONS, MarginCalibration
-from bitextflow.score.pair_calibrations import CALIBRATED_RUNTIMES
+from bitextflow.score.pair_calibrations import CALIBRATED_RUNTIMES, calibration_of
 from bitextflow.score.training_data import catalog_pairs, installation_guide_pages
 
 CATALOG_DOCUMENT = 20
 CATALOG_DOCUMENTS = 150
 SEED = 1
-#: gettext's locale folder where it is not the pair's language code
-CATALOG_LOCALES = {"zh": "zh_CN", "zh_Hant": "zh_TW", "pt": "pt"}
 
 
 def catalog_documents(language: str) -> list[margin_calibration.Document]:
-    pairs = catalog_pairs("en", CATALOG_LOCALES.get(language, language)).pairs
+    pairs = catalog_pairs("en", language).pairs
     documents = [pairs[i : i + CATALOG_DOCUMENT] for i in range(0, len(pairs) - CATALOG_DOCUMENT + 1, CATALOG_DOCUMENT)]
     chosen = random.Random(SEED).sample(range(len(documents)), min(CATALOG_DOCUMENTS, len(documents)))
     return [documents[i] for i in sorted(chosen)]
@@ -54,10 +52,6 @@ def j_of(calibration: MarginCalibration, rows: margin_calibration.Examples) -> f
     kinds = np.asarray(rows.kind)
     scores = calibration.probability(np.asarray(rows.margins[calibration.neighbours]))
     return round(margin_calibration.youden_j(scores, (kinds == "translation").astype(int), calibration.threshold), 4)
-
-
-def fitted(result: dict) -> MarginCalibration:
-    return MarginCalibration(**result["calibration"], threshold=result["threshold"])
 
 
 def measure(pair: str, encoder: SentenceEncoder) -> dict:
@@ -78,7 +72,7 @@ def measure(pair: str, encoder: SentenceEncoder) -> dict:
         "youden_j_on_guide": {
             "guide": own["youden_j"],
             "en-es": j_of(E5_SMALL_CALIBRATIONS[encoder.runtime], guide_rows),
-            "catalogs": j_of(fitted(margin_calibration.calibrate(catalog_rows)), guide_rows),
+            "catalogs": j_of(calibration_of(margin_calibration.calibrate(catalog_rows), pair), guide_rows),
         },
     }
 

@@ -174,7 +174,7 @@ def identify(text: str, candidates: frozenset[str], first: Heliport | None = Non
         if answer != UNKNOWN and (code := among(identifier_code(answer), candidates)) and not foreign_letters(code, text):
             return code, True
         if answer in HELIPORT_CLUSTERS:  # several of the cluster's languages in the set: the chain tells them apart
-            candidates = frozenset(code for code in candidates if base_language(code) in HELIPORT_CLUSTERS[answer]) or candidates
+            candidates = frozenset(code for code in candidates if base_language(code) in cluster_members(answer)) or candidates
     language, reliable = cld2_top(text)
     # CLD2 too is sure that a Japanese sentence around a URL and a package name is English ("debian-policy パッケージ
     # または https://www.debian.org/... から得られます。"): no answer stands against the text's own letters

@@ -16,7 +16,7 @@ from text_to_num import alpha2digit
 
 from bitextflow.config import ScoreConfig
 from bitextflow.text.comparison import normalise_for_comparison
-from bitextflow.text.lengths import weighted_length
+from bitextflow.text.lengths import length_ratio, weighted_length
 from bitextflow.text.scripts import base_language
 
 # \d is every decimal digit (full-width, Arabic-Indic, Devanagari, ...); separators: ASCII, full-width, Arabic
@@ -129,7 +129,7 @@ def hard_rule_violations(text_a: str, text_b: str, config: ScoreConfig, lang_a: 
     len_a, len_b = weighted_length(a), weighted_length(b)  # Latin-character equivalents: fair across scripts
     if len_a < config.min_characters or len_b < config.min_characters:
         tags.append("too_short")
-    if min(len_a, len_b) and max(len_a, len_b) / min(len_a, len_b) > config.max_length_ratio:
+    if min(len_a, len_b) and length_ratio(len_a, len_b) > config.max_length_ratio:
         tags.append("length_ratio")
     if normalise_for_comparison(a) == normalise_for_comparison(b):
         tags.append("identical_sides")

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from bitextflow.text.lengths import length_ratio
+
 #: Pairs whose multi-sentence side has a sentence under this coverage are dropped: the choice of every fold but two of
 #: the leave-one-file-out cross-validation (0.83 there) and of all six files (``bench/sentence_alignment.py
 #: --coverage``, multilingual-e5-small on the int8 runtime; docs/score.md, "Coverage"). A cosine: another encoder needs
@@ -102,13 +104,9 @@ def trimmed(
     if lengths is not None and max_ratio is not None:
         several_lengths, (single_length,) = (lengths[0], lengths[1]) if side == 0 else (lengths[1], lengths[0])
         joined = sum(several_lengths) + len(several_lengths) - 1  # as the pair's text holds them, a space apart
-        if _ratio(joined, single_length) > max_ratio >= _ratio(several_lengths[best], single_length):
+        if length_ratio(joined, single_length) > max_ratio >= length_ratio(several_lengths[best], single_length):
             return side, best
     return None
-
-
-def _ratio(length_a: float, length_b: float) -> float:
-    return max(length_a, length_b) / max(min(length_a, length_b), 1.0)
 
 
 def uncovered(

@@ -42,5 +42,10 @@ def cached_calibrations(pair: str) -> dict[str, MarginCalibration]:
         path = calibration_file(pair, runtime)
         if path.is_file():
             result = json.loads(path.read_text(encoding="utf-8"))
-            found[runtime] = MarginCalibration(**result["calibration"], threshold=result["threshold"], pair=pair)
+            found[runtime] = calibration_of(result, pair)
     return found
+
+
+def calibration_of(result: dict[str, Any], pair: str) -> MarginCalibration:
+    """The calibration a fit's ``result`` (of :func:`~bitextflow.score.margin_calibration.calibrate`) holds."""
+    return MarginCalibration(**result["calibration"], threshold=result["threshold"], pair=pair)

@@ -51,6 +51,9 @@ CATALOG_PACKAGES = (
     "libgtk2.0-common", "login", "make", "packagekit", "postgresql-15", "postgresql-client-15", "procps", "sed",
     "systemd", "tar", "wget",
 )  # fmt: skip
+#: gettext's locale folders where they are not the pair's code: Chinese by its region, Serbian's Latin script by its
+#: modifier (there is no ``zh`` folder, so an en-zh pair had no catalog message).
+GETTEXT_LOCALES = {"zh": "zh_CN", "zh_Hant": "zh_TW", "sr_Latn": "sr@latin"}
 #: Messages longer than this (help screens) are used only when they split into as many lines on both sides.
 MAX_MESSAGE_CHARACTERS = 300
 # printf conversions (%s, %-10.3lf, %1$s), brace fields ({name}), shell-style variables, markup tags, and the
@@ -273,7 +276,9 @@ def catalog_pairs(lang_a: str, lang_b: str, cache_dir: Path | None = None) -> Ca
         raise StageError(f"none of the message-catalog packages could be fetched into {cache_dir}: {', '.join(missing)}")
     pairs: dict[tuple[str, str], None] = {}
     for name in fetched:
-        for catalog in sorted(fetched[name].root.glob(f"usr/share/locale/{lang_b}/LC_MESSAGES/*.mo")):
+        for catalog in sorted(
+            fetched[name].root.glob(f"usr/share/locale/{GETTEXT_LOCALES.get(lang_b, lang_b)}/LC_MESSAGES/*.mo")
+        ):
             for entry in polib.mofile(str(catalog)):  # plural forms are left out: their msgstr is per number
                 if entry.msgid and entry.msgstr and not entry.msgid_plural:
                     pairs.update(dict.fromkeys(message_pairs(entry.msgid, entry.msgstr)))

@@ -53,6 +53,11 @@ def weighted_length(text: str) -> float:
     return len(text) + sum((SCRIPT_WEIGHTS[name][0] - 1.0) * count for name, count in script_counts(text).items())
 
 
+def length_ratio(length_a: float, length_b: float) -> float:
+    """Longer over shorter of two lengths (:func:`weighted_length`), the shorter floored at 1: the score stage's rule."""
+    return max(length_a, length_b) / max(min(length_a, length_b), 1.0)
+
+
 #: Share of a page's main text, in Latin-character equivalents, from which a language other than the page's makes it
 #: partly translated: alignment pairs a page identified as the first language with this much of the second as a
 #: translation (``align.combined``), and de-duplication never takes such a page for a copy of its original
