@@ -74,6 +74,7 @@ from bitextflow.storage.tables import read_table
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.block_truth import Judge, run_sentences
 from bitextflow_local.localsite.build import DEFAULT_LANGUAGES
+from bitextflow_local.localsite.gnome_help import build_help_site
 from bitextflow_local.localsite.layouts import INSTALL, site_language
 from bitextflow_local.localsite.paths import default_cache_dir
 from bitextflow_local.localsite.truth import site_path
@@ -103,6 +104,10 @@ SITES = {
     "faq": (
         lambda codes: rf"^/faq/[^/]*\.({'|'.join(codes)})\.html$", [],
         lambda codes: [f"/faq/index.{code}.html" for code in codes], 100,
+    ),
+    "help": (
+        lambda codes: rf"^/help/({'|'.join(codes)})/[^/]*\.html$", [],
+        lambda codes: [f"/help/{code}/index.html" for code in codes], 700,
     ),
 }  # fmt: skip
 #: The sites of the full layout's manuals, built in the measured languages only (no other manual is crawled).
@@ -218,7 +223,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     config_path = pair_config_path(args.pair)
     source, target = (site_language(lang) for lang in args.pair.split("-", 1))
     languages = (source, target, *args.also)
-    if args.site in FULL_LAYOUT_SITES:
+    if args.site == "help":
+        site = build_help_site(languages)
+    elif args.site in FULL_LAYOUT_SITES:
         site = build_site(default_cache_dir().with_name(f"localsite-full-{'-'.join(languages)}"), languages, full=True)
     else:  # a pair outside the default site's languages gets a site of its own, so the demo's stays as it is
         own_site = not set(languages) <= set(DEFAULT_LANGUAGES)

@@ -12,6 +12,7 @@ from pathlib import Path
 from bitextflow.errors import BitextflowError
 from bitextflow_local.localsite.build import DEFAULT_LANGUAGES, Site, build_site
 from bitextflow_local.localsite.composition import measure
+from bitextflow_local.localsite.gnome_help import build_help_site
 from bitextflow_local.localsite.server import SiteServer, serve_forever
 from bitextflow_local.localsite.truth import Truth
 
@@ -31,7 +32,10 @@ def run(args: argparse.Namespace) -> int:
     """Run the command that :func:`add_commands`' arguments parsed into ``args``."""
     try:
         started = time.monotonic()
-        site = build_site(args.cache, args.languages, full=args.full)
+        if args.gnome_help:
+            site = build_help_site(args.languages or DEFAULT_LANGUAGES, args.cache)
+        else:
+            site = build_site(args.cache, args.languages, full=args.full)
         if args.command == "build":
             _print_summary(site, time.monotonic() - started)
         elif args.command == "stats":
@@ -73,6 +77,12 @@ def add_commands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
             action="store_true",
             help="the full site of the crawl benchmark: every language Debian ships the manuals in, language portals "
             "(default cache folder localsite-full)",
+        )
+        command.add_argument(
+            "--gnome-help",
+            action="store_true",
+            help="GNOME's desktop help (Debian's gnome-user-docs, about 40 languages, Persian among them) in --languages "
+            "instead of the Debian manuals, at /help/<lang>/ (default cache folder localsite-help-<languages>)",
         )
     return commands
 

@@ -30,7 +30,7 @@ import json
 import os
 import posixpath
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,10 +94,7 @@ def build_site(cache_dir: Path | None = None, languages: Sequence[str] | None = 
     cache = Path(cache_dir) if cache_dir is not None else default_cache
     langs = _validated_languages(layout, languages)
     cache.mkdir(parents=True, exist_ok=True)
-    docroot = cache / DOCROOT_DIRNAME
-    truth_path = cache / TRUTH_FILENAME
-    stamp_path = cache / STAMP_FILENAME
-    with _exclusive_lock(cache / ".lock"):
+    with exclusive_lock(cache / ".lock"):
         packages = fetch_packages(_package_names(layout, langs), cache)
         stamp = {
             "builder_version": BUILDER_VERSION,
@@ -107,12 +104,30 @@ def build_site(cache_dir: Path | None = None, languages: Sequence[str] | None = 
         if full:  # only here, so that caches of the default site stay valid
             stamp["layout"] = layout.name
             stamp["layout_version"] = FULL_LAYOUT_VERSION
-        if not (docroot.is_dir() and truth_path.is_file() and _read_stamp(stamp_path) == stamp):
-            stamp_path.unlink(missing_ok=True)
-            _assemble(cache, layout, langs, packages)
-            stamp_path.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+        assemble_unless_current(cache, stamp, lambda: _assemble(cache, layout, langs, packages))
+    return built_site(cache, langs)
+
+
+def assemble_unless_current(cache: Path, stamp: Mapping[str, object], assemble: Callable[[], None]) -> None:
+    """Run ``assemble`` (which writes the docroot and the truth file of ``cache``) unless both are there and the cache's
+    stamp is ``stamp``; stamp the cache after. Call it holding :func:`exclusive_lock`."""
+    stamp_path = cache / STAMP_FILENAME
+    if not ((cache / DOCROOT_DIRNAME).is_dir() and (cache / TRUTH_FILENAME).is_file() and _read_stamp(stamp_path) == stamp):
+        stamp_path.unlink(missing_ok=True)
+        assemble()
+        stamp_path.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+
+
+def built_site(cache: Path, languages: tuple[str, ...]) -> Site:
+    """The site built in ``cache``, with its pages per language from its truth file."""
     truth = Truth.load(cache)
-    return Site(cache, docroot, truth_path, langs, {lang: len(truth.documents(lang)) for lang in langs})
+    return Site(
+        cache,
+        cache / DOCROOT_DIRNAME,
+        cache / TRUTH_FILENAME,
+        languages,
+        {lang: len(truth.documents(lang)) for lang in languages},
+    )
 
 
 def _validated_languages(layout: Layout, languages: Sequence[str] | None) -> tuple[str, ...]:
@@ -152,7 +167,7 @@ def _read_stamp(stamp_path: Path) -> object:
 
 
 @contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
+def exclusive_lock(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive lock on `lock_path` for the duration of the block."""
     with lock_path.open("w") as lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)
