@@ -25,7 +25,7 @@ from warcio.warcwriter import WARCWriter
 
 from bitextflow.config import DomainConfig, ExtractConfig
 from bitextflow.counts import StageCounts
-from bitextflow.extract import DocumentBuilder, extract_page, extract_shard, iter_documents
+from bitextflow.extract import DocumentBuilder, extract_page, extract_shard, iter_documents, structure
 from bitextflow.extract.dedup import SentenceDeduplicator, ShardDeduplicator
 from bitextflow.extract.export import export_documents
 from bitextflow.extract.language import identify
@@ -782,3 +782,16 @@ def test_the_collector_runs_rarely_during_a_shard_and_as_before_after_it():
     with pytest.raises(RuntimeError), rare_collections():
         raise RuntimeError("a failed shard")
     assert gc.get_threshold() == before
+
+
+def test_zero_width_joiners_survive_trafilatura_on_a_page_of_links() -> None:
+    """trafilatura's fallback for a page that is a list of links deletes the characters str.isprintable refuses, the
+    non-joiner that spells Persian words among them ("دسترسیپذیری" for "دسترسی‌پذیری")."""
+    links = ["دسترسی\u200cپذیری", "پرونده\u200cها، شاخه\u200cها و جست\u200cوجو", "سخت\u200cافزار و راه\u200cاندازها"]
+    items = "".join(f'<li><a href="{n}.html">{text}</a></li>' for n, text in enumerate(links))
+    html = f'<html lang="fa"><body><h1>راهنمای گنوم</h1><ul>{items}</ul></body></html>'
+    extracted = structure.page(html, "http://127.0.0.1/help/fa/index.html")
+    assert extracted is not None
+    main_text = " ".join(text for _kind, text in extracted.main)
+    assert all(link in main_text for link in links)
+    assert "\U00016a40" not in main_text

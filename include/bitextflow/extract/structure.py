@@ -54,6 +54,13 @@ _TEXTLESS = ("style", "svg", "meta", "link")
 
 Focus = Literal["balanced", "precision", "recall"]
 
+# trafilatura deletes, on some of its paths (``utils.remove_control_characters``), every character str.isprintable
+# refuses: the zero-width non-joiner and joiner too, which spell words in Persian (میان‌بر), Indic scripts and emoji.
+# They cross it as two letters of Mro, a script no page it meets is written in, and are put back after.
+_JOINER_STANDINS = {"\u200c": "\U00016a40", "\u200d": "\U00016a41"}
+_HIDE_JOINERS = str.maketrans(_JOINER_STANDINS)
+_SHOW_JOINERS = str.maketrans({standin: joiner for joiner, standin in _JOINER_STANDINS.items()})
+
 # trafilatura's parser settings (``trafilatura.utils.HTML_PARSER``) but one: lxml.html finds the class of
 # every element object it makes with a Python method (half a million calls on the benchmark pages, made by
 # trafilatura, htmldate and this module); here every element is an ``HtmlElement``, found in C. The classes
@@ -329,6 +336,15 @@ def flag_link_dense(paragraphs: list[Paragraph], max_link_density: float | None)
             paragraph.boilerplate = True
 
 
+def _hide_joiners(tree) -> None:
+    """Replace the joiners of every text of ``tree`` by their stand-ins (:data:`_JOINER_STANDINS`), in place."""
+    for element in tree.iter():
+        if element.text:
+            element.text = element.text.translate(_HIDE_JOINERS)
+        if element.tail:
+            element.tail = element.tail.translate(_HIDE_JOINERS)
+
+
 def page(html: str, url: str, config: ExtractConfig | None = None, boilerplate: bool = True) -> Page | None:
     """Metadata and paragraphs of one HTML page; None when the page has no main content.
 
@@ -343,8 +359,13 @@ def page(html: str, url: str, config: ExtractConfig | None = None, boilerplate: 
     blocks = linked_blocks(tree) if boilerplate else []
     metadata = page_metadata(tree)
     drop_textless(tree)
+    joiners = "\u200c" in html or "\u200d" in html
+    if joiners:
+        _hide_joiners(tree)
     extracted = main_content(tree, url, config.extraction_focus)  # works on a copy of the tree
     main = main_paragraphs(extracted.body) if extracted is not None else []
+    if joiners:
+        main = [(kind, text.translate(_SHOW_JOINERS)) for kind, text in main]
     if not main:
         return None
     paragraphs = merge(metadata.title, main, blocks)
