@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from bitextflow.align.embedding import align_sentences_embedding
+from bitextflow.align.embedding import Background, align_sentences_embedding, unit_rows
 from bitextflow.align.evaluation import read_links, score_alignments
 from tests.support import EVAL_DIR, cpu_clock
 from tests.support.alignment_fakes import covers, spread_deletions, word_vector
@@ -146,3 +146,46 @@ def test_pair_config_selects_vecalign_with_an_encoder(pair_config) -> None:
     assert [(bead.src, bead.tgt) for bead in beads] == [((0,), (0,)), ((1,), (1,))]
     with pytest.raises(ValueError, match="needs an encoder"):
         sentence_aligner("vecalign")
+
+
+class SharedDirectionEncoder:
+    """Fake encoder with E5's geometry: every sentence shares one direction (unrelated sentences at cosine ~0.35) and a
+    translation is its source plus noise (cosine ~0.94). ``"S 3"`` is source sentence 3, ``"T 3"`` its translation;
+    an overlap ("S 3 S 4") embeds as the sum of its sentences."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            words = text.split()
+            row = np.zeros(64)
+            for side, key in zip(words[::2], words[1::2], strict=True):
+                row += word_vector("\0shared", 64) + word_vector(key, 64)
+                row += 0.45 * word_vector("noise " + key, 64) if side == "T" else 0.0
+            rows.append(row)
+        return unit_rows(np.array(rows))
+
+
+def test_a_short_document_scores_its_translations_as_a_long_one_does() -> None:
+    """Vecalign's normaliser counts a bead's own translation among the unrelated sentences: in a two-sentence document it
+    is half of them, and the scores of right beads dropped from ~0.91 to ~0.86 (0 for a one-sentence document)."""
+    encoder = SharedDirectionEncoder()
+
+    def scores(n: int) -> list[float]:
+        beads = align_sentences_embedding([f"S {k}" for k in range(n)], [f"T {k}" for k in range(n)], encoder)
+        return [bead.score for bead in beads]
+
+    long_document = scores(10)
+    assert min(scores(2)) > min(long_document) - 0.02
+    assert scores(1) == [0.0]  # nothing unrelated to compare with, and no background
+
+
+def test_a_one_sentence_document_pair_is_scored_against_the_background() -> None:
+    encoder = SharedDirectionEncoder()
+    background = Background.of(
+        encoder.encode([f"S {k}" for k in range(10, 30)]), encoder.encode([f"T {k}" for k in range(10, 30)])
+    )
+    (right,) = align_sentences_embedding(["S 1"], ["T 1"], encoder, background=background)
+    (wrong,) = align_sentences_embedding(["S 1"], ["T 2"], encoder, background=background)
+    assert right.score > 0.85
+    assert wrong.score < 0.1
+    assert Background.of(np.zeros((0, 64)), encoder.encode(["T 1"])) is None

@@ -9,7 +9,7 @@ from typing import Protocol
 from bitextflow.align.block_plan import plan_blocks
 from bitextflow.align.blocks import BlockPlan, PageBlocks
 from bitextflow.align.dictionary import BilingualDictionary
-from bitextflow.align.embedding import Encoder, align_sentences_embedding
+from bitextflow.align.embedding import Background, Encoder, align_sentences_embedding
 from bitextflow.align.hybrid import TokenEmbeddings, align_sentences_hybrid
 from bitextflow.align.lexical import align_sentences_lexical
 from bitextflow.align.sentences import Bead, align_sentences
@@ -25,18 +25,25 @@ _Aligner = Callable[..., list[Bead]]
 
 
 class SentenceAligner(Protocol):
-    """``align(src, tgt, blocks=None) -> beads``: ``blocks`` are the sentences' blocks (:class:`.blocks.PageBlocks`),
-    which the search respects (:mod:`.blocks`); without them it aligns the two lists as they come."""
+    """``align(src, tgt, blocks=None, background=None) -> beads``: ``blocks`` are the sentences' blocks
+    (:class:`.blocks.PageBlocks`), which the search respects (:mod:`.blocks`); without them it aligns the two lists as
+    they come. ``background`` is what each language's sentences are like over many documents
+    (:class:`.embedding.Background`), which the encoder aligners' scores take as a prior; the others ignore it."""
 
-    def __call__(self, src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None) -> list[Bead]: ...
+    def __call__(
+        self, src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None, background: Background | None = None
+    ) -> list[Bead]: ...
 
 
-def _with_blocks(align: _Aligner, dictionary: BilingualDictionary | None) -> SentenceAligner:
-    """``align`` given the block plan of each document pair (:func:`.block_plan.plan_blocks`, with the pair's dictionary)."""
+def _with_blocks(align: _Aligner, dictionary: BilingualDictionary | None, scores_by_vectors: bool = False) -> SentenceAligner:
+    """``align`` given the block plan of each document pair (:func:`.block_plan.plan_blocks`, with the pair's dictionary),
+    and the background where it scores beads by their vectors."""
 
-    def aligned(src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None) -> list[Bead]:
+    def aligned(
+        src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None, background: Background | None = None
+    ) -> list[Bead]:
         plan: BlockPlan | None = plan_blocks(src, tgt, blocks, dictionary)
-        return align(src, tgt, plan=plan)
+        return align(src, tgt, plan=plan, background=background) if scores_by_vectors else align(src, tgt, plan=plan)
 
     return aligned
 
@@ -57,7 +64,8 @@ def sentence_aligner(
                 "a sentence encoder" if method == "hybrid-e5" else "static embeddings (bitextflow.models.static.StaticEmbeddings)"
             )
             raise ValueError(f"the {method} sentence aligner needs {needed}")
-        return _with_blocks(functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary), dictionary)
+        aligner = functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary)
+        return _with_blocks(aligner, dictionary, scores_by_vectors=True)
     if method == "gale-church":
         return _with_blocks(align_sentences, dictionary)
     if method == "hunalign":
@@ -65,5 +73,5 @@ def sentence_aligner(
     if method == "vecalign":
         if encoder is None:
             raise ValueError("the vecalign sentence aligner needs an encoder")
-        return _with_blocks(functools.partial(align_sentences_embedding, encoder=encoder), dictionary)
+        return _with_blocks(functools.partial(align_sentences_embedding, encoder=encoder), dictionary, scores_by_vectors=True)
     raise ValueError(f"unknown sentence aligner {method!r}; choose one of {', '.join(SENTENCE_ALIGNERS)}")

@@ -40,12 +40,17 @@ document length.
 
 Identical overlap strings (on either side) are embedded once per call. Bead score, in [0, 1]:
 ``1 - (1 - cos) / ((norm(x) + norm(y)) / 2)`` clipped, 1 for identical embeddings and 0 for a pair
-no closer than an average unrelated one; 0 for null beads.
+no closer than an average unrelated one; 0 for null beads. For the score, ``norm(x)`` is ``x``'s distance to the
+mean of the other side's sentences *outside the bead* (:class:`Background`: and of what that language looks like
+over many documents, counted as one more sentence): Vecalign's normaliser counts the bead's own translation among
+the unrelated sentences, which a long document dilutes but which makes every bead of a one-sentence document pair
+score 0 and those of a three-sentence one half what they should. The search's costs keep Vecalign's normaliser.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -70,6 +75,25 @@ WINDOW = 10
 COARSE_DELETION_COST = 1.0
 #: Floor of the normalisation, so a one-sentence other side cannot make every cost explode.
 MIN_NORM = 1e-2
+
+
+@dataclass(frozen=True)
+class Background:
+    """What a sentence of each side's language is like beyond one document pair: the mean of its unit sentence vectors
+    over many documents (``align_sentences`` takes a shard's), a prior for the scores' unrelated sentences."""
+
+    src: NDArray[np.float64]
+    tgt: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, src_vectors: NDArray[np.float64], tgt_vectors: NDArray[np.float64]) -> Background | None:
+        """The background of two sides' sentence vectors (rows; normalised here), None when a side has none."""
+        if not len(src_vectors) or not len(tgt_vectors):
+            return None
+        return cls(
+            unit_rows(np.asarray(src_vectors, np.float64)).mean(axis=0),
+            unit_rows(np.asarray(tgt_vectors, np.float64)).mean(axis=0),
+        )
 
 
 class Encoder(Protocol):
@@ -109,11 +133,19 @@ class EmbeddingCosts:
     Groups of overlaps longer than the document are empty arrays; the search never asks for them.
     """
 
-    def __init__(self, src: list[NDArray[np.float64]], tgt: list[NDArray[np.float64]], deletion: float, penalty: float) -> None:
+    def __init__(
+        self,
+        src: list[NDArray[np.float64]],
+        tgt: list[NDArray[np.float64]],
+        deletion: float,
+        penalty: float,
+        background: Background | None = None,
+    ) -> None:
         self.src, self.tgt = src, tgt
         self.src_norm = [vecalign_normalisers(v, tgt[0]) if len(v) else v[:, 0] for v in src]
         self.tgt_norm = [vecalign_normalisers(v, src[0]) if len(v) else v[:, 0] for v in tgt]
         self.deletion, self.penalty = deletion, penalty
+        self.background = background
 
     def cosine_cost(self, di: int, dj: int, s: NDArray[np.int64], t: NDArray[np.int64]) -> NDArray[np.float64]:
         """``(1 - cos) / mean norm * di * dj`` (x ``1 + penalty`` beyond 1-1) of beads with both sides non-empty."""
@@ -134,17 +166,42 @@ class EmbeddingCosts:
         return self.cosine_cost(di, dj, s, t)
 
     def scores(self, bounds: Sequence[Bounds]) -> NDArray[np.float64]:
-        """``clip(1 - (1 - cos) / mean norm, 0, 1)`` of each bead (0 for null beads), one product per bead shape."""
+        """``clip(1 - (1 - cos) / mean norm, 0, 1)`` of each bead (0 for null beads), one product per bead shape, each
+        side's norm its distance to the other side's sentences outside the bead (see the module docstring)."""
         edges = np.array(bounds, dtype=np.int64).reshape(-1, 4)
         di, dj = edges[:, 1] - edges[:, 0], edges[:, 3] - edges[:, 2]
         result = np.zeros(len(edges))
+        background = self.background
         for a, b in {(int(x), int(y)) for x, y in zip(di, dj, strict=True) if x and y}:
             rows = np.flatnonzero((di == a) & (dj == b))
             s, t = edges[rows, 0], edges[rows, 2]
-            cosine = np.einsum("ij,ij->i", self.src[a - 1][s], self.tgt[b - 1][t])
-            norm = (self.src_norm[a - 1][s] + self.tgt_norm[b - 1][t]) / 2.0
-            result[rows] = np.clip(1.0 - (1.0 - cosine) / norm, 0.0, 1.0)
+            x, y = self.src[a - 1][s], self.tgt[b - 1][t]
+            cosine = np.einsum("ij,ij->i", x, y)
+            norm_x = _unrelated_distance(x, self.tgt[0], t, b, None if background is None else background.tgt)
+            norm_y = _unrelated_distance(y, self.src[0], s, a, None if background is None else background.src)
+            result[rows] = np.clip(1.0 - (1.0 - cosine) / ((norm_x + norm_y) / 2.0), 0.0, 1.0)
         return result
+
+
+def _unrelated_distance(
+    vectors: NDArray[np.float64],
+    other: NDArray[np.float64],
+    starts: NDArray[np.int64],
+    length: int,
+    background: NDArray[np.float64] | None,
+) -> NDArray[np.float64]:
+    """``1 - cos`` of each row of ``vectors`` to the mean of ``other``'s rows outside ``starts[i] .. + length`` (the
+    bead's) and of ``background`` as one more row; where nothing is left, to the mean of all of ``other``'s rows."""
+    cumulative = np.vstack([np.zeros((1, other.shape[1])), np.cumsum(other, axis=0, dtype=np.float64)])
+    outside = cumulative[-1] - (cumulative[starts + length] - cumulative[starts])
+    count = np.full(len(starts), float(len(other) - length))
+    if background is not None:
+        outside = outside + background
+        count += 1.0
+    empty = count == 0
+    outside[empty] = cumulative[-1]
+    count[empty] = float(len(other))
+    return np.maximum(1.0 - np.einsum("ij,ij->i", vectors, outside) / count, MIN_NORM)
 
 
 def _downsample(vectors: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -220,20 +277,21 @@ def align_sentences_embedding(
     max_cells: int = DEFAULT_MAX_CELLS,
     window: int = WINDOW,
     plan: BlockPlan | None = None,
+    background: Background | None = None,
 ) -> list[Bead]:
     """Align two sentence lists by overlap embeddings (Vecalign); see the module docstring.
 
     ``encoder.encode(texts)`` must return one row per text (L2-normalised or not: rows are
     normalised here). Returns beads in document order covering every sentence exactly once; if
     either side is empty, every sentence of the other becomes a null bead scoring 0 and nothing is
-    encoded. ``plan``: the page's blocks (:mod:`.blocks`).
+    encoded. ``plan``: the page's blocks (:mod:`.blocks`); ``background``: the scores' prior of unrelated sentences.
     """
     if not src or not tgt:
         return [Bead((i,), (), 0.0) for i in range(len(src))] + [Bead((), (j,), 0.0) for j in range(len(tgt))]
     overlap = max(1, min(max_overlap, max(len(src), len(tgt))))
     src_groups, tgt_groups = _overlap_texts(src, overlap), _overlap_texts(tgt, overlap)
     embedded = _embed(src_groups + tgt_groups, encoder)
-    costs = EmbeddingCosts(embedded[:overlap], embedded[overlap:], deletion_cost, multi_penalty)
+    costs = EmbeddingCosts(embedded[:overlap], embedded[overlap:], deletion_cost, multi_penalty, background)
     if plan is not None and plan.corresponding:
         lo, hi = plan.band()
     else:

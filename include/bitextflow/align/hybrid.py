@@ -68,6 +68,7 @@ from bitextflow.align.embedding import (
     DEFAULT_MAX_CELLS,
     DEFAULT_MAX_OVERLAP,
     WINDOW,
+    Background,
     EmbeddingCosts,
     Encoder,
     bead_shapes,
@@ -253,6 +254,7 @@ def align_sentences_hybrid(
     max_cells: int = DEFAULT_MAX_CELLS,
     window: int = WINDOW,
     plan: BlockPlan | None = None,
+    background: Background | None = None,
 ) -> list[Bead]:
     """Align two sentence lists by embeddings + dictionary + length (see the module docstring).
 
@@ -261,7 +263,9 @@ def align_sentences_hybrid(
     :data:`ENCODER_CHOICES` accordingly. ``dictionary`` translates ``src``'s language into ``tgt``'s
     (None: identical tokens only). Returns beads in document order covering every sentence exactly
     once; with an empty side every sentence is a null bead scoring 0. ``plan``: the page's blocks
-    (:mod:`.blocks`): where they correspond, the groups' staircase replaces both passes' bands.
+    (:mod:`.blocks`): where they correspond, the groups' staircase replaces both passes' bands. ``background``: the
+    scores' prior of unrelated sentences (:class:`.embedding.Background`), of uncentred sentence vectors: left out where
+    ``choices`` centre them.
     """
     if not src or not tgt:
         return [Bead((i,), (), 0.0) for i in range(len(src))] + [Bead((), (j,), 0.0) for j in range(len(tgt))]
@@ -274,7 +278,7 @@ def align_sentences_hybrid(
     overlap = max(1, min(choices.max_overlap, max(len(src), len(tgt))))
     src_vecs = overlap_vectors(*parts.token_sums(src), overlap, choices.centring)
     tgt_vecs = overlap_vectors(*parts.token_sums(tgt), overlap, choices.centring)
-    embedding = EmbeddingCosts(src_vecs, tgt_vecs, choices.deletion_cost, 0.0)
+    embedding = EmbeddingCosts(src_vecs, tgt_vecs, choices.deletion_cost, 0.0, background if choices.centring == "none" else None)
     costs = HybridCosts(src, tgt, embedding, dictionary, overlap, choices)
     cost = costs.bead_cost if plan is None else plan.cost(costs.bead_cost, choices.deletion_cost)
     if plan is not None and plan.corresponding:

@@ -9,7 +9,9 @@ untranslated counts as one item. The aligner's dictionary (``hunalign``, ``hybri
 (``hybrid``) load once per task, in :meth:`AlignSentences.setup`. Where the run embeds its sentences (``embed``), the
 encoder aligners (``vecalign``, ``hybrid-e5``) take the shard's stored vectors, and each sentence pair carries its
 sides' vectors (a side of several sentences: their normalised mean) to the scorer and the classifier; otherwise the
-encoder loads once per task. The aligner gets each sentence's block (``align.sentence_blocks``; :mod:`bitextflow.align.blocks`).
+encoder loads once per task. The aligner gets each sentence's block (``align.sentence_blocks``; :mod:`bitextflow.align.blocks`),
+and the encoder aligners the mean of each side's sentence vectors over the shard, the prior of their scores' unrelated
+sentences where a document has few (:class:`bitextflow.align.embedding.Background`).
 
 With the margin scorer (``score.pair_scorer: margin``) and the run's vectors, a pair with several sentences on a side is
 dropped (``uncovered_sentence``) when one of them is not covered by the other side
@@ -29,6 +31,7 @@ from bitextflow import records
 from bitextflow.align import sentences as sent_align
 from bitextflow.align.aligners import NEEDS_DICTIONARY, NEEDS_ENCODER, NEEDS_STATIC_EMBEDDINGS, sentence_aligner
 from bitextflow.align.dictionary import load_dictionary
+from bitextflow.align.embedding import Background
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
@@ -91,11 +94,18 @@ class AlignSentences(Stage):
         align = sentence_aligner(method, self.dictionary, encoder)
         counts = StageCounts(self.name)
         aligned_pairs: list[SentencePair] = []
-        for sides in pair_sentences(ctx, doc_pairs, partition_of_key(document_pairs_key)):
+        all_sides = list(pair_sentences(ctx, doc_pairs, partition_of_key(document_pairs_key)))
+        background = None
+        if vectors is not None and method in NEEDS_ENCODER:
+            background = Background.of(
+                vectors.encode(list(dict.fromkeys(text for sides in all_sides for text in sides.src))),
+                vectors.encode(list(dict.fromkeys(text for sides in all_sides for text in sides.tgt))),
+            )
+        for sides in all_sides:
             for reason, set_aside in sides.set_aside.items():
                 counts.seen(set_aside)
                 counts.drop(reason, set_aside)
-            beads = align(sides.src, sides.tgt, sides.blocks if ctx.config.align.sentence_blocks else None)
+            beads = align(sides.src, sides.tgt, sides.blocks if ctx.config.align.sentence_blocks else None, background)
             counts.seen(len(beads))
             aligned, dropped = sent_align.sentence_pairs(beads, sides.src, sides.tgt, ctx.config.align.min_alignment_score)
             for reason, n in dropped.items():
