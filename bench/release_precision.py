@@ -27,6 +27,13 @@ pair's languages only: Debian's New Maintainers' Guide (en, es, ja, ru, zh-cn am
 mid-length paragraphs) and the Debian FAQ (no Spanish; de, fr, ja, ru, zh-cn among its 10; questions with long
 answers), each seeded with its two index pages.
 
+``--site help`` measures GNOME's desktop help instead (:mod:`bitextflow_local.localsite.gnome_help`: Mallard pages
+translated with itstool into about 40 languages, Persian among them, rendered at ``/help/<lang>/``; short task pages,
+steps and key names), seeded with its two front pages. Most of its translations are unfinished: a translation of which
+under half the text is translated is an English page with a translated title (the truth's partly translated pages),
+so the figures also say ``block_yield_of_translated_pages`` (the other pages' translated blocks a right pair covers)
+and the document pairs' ``recall_of_translated``.
+
 ``--pair P`` measures another pair config (``include/pairs/P.yaml``, else the worked example
 ``include/pairs/examples/P.yaml``) on a local site built in its two languages (in a cache folder of its own,
 ``localsite-<a>-<b>``, where they are not the default site's): ``--pair en-ja`` measures the Japanese Reference and
@@ -37,7 +44,7 @@ blocks by position, may call it right.
 
 Usage, from the project root::
 
-    .venv/bin/python bench/release_precision.py [--json] [--pair en-es|en-ja|...] [--site reference|install|maint|faq]
+    .venv/bin/python bench/release_precision.py [--json] [--pair en-es|en-ja|...] [--site reference|install|maint|faq|help]
                                                 [--aligners gale-church,hunalign,hybrid,vecalign]
                                                 [--scorers none,margin] [--blocks on,off]
 """
@@ -257,6 +264,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         documents = document_figures(shared, truth, (source, target), pages, {site_path(url) for url in sentences})
         translated = judge.translated_block_keys(source, target, pages)
         translated_blocks = len(translated)
+        # GNOME's help: the blocks of the translations the truth does not call English pages with a translated title
+        english_pages = {path_a for path_a, _ in truth.partly_translated_pairs(source, target)}
+        of_translated_pages = {key for key in translated if key[0] not in english_pages}
         dump = args.dump.open("w", encoding="utf-8") if args.dump else None
         for aligner, blocks, scorer in ((a, b, s) for a in args.aligners for b in args.blocks for s in args.scorers):
             # the scorer's coverage rule runs in align_sentences (docs/score.md), so each setting aligns on its own
@@ -267,7 +277,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             encoded = encoder.encoded
             outputs = run_from(setting, FIRST_OWN_STAGE)
             pairs = read_release_pairs(store, ReleaseInfo(**outputs["release"]))
-            figures = judge.judge(pairs).figures(translated_blocks, translated)
+            verdicts = judge.judge(pairs)
+            figures = verdicts.figures(translated_blocks, translated)
+            if english_pages:
+                figures["block_yield_of_translated_pages"] = verdicts.figures(len(of_translated_pages), of_translated_pages)[
+                    "block_yield"
+                ]
             if args.also:  # the judge pairs blocks by position, so a pair from the other script's page may pass
                 also = re.compile(pages_of(args.also))
                 figures["pairs_from_also"] = int(sum(bool(also.match(urlsplit(url).path)) for url in pairs["url_b"]))
@@ -307,11 +322,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "precision": top.get("precision"),
         "yield": top.get("yield"),
         "block_yield": top.get("block_yield"),
+        "block_yield_of_translated_pages": top.get("block_yield_of_translated_pages"),
         "cross_block_share": top.get("cross_block_share"),
         "sentence_pairs": top.get("sentence_pairs"),
         "default_setting": default,
         "settings": settings,
         "translated_blocks": translated_blocks,
+        "translated_blocks_of_translated_pages": len(of_translated_pages),
         "documents": documents,
         "pages": sorted(path for path, page in judge.pages.items() if page.keys),
         "shared_stages_seconds": shared_seconds,
@@ -322,8 +339,8 @@ def document_figures(
     ctx: RunContext, truth: Truth, languages: tuple[str, str], pages: str, extracted: set[str]
 ) -> dict[str, Any]:
     """The run's document pairs (align_documents, as its manifests name them) against the site's translations among
-    the measured pages whose both sides the run ``extracted`` (site paths): precision, recall, the counts and the
-    translations missed."""
+    the measured pages whose both sides the run ``extracted`` (site paths): precision, recall (also of the translations
+    the truth does not list as partly translated), the counts and the translations missed."""
     outputs = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id)
     found = set()
     for key in outputs.document_pairs(ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS)):
@@ -332,9 +349,11 @@ def document_figures(
     wanted = {(a, b) for a, b in truth.pairs(*languages) if re.match(pages, "/" + a) and {a, b} <= extracted}
     found = {pair for pair in found if re.match(pages, "/" + pair[0])}
     right = len(found & wanted)
+    translated = wanted - truth.partly_translated_pairs(*languages)
     return {
         "precision": round(right / len(found), 4) if found else None,
         "recall": round(right / len(wanted), 4) if wanted else None,
+        "recall_of_translated": round(len(found & translated) / len(translated), 4) if translated else None,
         "pairs": len(found),
         "translations_fetched": len(wanted),
         "missed": sorted(wanted - found),
@@ -361,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--site",
         choices=sorted(SITES),
         default="reference",
-        help="the Debian Reference, the Installation Guide, the New Maintainers' Guide or the Debian FAQ",
+        help="the Debian Reference, the Installation Guide, the New Maintainers' Guide, the Debian FAQ or GNOME's help",
     )
     parser.add_argument(
         "--blocks", type=lambda value: value.split(","), default=["on"], help="on (the pages' blocks, the default), off (blind)"
@@ -402,10 +421,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name:26} {figures['precision']:9.4f} {figures['strict_precision']:7.4f} {figures['yield']:7.4f} "
               f"{figures['block_yield']:7.4f} {figures['sentence_pairs']:6d} {figures['wrong']:6d} "
               f"{figures['cross_block_share']:6.2f}{marker}")  # fmt: skip
-    print(f"translated blocks: {result['translated_blocks']} on {len(result['pages'])} pages")
+    print(f"translated blocks: {result['translated_blocks']} on {len(result['pages'])} pages"
+          + (f" ({result['translated_blocks_of_translated_pages']} on pages not partly translated: block yield "
+             f"{result['block_yield_of_translated_pages']})" if result["block_yield_of_translated_pages"] is not None else ""))  # fmt: skip
     documents = result["documents"]
     print(f"document pairs: precision {documents['precision']} recall {documents['recall']} ({documents['pairs']} pairs, "
-          f"{documents['translations_fetched']} translations fetched)")  # fmt: skip
+          f"{documents['translations_fetched']} translations fetched; recall {documents['recall_of_translated']} of those "
+          "not partly translated)")  # fmt: skip
     if args.json:
         print(json.dumps(result))
     return 0

@@ -53,6 +53,9 @@ def _help_root(tmp_path: Path) -> Path:
         folder.mkdir(parents=True)
         (folder / "set.page").write_text(MALLARD_PAGE.format(**texts), encoding="utf-8")
         (folder / "index.page").write_text(GUIDE_PAGE.format(title=guide), encoding="utf-8")
+        # a translation nobody finished: its title alone is translated
+        title = texts["title"] if locale == "fa" else "Set a shortcut again"
+        (folder / "again.page").write_text(MALLARD_PAGE.format(**{**ENGLISH, "id": "again", "title": title}), encoding="utf-8")
     return root
 
 
@@ -79,3 +82,4 @@ def test_a_translation_keeps_the_english_blocks_in_order_and_the_truth_pairs_the
     assert [a for a, b in zip(english, persian, strict=True) if a == b] == ["copy"]  # the one block left in English
     truth = json.loads((cache / "truth.json").read_text(encoding="utf-8"))
     assert {"en": "help/en/set.html", "fa": "help/fa/set.html"} in truth["groups"]
+    assert truth["partly_translated"] == ["help/fa/again.html"]

@@ -13,7 +13,8 @@ comments, left out here for that reason, and leaves a message nobody translated 
 page translates block i of its translation, as with po4a's manuals, and :mod:`bitextflow_local.localsite.block_truth`
 judges released pairs by position the same way (``bench/release_precision.py --site help``). Unlike the manuals, most
 translations are unfinished: a page mixes translated blocks with English ones, which the judge counts as not
-translated.
+translated, and a translation of which under half the text is translated is an English page with a translated title,
+listed as partly translated in the truth.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from bitextflow.errors import StageError
 from bitextflow.training.debian import fetch_packages
 from bitextflow_local.localsite import generated
 from bitextflow_local.localsite.assets import write_file
+from bitextflow_local.localsite.block_truth import PageBlocks
 from bitextflow_local.localsite.build import Site, assemble_unless_current, built_site, exclusive_lock
 from bitextflow_local.localsite.paths import DOCROOT_DIRNAME, TRUTH_FILENAME, default_cache_dir
 
@@ -39,7 +41,7 @@ HELP_DIR = "usr/share/help"
 DOCUMENT = "gnome-help"
 SITE_DIR = "help"
 # Bump whenever the output changes for the same package, so that cached sites are rebuilt.
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 #: GNOME's locale folder of a site language (:func:`bitextflow_local.localsite.layouts.site_language`), where it is not
 #: the language's code.
 LOCALE_FOLDERS = {"en": "C", "zh-cn": "zh_CN", "zh-tw": "zh_TW", "pt-br": "pt_BR", "sr_Latn": "sr@latin"}
@@ -245,8 +247,27 @@ def write_help_site(cache: Path, help_root: Path, languages: tuple[str, ...]) ->
         "languages": list(languages),
         "groups": list(published.values()),
         "disallowed": [],
+        "partly_translated": sorted(_mostly_untranslated(docroot, published)),
     }
     (cache / TRUTH_FILENAME).write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _mostly_untranslated(docroot: Path, published: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The translations of which under half the text (in letters) differs from the English page's, block by block:
+    pages in English on the site (the truth's ``partly_translated``)."""
+    found = []
+    for paths in published.values():
+        if "en" not in paths:
+            continue
+        english = PageBlocks(docroot / paths["en"]).keys
+        for lang, path in paths.items():
+            translation = PageBlocks(docroot / path).keys
+            if lang == "en" or len(translation) != len(english):
+                continue
+            translated = sum(len(key) for original, key in zip(english, translation, strict=True) if key != original)
+            if 2 * translated < sum(map(len, translation)):
+                found.append(path)
+    return found
 
 
 def _title(root: etree._Element) -> str:
