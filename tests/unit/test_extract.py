@@ -795,3 +795,16 @@ def test_zero_width_joiners_survive_trafilatura_on_a_page_of_links() -> None:
     main_text = " ".join(text for _kind, text in extracted.main)
     assert all(link in main_text for link in links)
     assert "\U00016a40" not in main_text
+
+
+def test_a_list_of_links_trafilatura_joins_into_one_paragraph_is_boilerplate() -> None:
+    """On a page that is little but a list of links (a guide, a table of contents), trafilatura's fallback joins them
+    into one paragraph that matches no block of the page: its link share is its letters in the links it contains. It
+    used to be 0, so the whole list became one "sentence", cut differently in each language and paired wrong."""
+    items = "".join(f'<li><a href="t{n}.html">Copy or move the files of folder {n}</a></li>' for n in range(12))
+    html = f'<html><body><div><a href="/fa/">fa</a></div><h1>Files and search</h1><h2>Common tasks</h2><ul>{items}</ul></body></html>'
+    extracted = structure.page(html, "http://127.0.0.1/help/en/files.html")
+    assert extracted is not None
+    (joined,) = [paragraph for paragraph in extracted.paragraphs if "folder 0 Copy" in paragraph.text]
+    assert joined.link_share > 0.8
+    assert joined.boilerplate

@@ -35,6 +35,7 @@ GUIDE_PAGE = """<?xml version="1.0" encoding="utf-8"?>
 <page xmlns="http://projectmallard.org/1.0/" type="guide" id="index">
   <title>{title}</title>
   <links type="topic" style="2column"/>
+  <section id="tasks"><title>{section}</title><links type="topic"/></section>
 </page>
 """
 ENGLISH = {"id": "set", "title": "Set a shortcut", "open": "Open", "settings": "Settings", "standard": "Standard desktop.",
@@ -48,11 +49,11 @@ PERSIAN = {"id": "set", "title": "تنظیم میان‌بر", "open": "بگشا
 
 def _help_root(tmp_path: Path) -> Path:
     root = tmp_path / "help"
-    for locale, texts, guide in (("C", ENGLISH, "GNOME Help"), ("fa", PERSIAN, "راهنمای گنوم")):
+    for locale, texts, guide, section in (("C", ENGLISH, "GNOME Help", "Tasks"), ("fa", PERSIAN, "راهنمای گنوم", "کارها")):
         folder = root / locale / "gnome-help"
         folder.mkdir(parents=True)
         (folder / "set.page").write_text(MALLARD_PAGE.format(**texts), encoding="utf-8")
-        (folder / "index.page").write_text(GUIDE_PAGE.format(title=guide), encoding="utf-8")
+        (folder / "index.page").write_text(GUIDE_PAGE.format(title=guide, section=section), encoding="utf-8")
         # a translation nobody finished: its title alone is translated
         title = texts["title"] if locale == "fa" else "Set a shortcut again"
         (folder / "again.page").write_text(MALLARD_PAGE.format(**{**ENGLISH, "id": "again", "title": title}), encoding="utf-8")
@@ -70,7 +71,9 @@ def test_a_page_shows_what_the_standard_desktop_help_shows(tmp_path: Path) -> No
     assert "<dt>Shortcut</dt>" in page and "<caption>Shortcuts</caption>" in page and "<ol>" in page
     assert '<a href="/help/fa/set.html" hreflang="fa" lang="fa">fa</a>' in page
     guide = (tmp_path / "cache" / "site" / "help" / "fa" / "index.html").read_text(encoding="utf-8")
-    assert '<li><a href="set.html">تنظیم میان‌بر</a></li>' in guide  # a guide lists the pages that name it
+    # a guide's section lists the pages filed under it, once
+    assert guide.count('<li><a href="set.html">تنظیم میان‌بر</a></li>') == 1
+    assert guide.index("<h2>کارها</h2>") < guide.index('href="set.html"')
 
 
 def test_a_translation_keeps_the_english_blocks_in_order_and_the_truth_pairs_them(tmp_path: Path) -> None:

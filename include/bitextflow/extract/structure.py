@@ -289,7 +289,8 @@ def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str, 
 
     A block is main content when its letters match a main paragraph's (it is emitted with the main
     paragraphs up to it, and gives that paragraph its link share) or are contained in the main text;
-    otherwise it is boilerplate.
+    otherwise it is boilerplate. A main paragraph that no block matches (trafilatura joins the list of links of a page
+    that is little else into one) has the share of its letters in the links of the blocks it contains.
     """
     paragraphs = [Paragraph("title", title)] if title else []
     keys = [letters_key(text) for _type, text in main]
@@ -300,6 +301,13 @@ def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str, 
     covered = {letters_key(title)} if title else set()
     block_keys: dict[str, str] = {}  # a page repeats a quarter of its blocks (menus, "Read more")
     emitted = 0
+    linked: dict[int, float] = {}  # main paragraph -> letters in links of the blocks it contains
+
+    def joined(index: int) -> Paragraph:
+        letters = len(keys[index])
+        share = min(1.0, linked.get(index, 0.0) / letters) if letters else 0.0
+        return Paragraph(main[index][0], main[index][1], link_share=share)
+
     for btype, text, link_share in blocks:
         key = block_keys.get(text)
         if key is None:
@@ -308,17 +316,20 @@ def merge(title: str, main: list[tuple[str, str]], blocks: list[tuple[str, str, 
             continue
         match = next((i for i in first[key] if i >= emitted), None) if key in first else None
         if match is not None:
-            for ptype, ptext in main[emitted:match]:
-                paragraphs.append(Paragraph(ptype, ptext))
+            paragraphs.extend(joined(index) for index in range(emitted, match))
             paragraphs.append(Paragraph(main[match][0], main[match][1], link_share=link_share))
             emitted = match + 1
-        elif len(key) >= _MIN_CONTAINED and key in main_letters:
+            continue
+        inside = (link_share > 0 or len(key) >= _MIN_CONTAINED) and key in main_letters
+        if inside and link_share:  # a link of a list trafilatura joined into one paragraph, or of a paragraph's words
+            holder = next((index for index in range(emitted, len(keys)) if key in keys[index]), None)
+            if holder is not None:
+                linked[holder] = linked.get(holder, 0.0) + link_share * len(key)
+        if inside and len(key) >= _MIN_CONTAINED:
             continue  # a piece of a main paragraph (trafilatura split or merged blocks differently)
-        else:
-            paragraphs.append(Paragraph(btype, text, boilerplate=True, link_share=link_share))
-            covered.add(key)  # a repeated menu is flagged once
-    for ptype, ptext in main[emitted:]:
-        paragraphs.append(Paragraph(ptype, ptext))
+        paragraphs.append(Paragraph(btype, text, boilerplate=True, link_share=link_share))
+        covered.add(key)  # a repeated menu is flagged once
+    paragraphs.extend(joined(index) for index in range(emitted, len(main)))
     return paragraphs
 
 

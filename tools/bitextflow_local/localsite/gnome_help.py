@@ -41,7 +41,7 @@ HELP_DIR = "usr/share/help"
 DOCUMENT = "gnome-help"
 SITE_DIR = "help"
 # Bump whenever the output changes for the same package, so that cached sites are rebuilt.
-BUILDER_VERSION = "2"
+BUILDER_VERSION = "3"
 #: GNOME's locale folder of a site language (:func:`bitextflow_local.localsite.layouts.site_language`), where it is not
 #: the language's code.
 LOCALE_FOLDERS = {"en": "C", "zh-cn": "zh_CN", "zh-tw": "zh_TW", "pt-br": "pt_BR", "sr_Latn": "sr@latin"}
@@ -120,7 +120,8 @@ class PageRenderer:
                 parts.append(f"<h{depth}>{self.inline(child)}</h{depth}>\n")
             elif name == "section":
                 parts.append(f'<div class="section" id="{html.escape(child.get("id", ""))}">\n')
-                parts.append(self._blocks(_shown(child), name, page_id, depth + 1) + "</div>\n")
+                place = f"{page_id.partition('#')[0]}#{child.get('id', '')}"  # a section lists the topics filed under it
+                parts.append(self._blocks(_shown(child), name, place, depth + 1) + "</div>\n")
             elif name == "links":  # a guide lists its topics once; links to sections and "see also" are left out
                 if child.get("type") == "topic" and not listed_topics:
                     listed_topics = True
@@ -277,11 +278,12 @@ def _title(root: etree._Element) -> str:
 
 
 def _topics(pages: Mapping[str, etree._Element]) -> dict[str, list[str]]:
-    """Each guide page's topics: the pages whose ``info`` links to it (or to one of its sections) as their guide."""
+    """Each guide page's topics (``guide``) and each of its sections' (``guide#section``): the pages whose ``info`` links
+    to it as their guide."""
     topics: dict[str, list[str]] = {}
     for page_id, root in pages.items():
         for link in root.iterfind(f"{MALLARD}info/{MALLARD}link[@type='guide']"):
-            guide = (link.get("xref") or "").partition("#")[0]
+            guide = link.get("xref") or ""
             if guide and page_id not in topics.get(guide, []):
                 topics.setdefault(guide, []).append(page_id)
     return topics
