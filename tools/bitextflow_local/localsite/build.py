@@ -227,9 +227,6 @@ def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages:
     _write_generated_pages(staging, layout, languages, titles, parts)
     groups.extend({"en": path} for path in generated.NEWS_ARTICLES)
 
-    docroot = cache / DOCROOT_DIRNAME
-    shutil.rmtree(docroot, ignore_errors=True)
-    staging.rename(docroot)
     truth = {
         "builder_version": BUILDER_VERSION,
         "languages": list(languages),
@@ -237,6 +234,15 @@ def _assemble(cache: Path, layout: Layout, languages: tuple[str, ...], packages:
         "disallowed": sorted(generated.PRIVATE_ARTICLES),
         "partly_translated": sorted(partly_translated),
     }
+    publish(cache, staging, truth)
+
+
+def publish(cache: Path, staging: Path, truth: Mapping[str, object]) -> None:
+    """Swap the docroot built in ``staging`` in for the cache's, then write the site's truth file
+    (:class:`bitextflow_local.localsite.truth.Truth`)."""
+    docroot = cache / DOCROOT_DIRNAME
+    shutil.rmtree(docroot, ignore_errors=True)
+    staging.rename(docroot)
     (cache / TRUTH_FILENAME).write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -20,7 +20,6 @@ listed as partly translated in the truth.
 from __future__ import annotations
 
 import html
-import json
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -33,8 +32,8 @@ from bitextflow.training.debian import fetch_packages
 from bitextflow_local.localsite import generated
 from bitextflow_local.localsite.assets import write_file
 from bitextflow_local.localsite.block_truth import PageBlocks
-from bitextflow_local.localsite.build import Site, assemble_unless_current, built_site, exclusive_lock
-from bitextflow_local.localsite.paths import DOCROOT_DIRNAME, TRUTH_FILENAME, default_cache_dir
+from bitextflow_local.localsite.build import Site, assemble_unless_current, built_site, exclusive_lock, publish
+from bitextflow_local.localsite.paths import DOCROOT_DIRNAME, default_cache_dir
 
 PACKAGE = "gnome-user-docs"
 HELP_DIR = "usr/share/help"
@@ -240,17 +239,14 @@ def write_help_site(cache: Path, help_root: Path, languages: tuple[str, ...]) ->
             body = f'<div class="language-switcher">{switcher}</div>\n{renderer.body(page_id, root)}'
             page = generated.page(html.unescape(re.sub("<[^>]*>", "", renderer.titles[page_id])), lang, body)
             write_file(staging, published[page_id][lang], page)
-    docroot = cache / DOCROOT_DIRNAME
-    shutil.rmtree(docroot, ignore_errors=True)
-    staging.rename(docroot)
     truth = {
         "builder_version": BUILDER_VERSION,
         "languages": list(languages),
         "groups": list(published.values()),
         "disallowed": [],
-        "partly_translated": sorted(_mostly_untranslated(docroot, published)),
+        "partly_translated": sorted(_mostly_untranslated(staging, published)),
     }
-    (cache / TRUTH_FILENAME).write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    publish(cache, staging, truth)
 
 
 def _mostly_untranslated(docroot: Path, published: Mapping[str, Mapping[str, str]]) -> list[str]:
