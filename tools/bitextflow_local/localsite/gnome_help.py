@@ -19,6 +19,7 @@ listed as partly translated in the truth.
 
 from __future__ import annotations
 
+import difflib
 import html
 import re
 import shutil
@@ -40,10 +41,12 @@ HELP_DIR = "usr/share/help"
 DOCUMENT = "gnome-help"
 SITE_DIR = "help"
 # Bump whenever the output changes for the same package, so that cached sites are rebuilt.
-BUILDER_VERSION = "3"
+BUILDER_VERSION = "4"
 #: GNOME's locale folder of a site language (:func:`bitextflow_local.localsite.layouts.site_language`), where it is not
 #: the language's code.
 LOCALE_FOLDERS = {"en": "C", "zh-cn": "zh_CN", "zh-tw": "zh_TW", "pt-br": "pt_BR", "sr_Latn": "sr@latin"}
+#: A block whose letters agree this much with the English block's is the English text (a link's title translated in it).
+UNTRANSLATED_SIMILARITY = 0.5
 MALLARD = "{http://projectmallard.org/1.0/}"
 CONDITIONAL = "{http://projectmallard.org/if/1.0/}"
 #: Conditions that do not hold for the standard desktop's help on the web; any other holds.
@@ -249,9 +252,14 @@ def write_help_site(cache: Path, help_root: Path, languages: tuple[str, ...]) ->
     publish(cache, staging, truth)
 
 
+def _translated(original: str, block: str) -> bool:
+    """Whether a block (letters) is a translation of the original's, not the original with a link's title translated."""
+    return difflib.SequenceMatcher(None, original, block, autojunk=False).ratio() < UNTRANSLATED_SIMILARITY
+
+
 def _mostly_untranslated(docroot: Path, published: Mapping[str, Mapping[str, str]]) -> list[str]:
-    """The translations of which under half the text (in letters) differs from the English page's, block by block:
-    pages in English on the site (the truth's ``partly_translated``)."""
+    """The translations of which under half the text (in letters) is in blocks translated from the English page's
+    (:func:`_translated`): pages in English on the site (the truth's ``partly_translated``)."""
     found = []
     for paths in published.values():
         if "en" not in paths:
@@ -261,7 +269,7 @@ def _mostly_untranslated(docroot: Path, published: Mapping[str, Mapping[str, str
             translation = PageBlocks(docroot / path).keys
             if lang == "en" or len(translation) != len(english):
                 continue
-            translated = sum(len(key) for original, key in zip(english, translation, strict=True) if key != original)
+            translated = sum(len(key) for original, key in zip(english, translation, strict=True) if _translated(original, key))
             if 2 * translated < sum(map(len, translation)):
                 found.append(path)
     return found
