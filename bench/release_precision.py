@@ -339,8 +339,10 @@ def document_figures(
     ctx: RunContext, truth: Truth, languages: tuple[str, str], pages: str, extracted: set[str]
 ) -> dict[str, Any]:
     """The run's document pairs (align_documents, as its manifests name them) against the site's translations among
-    the measured pages whose both sides the run ``extracted`` (site paths): precision, recall (also of the translations
-    the truth does not list as partly translated), the counts and the translations missed."""
+    the measured pages whose both sides the run ``extracted`` (site paths): precision (the pairs found that are the
+    site's translations, whether or not both sides kept sentences: a partly translated page keeps none in its own
+    language), recall (also of the translations the truth does not list as partly translated), the counts, the
+    translations missed and the pairs that are none."""
     outputs = RunOutputs(ctx.store, ctx.config.pair, ctx.run_id)
     found = set()
     for key in outputs.document_pairs(ctx.outputs("align_documents", RELEASED_DOCUMENT_PAIRS)):
@@ -350,13 +352,15 @@ def document_figures(
     found = {pair for pair in found if re.match(pages, "/" + pair[0])}
     right = len(found & wanted)
     translated = wanted - truth.partly_translated_pairs(*languages)
+    wrong = found - truth.pairs(*languages)
     return {
-        "precision": round(right / len(found), 4) if found else None,
+        "precision": round(1 - len(wrong) / len(found), 4) if found else None,
         "recall": round(right / len(wanted), 4) if wanted else None,
         "recall_of_translated": round(len(found & translated) / len(translated), 4) if translated else None,
         "pairs": len(found),
         "translations_fetched": len(wanted),
         "missed": sorted(wanted - found),
+        "wrong": sorted(wrong),
     }
 
 
