@@ -41,6 +41,12 @@ _LABEL_CHARACTERS = "表図图例第"
 _LABELLED_NUMBER = re.compile(rf"(?:(?<!\w)(?:{_LABEL_WORDS})\s*|[{_LABEL_CHARACTERS}]\s*)(\d+(?:[.\uff0e]\d+)*)", re.IGNORECASE)
 #: The languages whose spelled numbers text2num reads (``alpha2digit``).
 SPELLED_NUMBER_LANGUAGES = frozenset({"da", "de", "en", "es", "fr", "it", "nl", "pt"})
+#: Number words text2num does not read: English multiplicatives ("tap twice" against "2 回タップ", "press it once"
+#: against "1 度だけ押す") and "single" ("a single window" against "ウィンドウを 1 つ").
+_MORE_NUMBER_WORDS = {"en": {"once": "1", "twice": "2", "thrice": "3", "single": "1"}}
+_MORE_NUMBER_WORD = {
+    language: re.compile(rf"\b(?:{'|'.join(words)})\b", re.IGNORECASE) for language, words in _MORE_NUMBER_WORDS.items()
+}
 #: The languages whose numerals in Chinese characters cn2an reads ("三" 3, "十二" 12, "二〇二四" 2024).
 CJK_NUMERAL_LANGUAGES = frozenset({"ja", "zh"})
 
@@ -68,12 +74,16 @@ def numbers_of(text: str) -> list[str]:
 
 def numbers_read(text: str, lang: str) -> list[str]:
     """:func:`numbers_of` the text with its spelled numbers read as digits too where text2num reads ``lang`` ("dos"
-    2, "treinta y cinco" 35, "primera" 1, "cero" 0) and numerals in Chinese characters where ``lang`` is Chinese or
+    2, "treinta y cinco" 35, "primera" 1, "cero" 0, "two-finger" 2; English "twice" 2, :data:`_MORE_NUMBER_WORDS`) and numerals in Chinese characters where ``lang`` is Chinese or
     Japanese ("三番目" 3). Every number word counts, so "un libro" holds a 1: these are the numbers a side offers,
     never the ones it requires (:func:`unmatched_numbers`)."""
     language = base_language(lang).split("-")[0].lower()
     if language in SPELLED_NUMBER_LANGUAGES:
-        text = alpha2digit(text, language, threshold=0)
+        if language in _MORE_NUMBER_WORD:
+            words = _MORE_NUMBER_WORDS[language]
+            text = _MORE_NUMBER_WORD[language].sub(lambda word: words[word.group(0).lower()], text)
+        # text2num reads "two fingers" but not "two-finger" ("twenty-one" it reads either way)
+        text = alpha2digit(text.replace("-", " "), language, threshold=0)
     elif language in CJK_NUMERAL_LANGUAGES:
         text = _cjk_numerals_read(text)
     return numbers_of(text)
