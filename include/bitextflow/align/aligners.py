@@ -25,31 +25,27 @@ _Aligner = Callable[..., list[Bead]]
 
 
 class SentenceAligner(Protocol):
-    """``align(src, tgt, blocks=None, background=None) -> beads``: ``blocks`` are the sentences' blocks
-    (:class:`.blocks.PageBlocks`), which the search respects (:mod:`.blocks`); without them it aligns the two lists as
-    they come. ``background`` is what each language's sentences are like over many documents
-    (:class:`.embedding.Background`), which the encoder aligners' scores take as a prior; the others ignore it."""
+    """``align(src, tgt, blocks=None) -> beads``: ``blocks`` are the sentences' blocks (:class:`.blocks.PageBlocks`),
+    which the search respects (:mod:`.blocks`); without them it aligns the two lists as they come."""
 
-    def __call__(
-        self, src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None, background: Background | None = None
-    ) -> list[Bead]: ...
+    def __call__(self, src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None) -> list[Bead]: ...
 
 
-def _with_blocks(align: _Aligner, dictionary: BilingualDictionary | None, scores_by_vectors: bool = False) -> SentenceAligner:
-    """``align`` given the block plan of each document pair (:func:`.block_plan.plan_blocks`, with the pair's dictionary),
-    and the background where it scores beads by their vectors."""
+def _with_blocks(align: _Aligner, dictionary: BilingualDictionary | None) -> SentenceAligner:
+    """``align`` given the block plan of each document pair (:func:`.block_plan.plan_blocks`, with the pair's dictionary)."""
 
-    def aligned(
-        src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None, background: Background | None = None
-    ) -> list[Bead]:
+    def aligned(src: Sequence[str], tgt: Sequence[str], blocks: PageBlocks | None = None) -> list[Bead]:
         plan: BlockPlan | None = plan_blocks(src, tgt, blocks, dictionary)
-        return align(src, tgt, plan=plan, background=background) if scores_by_vectors else align(src, tgt, plan=plan)
+        return align(src, tgt, plan=plan)
 
     return aligned
 
 
 def sentence_aligner(
-    method: str, dictionary: BilingualDictionary | None = None, encoder: Encoder | TokenEmbeddings | None = None
+    method: str,
+    dictionary: BilingualDictionary | None = None,
+    encoder: Encoder | TokenEmbeddings | None = None,
+    background: Background | None = None,
 ) -> SentenceAligner:
     """The aligner a pair config names (``align.sentence_aligner``), as ``f(src, tgt) -> beads``.
 
@@ -57,6 +53,8 @@ def sentence_aligner(
     ``hybrid`` needs static embeddings there (anything with ``token_sums``, e.g.
     :class:`bitextflow.models.static.StaticEmbeddings`), ``hybrid-e5`` a sentence encoder, whose sentence
     vectors align better (:mod:`.hybrid`); both use ``dictionary`` too. Every aligner takes the pages' blocks.
+    ``background`` (:class:`.embedding.Background`, of the task's shard) is the prior of the unrelated sentences that
+    the scores of ``vecalign`` and ``hybrid-e5`` compare a bead with (``hybrid`` centres its vectors and has none).
     """
     if method in ("hybrid", "hybrid-e5"):
         if encoder is None:
@@ -64,8 +62,8 @@ def sentence_aligner(
                 "a sentence encoder" if method == "hybrid-e5" else "static embeddings (bitextflow.models.static.StaticEmbeddings)"
             )
             raise ValueError(f"the {method} sentence aligner needs {needed}")
-        aligner = functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary)
-        return _with_blocks(aligner, dictionary, scores_by_vectors=True)
+        aligner = functools.partial(align_sentences_hybrid, embeddings=encoder, dictionary=dictionary, background=background)
+        return _with_blocks(aligner, dictionary)
     if method == "gale-church":
         return _with_blocks(align_sentences, dictionary)
     if method == "hunalign":
@@ -73,5 +71,5 @@ def sentence_aligner(
     if method == "vecalign":
         if encoder is None:
             raise ValueError("the vecalign sentence aligner needs an encoder")
-        return _with_blocks(functools.partial(align_sentences_embedding, encoder=encoder), dictionary, scores_by_vectors=True)
+        return _with_blocks(functools.partial(align_sentences_embedding, encoder=encoder, background=background), dictionary)
     raise ValueError(f"unknown sentence aligner {method!r}; choose one of {', '.join(SENTENCE_ALIGNERS)}")

@@ -172,35 +172,42 @@ class EmbeddingCosts:
         di, dj = edges[:, 1] - edges[:, 0], edges[:, 3] - edges[:, 2]
         result = np.zeros(len(edges))
         background = self.background
+        src_sums, tgt_sums = _cumulative(self.src[0]), _cumulative(self.tgt[0])
         for a, b in {(int(x), int(y)) for x, y in zip(di, dj, strict=True) if x and y}:
             rows = np.flatnonzero((di == a) & (dj == b))
             s, t = edges[rows, 0], edges[rows, 2]
             x, y = self.src[a - 1][s], self.tgt[b - 1][t]
             cosine = np.einsum("ij,ij->i", x, y)
-            norm_x = _unrelated_distance(x, self.tgt[0], t, b, None if background is None else background.tgt)
-            norm_y = _unrelated_distance(y, self.src[0], s, a, None if background is None else background.src)
+            norm_x = _unrelated_distance(x, tgt_sums, t, b, None if background is None else background.tgt)
+            norm_y = _unrelated_distance(y, src_sums, s, a, None if background is None else background.src)
             result[rows] = np.clip(1.0 - (1.0 - cosine) / ((norm_x + norm_y) / 2.0), 0.0, 1.0)
         return result
 
 
+def _cumulative(rows: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row ``k`` is the sum of ``rows[:k]``."""
+    return np.vstack([np.zeros((1, rows.shape[1])), np.cumsum(rows, axis=0, dtype=np.float64)])
+
+
 def _unrelated_distance(
     vectors: NDArray[np.float64],
-    other: NDArray[np.float64],
+    cumulative: NDArray[np.float64],
     starts: NDArray[np.int64],
     length: int,
     background: NDArray[np.float64] | None,
 ) -> NDArray[np.float64]:
-    """``1 - cos`` of each row of ``vectors`` to the mean of ``other``'s rows outside ``starts[i] .. + length`` (the
-    bead's) and of ``background`` as one more row; where nothing is left, to the mean of all of ``other``'s rows."""
-    cumulative = np.vstack([np.zeros((1, other.shape[1])), np.cumsum(other, axis=0, dtype=np.float64)])
+    """``1 - cos`` of each row of ``vectors`` to the mean of the other side's rows (their :func:`_cumulative` sums)
+    outside ``starts[i] .. + length`` (the bead's) and of ``background`` as one more row; where nothing is left, to the
+    mean of all of the other side's rows."""
+    sentences = len(cumulative) - 1
     outside = cumulative[-1] - (cumulative[starts + length] - cumulative[starts])
-    count = np.full(len(starts), float(len(other) - length))
+    count = np.full(len(starts), float(sentences - length))
     if background is not None:
         outside = outside + background
         count += 1.0
     empty = count == 0
     outside[empty] = cumulative[-1]
-    count[empty] = float(len(other))
+    count[empty] = float(sentences)
     return np.maximum(1.0 - np.einsum("ij,ij->i", vectors, outside) / count, MIN_NORM)
 
 

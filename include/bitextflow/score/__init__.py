@@ -74,8 +74,8 @@ def numbers_of(text: str) -> list[str]:
 
 def numbers_read(text: str, lang: str) -> list[str]:
     """:func:`numbers_of` the text with its spelled numbers read as digits too where text2num reads ``lang`` ("dos"
-    2, "treinta y cinco" 35, "primera" 1, "cero" 0, "two-finger" 2; English "twice" 2, :data:`_MORE_NUMBER_WORDS`) and numerals in Chinese characters where ``lang`` is Chinese or
-    Japanese ("三番目" 3). Every number word counts, so "un libro" holds a 1: these are the numbers a side offers,
+    2, "treinta y cinco" 35, "primera" 1, "cero" 0, "two-finger" 2; English "twice" 2, :data:`_MORE_NUMBER_WORDS`)
+    and numerals in Chinese characters where ``lang`` is Chinese or Japanese ("三番目" 3). Every number word counts, so "un libro" holds a 1: these are the numbers a side offers,
     never the ones it requires (:func:`unmatched_numbers`)."""
     language = base_language(lang).split("-")[0].lower()
     if language in SPELLED_NUMBER_LANGUAGES:

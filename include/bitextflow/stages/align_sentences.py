@@ -91,7 +91,6 @@ class AlignSentences(Stage):
             vectors = VectorTable.from_frame(table, functools.partial(configured_encoder, ctx.config))
         encoder = vectors if vectors is not None and method in NEEDS_ENCODER else self.encoder
         check_coverage = vectors is not None and ctx.config.score.pair_scorer == "margin"
-        align = sentence_aligner(method, self.dictionary, encoder)
         counts = StageCounts(self.name)
         aligned_pairs: list[SentencePair] = []
         all_sides = list(pair_sentences(ctx, doc_pairs, partition_of_key(document_pairs_key)))
@@ -101,11 +100,12 @@ class AlignSentences(Stage):
                 vectors.encode(list(dict.fromkeys(text for sides in all_sides for text in sides.src))),
                 vectors.encode(list(dict.fromkeys(text for sides in all_sides for text in sides.tgt))),
             )
+        align = sentence_aligner(method, self.dictionary, encoder, background)
         for sides in all_sides:
             for reason, set_aside in sides.set_aside.items():
                 counts.seen(set_aside)
                 counts.drop(reason, set_aside)
-            beads = align(sides.src, sides.tgt, sides.blocks if ctx.config.align.sentence_blocks else None, background)
+            beads = align(sides.src, sides.tgt, sides.blocks if ctx.config.align.sentence_blocks else None)
             counts.seen(len(beads))
             aligned, dropped = sent_align.sentence_pairs(beads, sides.src, sides.tgt, ctx.config.align.min_alignment_score)
             for reason, n in dropped.items():
