@@ -15,12 +15,13 @@ from bitextflow.crawl.lid import detect_language
 from bitextflow.crawl.urls import Link, language_of_anchor, parse_html, url_languages
 from bitextflow.extract import DocumentBuilder
 from bitextflow.extract.relevance import TermMatcher
+from bitextflow.extract.structure import letters_key
 from bitextflow.release.formats import write_tmx
 from bitextflow.score import numbers_read
 from bitextflow.settings import heliport_executable
 from bitextflow.stages.monolingual import by_language
 from bitextflow.text.languages import cld2
-from bitextflow.text.lengths import token_count
+from bitextflow.text.lengths import token_count, words
 from bitextflow.text.scripts import bcp47, in_its_script
 from bitextflow.text.sentences import split_sentences
 from tests.support.texts import page_response
@@ -157,3 +158,10 @@ def test_a_dictionary_in_another_script_than_the_pairs_is_not_used() -> None:
     # letters cannot tell Simplified from Traditional Chinese, whose characters a dictionary partly shares
     simplified = BilingualDictionary("en", "zh", (("package", "软件包"), ("network", "网络")), {})
     assert written_otherwise(simplified, "en", "zh_Hant") == []
+
+
+def test_a_word_keeps_its_vowel_signs_and_viramas() -> None:
+    # combining marks, which Python's re leaves out of \\w: "व्यक्ति" was cut into "व", "यक" and "त"
+    assert words("कई व्यक्ति इस्तेमाल करते हैं") == ["कई", "व्यक्ति", "इस्तेमाल", "करते", "हैं"]
+    assert words("ไม่มีปัญหา") == ["ไม่มี", "ปัญหา"]
+    assert letters_key("कि") != letters_key("की")  # two words that differ in their vowel sign alone

@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import regex
 from numpy.typing import NDArray
 from scipy import sparse
 
@@ -66,7 +67,7 @@ from bitextflow.align.sentences import (
     char_length,
     unaligned_beads,
 )
-from bitextflow.text.lengths import has_unspaced_script
+from bitextflow.text.lengths import PLAIN_WORD, has_unspaced_script
 from bitextflow.text.lengths import words as segmented_words
 from bitextflow.text.scripts import base_language
 
@@ -100,8 +101,7 @@ STEMMED_LANGUAGES = frozenset({"ar"})
 #: as written, 0.393 with the prefixes off, 0.413 with the stemmer alone, 0.435 with both.
 ARABIC_PREFIXES = (("وال", 2), ("بال", 2), ("كال", 2), ("فال", 2), ("لل", 2), ("ال", 2), ("و", 3))
 
-_WORD = re.compile(r"\w+")
-_ONE_WORD = re.compile(r"\W*(\w+)\W*")
+_ONE_WORD = regex.compile(r"\W*(\w+)\W*")  # regex: a word keeps its vowel signs (Devanagari, Thai), unlike re
 _DIGIT = re.compile(r"\d")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _KANA = re.compile(r"[\u3040-\u30ff]+")
@@ -132,9 +132,9 @@ def words(text: str, stem_chars: int = STEM_CHARS, language: str | None = None) 
     (:func:`bitextflow.text.lengths.words`), on the text as written, since folding strips kana of their voicing marks:
     whole, such a run is one token, a clause whose first characters rarely begin a dictionary lemma."""
     if not has_unspaced_script(text):
-        tokens = _WORD.findall(fold(text))
+        tokens = PLAIN_WORD.findall(fold(text))
     else:
-        tokens = [token for token in fold("\n".join(segmented_words(text, _WORD))).split("\n") if token]
+        tokens = [token for token in fold("\n".join(segmented_words(text, PLAIN_WORD))).split("\n") if token]
     if language is not None and base_language(language) in STEMMED_LANGUAGES:
         return [unaffixed(token)[:stem_chars] for token in tokens]
     return [token[:stem_chars] for token in tokens]

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from bitextflow.extract.model import ExtractedPage
-from bitextflow.text.lengths import words
+from bitextflow.text.lengths import PLAIN_WORD, words
 from bitextflow.text.scripts import base_language
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 # ISO 639-1 -> Snowball algorithm (the languages PyStemmer ships).
 SNOWBALL = {
     "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish", "nl": "dutch",
@@ -74,11 +72,11 @@ class TermMatcher:
         self.weights = dict(terms)
         self._stemmer = _stemmer(language) if stem else None
         if stem and base_language(language) in PREFIX_MATCHED:
-            self._stemmer = _TermWordPrefixes(word for term in terms for word in words(term.casefold(), _WORD))
+            self._stemmer = _TermWordPrefixes(word for term in terms for word in words(term.casefold(), PLAIN_WORD))
         self._stems: dict[str, str] = {}  # word -> stem: a dict lookup is a tenth of a Snowball call
         self._by_tokens: dict[tuple[str, ...], str] = {}
         for term in terms:
-            tokens = tuple(self._normalise_all([words(term.casefold(), _WORD)])[0])
+            tokens = tuple(self._normalise_all([words(term.casefold(), PLAIN_WORD)])[0])
             if tokens:
                 self._by_tokens.setdefault(tokens, term)
         self._lengths = sorted({len(tokens) for tokens in self._by_tokens}, reverse=True)
@@ -103,7 +101,7 @@ class TermMatcher:
         """:meth:`count` of each text (a document's paragraphs: one stemming call for all of them)."""
         if not self._by_tokens:
             return [Counter() for _text in texts]
-        token_lists = self._normalise_all([words(text.casefold(), _WORD) for text in texts])
+        token_lists = self._normalise_all([words(text.casefold(), PLAIN_WORD) for text in texts])
         return [self._terms_in(tokens) for tokens in token_lists]
 
     def weighted(self, text: str) -> float:
@@ -113,7 +111,7 @@ class TermMatcher:
     def sentence_relevance(self, text: str) -> tuple[float, list[str]]:
         """A sentence's relevance in [0, 1) and its terms, most weighted first: a saturating score of the weighted
         terms per word, so a long sentence is not favoured for its length (a pair's is the larger of its sides')."""
-        tokens = self._normalise_all([words(text.casefold(), _WORD)])[0] if self._by_tokens else []
+        tokens = self._normalise_all([words(text.casefold(), PLAIN_WORD)])[0] if self._by_tokens else []
         if not tokens:
             return 0.0, []
         found = self._terms_in(tokens)

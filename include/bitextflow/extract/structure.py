@@ -15,12 +15,12 @@ extraction gold sets (docs/benchmarks.md, "Extraction").
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 import lxml.etree
 import lxml.html
+import regex
 import trafilatura
 from htmldate import find_date
 from trafilatura.metadata import extract_title
@@ -42,7 +42,7 @@ _BLOCKS = frozenset(_BLOCK_TYPES) | frozenset(
 )
 _SKIP = frozenset("head script style noscript template svg math iframe object embed canvas select textarea button".split())
 _MIN_CONTAINED = 20  # shorter blocks ("Home", "About") must match a main paragraph whole to count as main
-_NON_LETTERS = re.compile(r"[\W\d_]+")
+_NON_LETTERS = regex.compile(r"[^\p{L}\p{M}]+")  # not re's [\W\d_]: it deletes Indic and Thai vowel signs
 # trafilatura's repair_faulty_html (see _repaired_utf8): the characters it deletes that are below U+0080, as
 # UTF-8 bytes, and how far into the page its other repairs read
 _NON_XML_BYTES = bytes(range(0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20))

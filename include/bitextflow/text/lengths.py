@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import regex
 from icu4py.breakers import WordBreaker
 
 from bitextflow.text.scripts import base_language, bcp47
@@ -38,7 +39,10 @@ UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
 _UNSPACED_SCRIPT = re.compile(
     f"[{SCRIPT_WEIGHTS['han'][1]}{SCRIPT_WEIGHTS['kana'][1]}\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff]"
 )
-_WORD = re.compile(r"\w+(?:[-']\w+)*")
+# regex's \w holds combining marks, where re's cuts a Devanagari, Thai or Tamil word at each vowel sign and virama
+_WORD = regex.compile(r"\w+(?:[-']\w+)*")
+#: A run of letters with their marks and digits, no inner hyphen or apostrophe: for :func:`words` to cut finer.
+PLAIN_WORD = regex.compile(r"\w+")
 
 
 def script_counts(text: str) -> dict[str, int]:
@@ -91,7 +95,7 @@ def has_unspaced_script(text: str) -> bool:
     return not text.isascii() and _UNSPACED_SCRIPT.search(text) is not None
 
 
-def words(text: str, word: re.Pattern[str] = _WORD) -> list[str]:
+def words(text: str, word: regex.Pattern[str] = _WORD) -> list[str]:
     """The words of ``text`` in any language: matches of ``word`` (runs of letters and digits with inner hyphens and
     apostrophes), and inside a run of a script written without spaces, ICU's dictionary-based word boundaries
     ("パッケージ管理" is パッケージ and 管理, "安装软件包" 安装, 软件 and 包). Terms and texts cut by it match each other."""

@@ -252,14 +252,14 @@ def write_help_site(cache: Path, help_root: Path, languages: tuple[str, ...]) ->
     publish(cache, staging, truth)
 
 
-def _translated(original: str, block: str) -> bool:
+def is_translated(original: str, block: str) -> bool:
     """Whether a block (letters) is a translation of the original's, not the original with a link's title translated."""
     return difflib.SequenceMatcher(None, original, block, autojunk=False).ratio() < UNTRANSLATED_SIMILARITY
 
 
 def _mostly_untranslated(docroot: Path, published: Mapping[str, Mapping[str, str]]) -> list[str]:
     """The translations of which under half the text (in letters) is in blocks translated from the English page's
-    (:func:`_translated`): pages in English on the site (the truth's ``partly_translated``)."""
+    (:func:`is_translated`): pages in English on the site (the truth's ``partly_translated``)."""
     found = []
     for paths in published.values():
         if "en" not in paths:
@@ -269,9 +269,21 @@ def _mostly_untranslated(docroot: Path, published: Mapping[str, Mapping[str, str
             translation = PageBlocks(docroot / path).keys
             if lang == "en" or len(translation) != len(english):
                 continue
-            translated = sum(len(key) for original, key in zip(english, translation, strict=True) if _translated(original, key))
+            translated = sum(len(key) for original, key in zip(english, translation, strict=True) if is_translated(original, key))
             if 2 * translated < sum(map(len, translation)):
                 found.append(path)
+    return found
+
+
+def running_paragraphs(root: etree._Element) -> list[str]:
+    """The text of each paragraph (``p``) the page shows at its top level or in its sections, in page order, spaces
+    collapsed: running text, where paragraphs in list items, steps, notes and tables are often fragments."""
+    found: list[str] = []
+    for child in _shown(root):
+        if child.tag == MALLARD + "p":
+            found.append(" ".join("".join(child.itertext()).split()))
+        elif child.tag == MALLARD + "section":
+            found += running_paragraphs(child)
     return found
 
 
