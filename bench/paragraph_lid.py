@@ -34,20 +34,17 @@ from lxml import etree
 
 from bitextflow.errors import BitextflowError
 from bitextflow.extract import language
-from bitextflow.settings import cache_dir
-from bitextflow.training.debian import fetch_packages
+from bitextflow_local.localsite.gnome_help import MALLARD, add_help_arguments, help_folder, translated_blocks
 
-PACKAGE = "gnome-user-docs"
-MALLARD = "{http://projectmallard.org/1.0/}"
 #: GNOME's locale folders whose language is not the folder's name in the project's spelling.
 PROJECT_CODES = {"zh_CN": "zh", "zh_TW": "zh_Hant", "pt_BR": "pt", "sr@latin": "sr_Latn"}
 MIN_ENGLISH_WORDS = 4
 
 
-def paragraphs(page: Path) -> list[str]:
+def paragraphs(root: etree._Element) -> list[str]:
     """The page's paragraphs, titles and list items in document order, outside its ``info`` block."""
     found = []
-    for element in etree.parse(str(page)).iter(MALLARD + "p", MALLARD + "title", MALLARD + "item"):
+    for element in root.iter(MALLARD + "p", MALLARD + "title", MALLARD + "item"):
         if any(ancestor.tag == MALLARD + "info" for ancestor in element.iterancestors()):
             continue
         if element.tag == MALLARD + "item" and element.find(MALLARD + "p") is not None:
@@ -57,14 +54,10 @@ def paragraphs(page: Path) -> list[str]:
 
 
 def translated(help_dir: Path, locale: str) -> Iterator[str]:
-    """The translation's paragraphs, on pages whose paragraphs correspond to the English ones by position."""
-    for page in sorted((help_dir / "C" / "gnome-help").glob("*.page")):
-        other = help_dir / locale / "gnome-help" / page.name
-        if not other.is_file():
-            continue
-        english, translation = paragraphs(page), paragraphs(other)
-        if len(english) == len(translation):
-            yield from (b for a, b in zip(english, translation, strict=True) if a != b and len(a.split()) >= MIN_ENGLISH_WORDS)
+    """The translation's paragraphs that differ from the English ones, on pages whose paragraphs correspond by position."""
+    for english, translation in translated_blocks(help_dir, locale, paragraphs):
+        if english != translation and len(english.split()) >= MIN_ENGLISH_WORDS:
+            yield translation
 
 
 def measured(texts: dict[str, list[str]], first: language.Heliport | None) -> dict:
@@ -88,19 +81,15 @@ def measured(texts: dict[str, list[str]], first: language.Heliport | None) -> di
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--help-dir", type=Path, default=None, help="an unpacked usr/share/help (default: fetch the package)")
-    parser.add_argument("--cache", type=Path, default=cache_dir("gnome-help"))
+    add_help_arguments(parser)
     parser.add_argument("--languages", default="", help="comma-separated GNOME locale folders (default: all)")
     parser.add_argument("--min-paragraphs", type=int, default=100, help="leave out languages with fewer (at least 1)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     try:
-        help_dir = args.help_dir or fetch_packages([PACKAGE], args.cache)[PACKAGE].root / "usr/share/help"
+        help_dir = help_folder(args.help_dir, args.cache)
     except BitextflowError as error:  # no package archive here (not Debian, or offline): one line, as every bench says
         print(f"paragraph_lid: {error}; or pass --help-dir with an unpacked usr/share/help", file=sys.stderr)
-        return 2
-    if not (help_dir / "C" / "gnome-help").is_dir():
-        print(f"paragraph_lid: {help_dir} has no C/gnome-help: pass --help-dir with an unpacked usr/share/help", file=sys.stderr)
         return 2
     locales = args.languages.split(",") if args.languages else sorted(p.name for p in help_dir.iterdir() if p.name != "C")
     texts = {}

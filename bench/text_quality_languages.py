@@ -4,8 +4,9 @@
 script. This one asks the question those languages cannot: does any script lose its running text for the way it is
 written (vowel signs that are combining marks, Latin key names in a script without case, quotation marks)?
 
-Data: GNOME's desktop help (Debian's ``gnome-user-docs``, fetched once into the cache as ``bench/release_precision.py
---site help`` does), about 40 translations in a dozen scripts. Its translators write running text: the paragraphs of a
+Data: GNOME's desktop help (Debian's ``gnome-user-docs``, fetched with ``apt-get download`` into ``--cache`` as
+``bench/paragraph_lid.py`` does, or ``--help-dir`` names an unpacked ``usr/share/help``), about 40 translations in a
+dozen scripts. Its translators write running text: the paragraphs of a
 page's top level and sections (:func:`bitextflow_local.localsite.gnome_help.running_paragraphs`; list items, steps,
 notes and tables are left out, as they are often fragments). itstool keeps the English page's elements in order, so on
 a page with as many such paragraphs as the English one, paragraph i translates paragraph i; it counts when it is
@@ -19,7 +20,10 @@ included), ``wrong_language_share`` (``WLN``), and for the others the term that 
 (``other`` where the identifier named another language). It should be near 1 in every language: a translation is
 publishable running text, though a few paragraphs are file paths or commands.
 
-    .venv/bin/python bench/text_quality_languages.py [--json]
+    .venv/bin/python bench/text_quality_languages.py [--help-dir DIR] [--json]
+
+Where the package cannot be had (no Debian package archive) and no ``--help-dir`` is given, it prints why on stderr
+and, with ``--json``, ``{"skipped": true, ...}``; it exits 0.
 """
 
 from __future__ import annotations
@@ -31,28 +35,28 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from lxml import etree
-
+from bitextflow.errors import BitextflowError
 from bitextflow.extract import text_quality as tq
 from bitextflow.extract.structure import letters_key
 from bitextflow.text.lengths import weighted_length
-from bitextflow.training.debian import fetch_packages
-from bitextflow_local.localsite.gnome_help import DOCUMENT, HELP_DIR, PACKAGE, is_translated, running_paragraphs
-from bitextflow_local.localsite.paths import default_cache_dir
+from bitextflow_local.localsite.gnome_help import (
+    DOCUMENT,
+    add_help_arguments,
+    help_folder,
+    is_translated,
+    running_paragraphs,
+    translated_blocks,
+)
 
 MIN_LENGTH = 60  # Latin-character equivalents
 MIN_PARAGRAPHS = 30
 
 
-def translated_paragraphs(english: Path, translation: Path) -> list[str]:
-    """The running paragraphs of a translated page that translate the English page's, by position."""
-    originals = running_paragraphs(etree.parse(str(english)).getroot())
-    translated = running_paragraphs(etree.parse(str(translation)).getroot())
-    if len(originals) != len(translated):
-        return []
+def translated_paragraphs(help_root: Path, locale: str) -> list[str]:
+    """The running paragraphs of ``locale``'s pages that translate the English page's, by position."""
     return [
         text
-        for original, text in zip(originals, translated, strict=True)
+        for original, text in translated_blocks(help_root, locale, running_paragraphs)
         if weighted_length(text) >= MIN_LENGTH and is_translated(letters_key(original), letters_key(text))
     ]
 
@@ -81,30 +85,28 @@ def judged(texts: list[str], language: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_help_arguments(parser)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    package = fetch_packages([PACKAGE], default_cache_dir().with_name("gnome-help"))[PACKAGE]
-    help_root = package.root / HELP_DIR
-    english = {path.name: path for path in (help_root / "C" / DOCUMENT).glob("*.page")}
+    try:
+        help_root = help_folder(args.help_dir, args.cache)
+    except BitextflowError as error:  # no package archive here (not Debian, or offline): skipped, as text_quality.py is
+        reason = f"{error}; or pass --help-dir with an unpacked usr/share/help"
+        print(f"bench/text_quality_languages.py: skipped: {reason}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"skipped": True, "reason": reason}))
+        return 0
     results: dict[str, dict] = {}
     judged_texts = 0
     start = time.perf_counter()
-    for folder in sorted(path.parent.name for path in help_root.glob(f"*/{DOCUMENT}")):
-        if folder == "C":
-            continue
-        texts = [
-            text
-            for path in sorted((help_root / folder / DOCUMENT).glob("*.page"))
-            if path.name in english
-            for text in translated_paragraphs(english[path.name], path)
-        ]
+    for locale in sorted(path.parent.name for path in help_root.glob(f"*/{DOCUMENT}")):
+        texts = translated_paragraphs(help_root, locale) if locale != "C" else []
         if len(texts) < MIN_PARAGRAPHS:
             continue
-        results[folder] = judged(texts, language_of(folder))
+        results[locale] = r = judged(texts, language_of(locale))
         judged_texts += len(texts)
-        r = results[folder]
         print(
-            f"{folder:9} {r['paragraphs']:5} keep {r['keep_share']:.3f} WLN {r['wrong_language_share']:.3f}  {r['drop_terms']}",
+            f"{locale:9} {r['paragraphs']:5} keep {r['keep_share']:.3f} WLN {r['wrong_language_share']:.3f}  {r['drop_terms']}",
             flush=True,
         )
     seconds = time.perf_counter() - start
@@ -118,7 +120,7 @@ def main() -> int:
             "macro_keep_share": macro,
             "min_keep_share": min(shares.values()),
             "lowest": lowest,
-            "package": f"{PACKAGE} {package.version}",
+            "help": str(help_root),
             "paragraphs_per_s": round(judged_texts / seconds, 1),  # page parsing included
         }
         print(json.dumps(summary))

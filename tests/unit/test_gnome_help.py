@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from bitextflow.errors import StageError
 from bitextflow_local.localsite.block_truth import PageBlocks
-from bitextflow_local.localsite.gnome_help import write_help_site
+from bitextflow_local.localsite.gnome_help import help_folder, running_paragraphs, translated_blocks, write_help_site
 
 MALLARD_PAGE = """<?xml version="1.0" encoding="utf-8"?>
 <page xmlns="http://projectmallard.org/1.0/" xmlns:if="http://projectmallard.org/if/1.0/" type="topic" id="{id}">
@@ -86,3 +89,21 @@ def test_a_translation_keeps_the_english_blocks_in_order_and_the_truth_pairs_the
     truth = json.loads((cache / "truth.json").read_text(encoding="utf-8"))
     assert {"en": "help/en/set.html", "fa": "help/fa/set.html"} in truth["groups"]
     assert truth["partly_translated"] == ["help/fa/again.html"]
+
+
+def test_running_paragraphs_pair_by_position_with_the_english_ones(tmp_path: Path) -> None:
+    root = _help_root(tmp_path)
+    pairs = list(translated_blocks(root, "fa", running_paragraphs))
+    # the paragraphs the standard desktop shows at the page's top level, without the figure's text; terms, tables and
+    # steps are not running text. The unfinished page's paragraphs are its English ones.
+    assert pairs == [
+        ("Open Settings, CtrlAltT.", "Open Settings, CtrlAltT."),
+        ("Standard desktop.", "Standard desktop."),
+        ("See . for more.", "See . for more."),
+        ("Open Settings, CtrlAltT.", "بگشایید تنظیمات, CtrlAltT."),
+        ("Standard desktop.", "میزکار استاندارد."),
+        ("See . for more.", "ببینید . برای بیشتر."),
+    ]
+    assert help_folder(root, tmp_path / "unused cache") == root
+    with pytest.raises(StageError, match="has no C/gnome-help"):
+        help_folder(tmp_path, tmp_path / "unused cache")

@@ -19,16 +19,18 @@ listed as partly translated in the truth.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import html
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from lxml import etree
 
 from bitextflow.errors import StageError
+from bitextflow.settings import cache_dir
 from bitextflow.training.debian import fetch_packages
 from bitextflow_local.localsite import generated
 from bitextflow_local.localsite.assets import write_file
@@ -275,16 +277,48 @@ def _mostly_untranslated(docroot: Path, published: Mapping[str, Mapping[str, str
     return found
 
 
+def add_help_arguments(parser: argparse.ArgumentParser) -> None:
+    """A benchmark's ``--help-dir`` and ``--cache``: where :func:`help_folder` finds GNOME's help."""
+    parser.add_argument("--help-dir", type=Path, default=None, help="an unpacked usr/share/help (default: fetch the package)")
+    parser.add_argument("--cache", type=Path, default=cache_dir("gnome-help"), help="where the package is fetched")
+
+
+def help_folder(help_dir: Path | None, cache: Path) -> Path:
+    """GNOME's ``usr/share/help``: ``help_dir`` where given, else the one of ``gnome-user-docs``, fetched into ``cache``
+    if needed (:class:`~bitextflow.errors.StageError` where neither can be had)."""
+    found = help_dir or fetch_packages([PACKAGE], cache)[PACKAGE].root / HELP_DIR
+    if not (found / "C" / DOCUMENT).is_dir():
+        raise StageError(f"{found} has no C/{DOCUMENT}, the English pages of {PACKAGE}")
+    return found
+
+
+def translated_blocks(help_root: Path, locale: str, blocks: Callable[[etree._Element], list[str]]) -> Iterator[tuple[str, str]]:
+    """``(English, translation)`` of each block (``blocks`` of a page's root) of the pages ``locale`` translates that
+    have as many blocks as the English page: itstool keeps the English page's elements in order."""
+    for english in sorted((help_root / "C" / DOCUMENT).glob("*.page")):
+        translation = help_root / locale / DOCUMENT / english.name
+        if translation.is_file():
+            originals, translated = blocks(etree.parse(str(english)).getroot()), blocks(etree.parse(str(translation)).getroot())
+            if len(originals) == len(translated):
+                yield from zip(originals, translated, strict=True)
+
+
 def running_paragraphs(root: etree._Element) -> list[str]:
     """The text of each paragraph (``p``) the page shows at its top level or in its sections, in page order, spaces
     collapsed: running text, where paragraphs in list items, steps, notes and tables are often fragments."""
     found: list[str] = []
     for child in _shown(root):
         if child.tag == MALLARD + "p":
-            found.append(" ".join("".join(child.itertext()).split()))
+            found.append(" ".join(_shown_text(child).split()))
         elif child.tag == MALLARD + "section":
             found += running_paragraphs(child)
     return found
+
+
+def _shown_text(element: etree._Element) -> str:
+    """The element's text as the page shows it: without a figure's text, an editor's comment or an ``info`` block."""
+    shown = "".join((_shown_text(child) if _is_shown(child) else "") + (child.tail or "") for child in element)
+    return (element.text or "") + shown
 
 
 def _title(root: etree._Element) -> str:
