@@ -12,9 +12,10 @@ curation of monolingual and bilingual data: focus on under-resourced languages",
 "Keep" is ``PT`` or ``RTE`` (:data:`KEEP_LABELS`).
 
 How: a paragraph gets 12 "badness" terms, each 0..1 and each a property of the text that means the same in any
-language and script (:data:`TERMS`; no word lists): letters among its characters, sentences that end with a terminal
-mark, a lower-case start, list separators, Latin mixed with another script, the share of capitalised words, few
-words, a trailing ellipsis, apostrophes detached from their word (machine-translation output), repeated words, and
+language and script (:data:`TERMS`; no word lists): letters (with their combining marks) among its characters,
+sentences that end with a terminal mark, a lower-case start, list separators, Latin mixed with another script, the
+share of capitalised words, few words, a trailing ellipsis, apostrophes detached from their word (machine-translation
+output, not a quoted word), repeated words, and
 the language identifier's verdict (:func:`bitextflow.extract.language.identify` restricted to the expected language:
 no language, CLD2 not sure). Their weighted sum ``z`` gives ``score = 2 ** (-z / THRESHOLD)``: 1 for a clean
 paragraph, 0.5 at the threshold. Keep when ``score >= 0.5``: ``PT`` from 0.75, ``RTE`` below; under 0.5, ``PRT``
