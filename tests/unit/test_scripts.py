@@ -20,6 +20,7 @@ from bitextflow.release.formats import write_tmx
 from bitextflow.score import numbers_read
 from bitextflow.settings import heliport_executable
 from bitextflow.stages.monolingual import by_language
+from bitextflow.text.comparison import pair_hash
 from bitextflow.text.languages import cld2
 from bitextflow.text.lengths import token_count, words
 from bitextflow.text.scripts import bcp47, in_its_script
@@ -164,4 +165,7 @@ def test_a_word_keeps_its_vowel_signs_and_viramas() -> None:
     # combining marks, which Python's re leaves out of \\w: "व्यक्ति" was cut into "व", "यक" and "त"
     assert words("कई व्यक्ति इस्तेमाल करते हैं") == ["कई", "व्यक्ति", "इस्तेमाल", "करते", "हैं"]
     assert words("ไม่มีปัญหา") == ["ไม่มี", "ปัญหา"]
-    assert letters_key("कि") != letters_key("की")  # two words that differ in their vowel sign alone
+    # two texts that differ in a vowel sign alone are not the same text, for near-duplicates or for pair identity
+    assert letters_key("कि") != letters_key("की")
+    assert pair_hash("He did the work.", "उसने काम किया।") != pair_hash("He did the work.", "उसने काम की।")
+    assert pair_hash("Ça va ?", "Fine.") == pair_hash("ça va", "fine")  # accents are part of their letter after NFKC
