@@ -23,7 +23,7 @@ publishable running text, though a few paragraphs are file paths or commands.
     .venv/bin/python bench/text_quality_languages.py [--help-dir DIR] [--json]
 
 Where the package cannot be had (no Debian package archive) and no ``--help-dir`` is given, it prints why on stderr
-and, with ``--json``, ``{"skipped": true, ...}``; it exits 0.
+and, with ``--json``, ``{"skipped": true, ...}``; it exits 0. A ``--help-dir`` without GNOME's help exits 2.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def language_of(folder: str) -> str:
 
 
 def judged(texts: list[str], language: str) -> dict:
+    """The labels of ``texts`` in ``language``: keep and WLN shares, and the term that weighed most in each drop."""
     labels: Counter[str] = Counter()
     decided_by: Counter[str] = Counter()
     for text in texts:
@@ -90,7 +91,11 @@ def main() -> int:
     args = parser.parse_args()
     try:
         help_root = help_folder(args.help_dir, args.cache)
-    except BitextflowError as error:  # no package archive here (not Debian, or offline): skipped, as text_quality.py is
+    except BitextflowError as error:
+        if args.help_dir is not None:  # the folder named is wrong: an error, not a skip
+            print(f"bench/text_quality_languages.py: {error}", file=sys.stderr)
+            return 2
+        # no package archive here (not Debian, or offline): skipped, as text_quality.py is without its data
         reason = f"{error}; or pass --help-dir with an unpacked usr/share/help"
         print(f"bench/text_quality_languages.py: skipped: {reason}", file=sys.stderr)
         if args.json:

@@ -93,8 +93,14 @@ def test_detached_apostrophes_of_machine_translation_are_not_kept() -> None:
     translated = "Il-kumitat ta 'l-baġit iltaqa ma 'l-membri ta 'din is-sena biex ta 'jiddiskuti."
     assert terms(clean, "mt")["apostrophe"] == 0.0
     assert paragraph_quality(translated, "mt").score < paragraph_quality(clean, "mt").score
-    # "ta 'ħidma ma'" reads like a quoted phrase, but what closes it is a detached "ma'"
+    # "ta 'ħidma ma'" reads like a quoted phrase, but what closes it is a detached "ma'", with either quote mark
     assert terms("Il-programm ta 'ħidma ma' l-membri ġie ppreżentat lill-kumitat.", "mt")["apostrophe"] > 0
+    assert terms("Il-programm ta ‘ħidma ma’ l-membri ġie ppreżentat lill-kumitat.", "mt")["apostrophe"] > 0
+
+
+def test_combining_accents_on_latin_letters_are_not_another_script() -> None:
+    yoruba = "Ẹ kú àárọ̀, ṣé dáadáa ni? Mo fẹ́ lọ sí ọjà lónìí láti ra oúnjẹ."  # tones as combining marks, even in NFC
+    assert terms(yoruba, "yo")["mix"] == 0.0 and terms(yoruba, "yo")["nonletter"] == 0.0
 
 
 @pytest.mark.parametrize(

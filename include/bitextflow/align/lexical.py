@@ -67,7 +67,7 @@ from bitextflow.align.sentences import (
     char_length,
     unaligned_beads,
 )
-from bitextflow.text.lengths import PLAIN_WORD, has_unspaced_script
+from bitextflow.text.lengths import PLAIN_WORD, WORD_CHARACTER, has_unspaced_script
 from bitextflow.text.lengths import words as segmented_words
 from bitextflow.text.scripts import base_language
 
@@ -101,7 +101,7 @@ STEMMED_LANGUAGES = frozenset({"ar"})
 #: as written, 0.393 with the prefixes off, 0.413 with the stemmer alone, 0.435 with both.
 ARABIC_PREFIXES = (("وال", 2), ("بال", 2), ("كال", 2), ("فال", 2), ("لل", 2), ("ال", 2), ("و", 3))
 
-_ONE_WORD = regex.compile(r"\W*(\w+)\W*")  # regex: a word keeps its vowel signs (Devanagari, Thai), unlike re
+_ONE_WORD = regex.compile(rf"\W*({WORD_CHARACTER}+)\W*", regex.V1)
 _DIGIT = re.compile(r"\d")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _KANA = re.compile(r"[\u3040-\u30ff]+")

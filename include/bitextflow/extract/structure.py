@@ -29,6 +29,7 @@ from trafilatura.utils import repair_faulty_html
 from bitextflow.config import ExtractConfig
 from bitextflow.extract.model import PageMetadata, Paragraph
 from bitextflow.text.encoding import clean_line
+from bitextflow.text.lengths import SPELLING_MARK
 
 # trafilatura XML element -> our paragraph type; the outermost matching element is one paragraph.
 MAIN_TAGS = {"head": "heading", "p": "text", "item": "listitem", "cell": "cell", "quote": "quote", "code": "code"}
@@ -42,7 +43,7 @@ _BLOCKS = frozenset(_BLOCK_TYPES) | frozenset(
 )
 _SKIP = frozenset("head script style noscript template svg math iframe object embed canvas select textarea button".split())
 _MIN_CONTAINED = 20  # shorter blocks ("Home", "About") must match a main paragraph whole to count as main
-_NON_LETTERS = regex.compile(r"[^\p{L}\p{M}]+")  # not re's [\W\d_]: it deletes Indic and Thai vowel signs
+_NON_LETTERS = regex.compile(rf"[^\p{{L}}{SPELLING_MARK}]+", regex.V1)  # re's [\W\d_] deleted Indic and Thai vowels
 # trafilatura's repair_faulty_html (see _repaired_utf8): the characters it deletes that are below U+0080, as
 # UTF-8 bytes, and how far into the page its other repairs read
 _NON_XML_BYTES = bytes(range(0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20))
@@ -76,7 +77,8 @@ _PARSER.set_element_class_lookup(
 
 @functools.lru_cache(maxsize=8192)  # 4 calls in 10 repeat a text: merge, then dedup, keys each main paragraph
 def letters_key(text: str) -> str:
-    """Lower-case letters only: two texts that differ only in spacing, digits or punctuation share it."""
+    """Lower-case letters (with the marks a script spells with, :data:`~bitextflow.text.lengths.SPELLING_MARK`) only: two
+    texts that differ only in spacing, digits, punctuation or accents share it."""
     folded = text.casefold()
     if folded.isascii():  # most texts: bytes.translate deletes in C, faster than the regex
         return folded.encode("ascii").translate(None, _ASCII_NON_LETTERS).decode("ascii")

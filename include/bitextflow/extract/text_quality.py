@@ -42,7 +42,7 @@ import regex
 
 from bitextflow.extract.language import identifiable_languages, identifier_code, identify
 from bitextflow.text.languages import UNKNOWN, cld2_languages, cld2_top
-from bitextflow.text.lengths import UNSPACED_LANGUAGES, token_count, weighted_length, words
+from bitextflow.text.lengths import UNSPACED_LANGUAGES, WORD_CHARACTER, token_count, weighted_length, words
 
 QUALITY_LABELS = ("PT", "RTE", "PRT", "NRT", "WLN")
 KEEP_LABELS = frozenset({"PT", "RTE"})
@@ -63,7 +63,7 @@ TERMS = (
     "lower",  # it starts with a lower-case letter (a fragment)
     "separators",  # list separators per word: | • · ► ▪ ■ ● → /
     "mix",  # Latin and another script mixed (the smaller share, five times)
-    "caps",  # the share of its cased words that start with a capital (titles, menus, names)
+    "caps",  # the share of its words that start with a capital (titles, menus, names)
     "short",  # few words (from 12 words on: 0)
     "ellipsis",  # it ends with ... or … (a teaser cut short)
     "apostrophe",  # apostrophes detached from their word ("ta 'din"): machine-translation output
@@ -99,7 +99,7 @@ _LETTER = re.compile(r"[^\W\d_]")
 # Combining marks count as letters: re's \w leaves out the vowel signs and viramas of Devanagari, Thai or Tamil,
 # which made a third of every Hindi word "not letters". Counted apart, as they never occur in ASCII text.
 _MARK = regex.compile(r"\p{M}")
-_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff]")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f]")  # with the accents Latin may combine
 _TERMINAL = ".!?…։।॥。！？؟۔።။།។\u037e"
 _CLOSERS = "\"'»”’)]}›“」』"
 _FULL_WIDTH_END = "。！？"  # needs no space after it
@@ -108,10 +108,10 @@ _SENTENCE_END, _GREEK_SENTENCE_END = (  # Greek's question mark is ';'
     for marks in (_TERMINAL, _TERMINAL + ";")
 )
 _SEPARATOR = re.compile(r"[|•·►▪■●◦→/]")
-_DETACHED_APOSTROPHE = re.compile(r"\w ['’‘`]\w")
-# A quoted word or phrase also opens with a mark after a space ('Automatski', ‘echt wit’). A straight quote closes
-# after a word of three letters or more: Maltese machine translation detaches "ta'" and "ma'" ("ta 'ħidma ma'").
-_QUOTED = re.compile(r"(?<!\w)(?:‘[^‘’]{1,60}’|['`][^'’‘`]{0,40}?\w{3}['’](?!\w))")
+_DETACHED_APOSTROPHE = regex.compile(rf"{WORD_CHARACTER} ['’‘`]{WORD_CHARACTER}", regex.V1)
+# A quoted word or phrase also opens with a mark after a space ('Automatski', ‘echt wit’). Its quote closes after a
+# word of three letters or more: Maltese machine translation detaches "ta'" and "ma'" ("ta 'ħidma ma'", "ta ‘din ma’").
+_QUOTED = regex.compile(rf"(?<!{WORD_CHARACTER})['‘`][^'’‘`]{{0,40}}?{WORD_CHARACTER}{{3}}['’](?!{WORD_CHARACTER})", regex.V1)
 _ELLIPSIS = ("...", "…", "..", "[…]", "[...]")
 _WORD_EDGES = "\"'„“”«»‘’()[]{}.,;:!?*-–—"
 # Scripts written without a sentence-final mark (Thai, Lao): the term says nothing there.

@@ -12,8 +12,8 @@ The list is JSON Lines, one entry per line; each entry names exactly one of
 - ``host``: every page of a host and of its subdomains (``example.com`` covers ``www.example.com``; punycode or
   Unicode); a host written as a URL (``https://example.com/``) is refused, naming the fix;
 - ``text``: every sentence equal to it after the project's text normalisation
-  (:func:`bitextflow.text.comparison.normalise_for_comparison`: case-folded letters and digits only), in either
-  language of a pair;
+  (:func:`bitextflow.text.comparison.normalise_for_comparison`: case-folded letters, digits and vowel signs only),
+  in either language of a pair;
 
 with ``who`` (the requester), ``when`` (the date of the request, ISO 8601) and ``why`` (its grounds, e.g.
 ``copyright``, ``privacy``), all three required::

@@ -5,18 +5,26 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
+import regex
+
+from bitextflow.text.lengths import SPELLING_MARK
+
+_SPELLING_MARK = regex.compile(SPELLING_MARK, regex.V1)
+
 
 def normalise_for_comparison(text: str) -> str:
-    """Case-folded letters, with their combining marks, and digits only: two texts equal under this are 'identical'.
+    """Case-folded letters and digits, and the marks that spell a vowel (:data:`~bitextflow.text.lengths.SPELLING_MARK`)
+    only: two texts equal under this are 'identical'.
 
-    The marks stay because in Devanagari, Tamil or Thai they are vowels, not accents: "उसने काम किया" and "उसने काम
-    की" differ in a vowel sign alone (after NFKC, Latin and Cyrillic accents are part of their letter).
+    In Devanagari, Tamil or Thai a vowel sign is a combining mark: "उसने काम किया" and "उसने काम की" differ in theirs
+    alone. Accents, harakat, Hebrew's points and emoji's variation selectors go, as before, so a text written with or
+    without them is the same text.
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in folded if ch.isalnum() or unicodedata.category(ch).startswith("M"))
+    return "".join(ch for ch in folded if ch.isalnum() or _SPELLING_MARK.match(ch))
 
 
 def pair_hash(text_a: str, text_b: str) -> str:
-    """Identity of a pair for de-duplication: equal after case folding and dropping non-alphanumerics."""
+    """Identity of a pair for de-duplication: equal under :func:`normalise_for_comparison` on both sides."""
     joined = f"{normalise_for_comparison(text_a)}\t{normalise_for_comparison(text_b)}"
     return hashlib.sha1(joined.encode("utf-8")).hexdigest()

@@ -39,10 +39,18 @@ UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo"})
 _UNSPACED_SCRIPT = re.compile(
     f"[{SCRIPT_WEIGHTS['han'][1]}{SCRIPT_WEIGHTS['kana'][1]}\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff]"
 )
-# regex's \w holds combining marks, where re's cuts a Devanagari, Thai or Tamil word at each vowel sign and virama
-_WORD = regex.compile(r"\w+(?:[-']\w+)*")
-#: A run of letters with their marks and digits, no inner hyphen or apostrophe: for :func:`words` to cut finer.
-PLAIN_WORD = regex.compile(r"\w+")
+#: A character of a word (a ``regex`` V1 set): regex's ``\w``, which holds combining marks where re's cuts a Devanagari,
+#: Thai or Tamil word at each vowel sign and virama, less the zero-width joiners, between the parts of a Persian word
+#: that dictionaries list apart (کتاب‌ها, books: کتاب and ها). Letters, marks, digits and the underscore.
+WORD_CHARACTER = r"[\w--\p{Join_Control}]"
+#: A combining mark a script spells its words with (a ``regex`` V1 set): the vowel signs, viramas and nuktas of
+#: Devanagari or Tamil, Thai's vowels and tone marks, Khmer's, Myanmar's, Tibetan's, Thaana's. Not the marks any
+#: script may carry or leave out (accents, Unicode's "inherited" marks, Arabic's harakat among them), nor Hebrew's
+#: points or an emoji's variation selector. Texts compared for identity keep these and drop those.
+SPELLING_MARK = r"[\p{Mn}\p{Mc}--[\p{Script=Inherited}\p{Script=Hebrew}\p{Script=Arabic}\p{Variation_Selector}]]"
+_WORD = regex.compile(rf"{WORD_CHARACTER}+(?:[-']{WORD_CHARACTER}+)*", regex.V1)
+#: A run of word characters, no inner hyphen or apostrophe: for :func:`words` to cut finer.
+PLAIN_WORD = regex.compile(rf"{WORD_CHARACTER}+", regex.V1)
 
 
 def script_counts(text: str) -> dict[str, int]:
