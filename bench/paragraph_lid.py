@@ -34,10 +34,8 @@ from lxml import etree
 
 from bitextflow.errors import BitextflowError
 from bitextflow.extract import language
-from bitextflow_local.localsite.gnome_help import MALLARD, add_help_arguments, help_folder, translated_blocks
+from bitextflow_local.localsite.gnome_help import MALLARD, add_help_arguments, help_folder, locale_language, translated_blocks
 
-#: GNOME's locale folders whose language is not the folder's name in the project's spelling.
-PROJECT_CODES = {"zh_CN": "zh", "zh_TW": "zh_Hant", "pt_BR": "pt", "sr@latin": "sr_Latn"}
 MIN_ENGLISH_WORDS = 4
 
 
@@ -96,7 +94,7 @@ def main() -> int:
     for locale in locales:
         lines = list(translated(help_dir, locale))
         if lines and len(lines) >= args.min_paragraphs:
-            texts[PROJECT_CODES.get(locale, locale)] = lines
+            texts[locale_language(locale)] = lines
     if not texts:
         print(f"no language has {args.min_paragraphs} translated paragraphs in {help_dir}", file=sys.stderr)
         return 2

@@ -44,6 +44,7 @@ from bitextflow_local.localsite.gnome_help import (
     add_help_arguments,
     help_folder,
     is_translated,
+    locale_language,
     running_paragraphs,
     translated_blocks,
 )
@@ -59,11 +60,6 @@ def translated_paragraphs(help_root: Path, locale: str) -> list[str]:
         for original, text in translated_blocks(help_root, locale, running_paragraphs)
         if weighted_length(text) >= MIN_LENGTH and is_translated(letters_key(original), letters_key(text))
     ]
-
-
-def language_of(folder: str) -> str:
-    """The language code of a GNOME locale folder (``pt_BR`` is pt, ``sr@latin`` sr)."""
-    return folder.split("@")[0].split("_")[0]
 
 
 def judged(texts: list[str], language: str) -> dict:
@@ -108,7 +104,7 @@ def main() -> int:
         texts = translated_paragraphs(help_root, locale) if locale != "C" else []
         if len(texts) < MIN_PARAGRAPHS:
             continue
-        results[locale] = r = judged(texts, language_of(locale))
+        results[locale] = r = judged(texts, locale_language(locale))
         judged_texts += len(texts)
         print(
             f"{locale:9} {r['paragraphs']:5} keep {r['keep_share']:.3f} WLN {r['wrong_language_share']:.3f}  {r['drop_terms']}",

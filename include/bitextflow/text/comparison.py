@@ -9,7 +9,8 @@ import regex
 
 from bitextflow.text.lengths import SPELLING_MARK
 
-_SPELLING_MARK = regex.compile(SPELLING_MARK, regex.V1)
+# What str.isalnum keeps is \p{L} and \p{N} (the same for every assigned character); one pass deletes the rest.
+_NOT_COMPARED = regex.compile(rf"[^\p{{L}}\p{{N}}{SPELLING_MARK}]+", regex.V1)
 
 
 def normalise_for_comparison(text: str) -> str:
@@ -20,8 +21,7 @@ def normalise_for_comparison(text: str) -> str:
     alone. Accents, harakat, Hebrew's points and emoji's variation selectors go, as before, so a text written with or
     without them is the same text.
     """
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in folded if ch.isalnum() or _SPELLING_MARK.match(ch))
+    return _NOT_COMPARED.sub("", unicodedata.normalize("NFKC", text).casefold())
 
 
 def pair_hash(text_a: str, text_b: str) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import html
 import re
 import shutil
@@ -47,6 +48,8 @@ BUILDER_VERSION = "4"
 #: GNOME's locale folder of a site language (:func:`bitextflow_local.localsite.layouts.site_language`), where it is not
 #: the language's code.
 LOCALE_FOLDERS = {"en": "C", "zh-cn": "zh_CN", "zh-tw": "zh_TW", "pt-br": "pt_BR", "sr_Latn": "sr@latin"}
+#: GNOME's locale folders whose language is not the folder's name in the project's spelling.
+LOCALE_LANGUAGES = {"zh_CN": "zh", "zh_TW": "zh_Hant", "pt_BR": "pt", "sr@latin": "sr_Latn"}
 #: A block whose letters agree this much with the English block's is the English text (a link's title translated in it).
 UNTRANSLATED_SIMILARITY = 0.5
 MALLARD = "{http://projectmallard.org/1.0/}"
@@ -198,6 +201,11 @@ def locale_folder(lang: str) -> str:
     return LOCALE_FOLDERS.get(lang, lang)
 
 
+def locale_language(folder: str) -> str:
+    """The project's language code of a GNOME locale folder (``pt_BR`` is pt, ``sr@latin`` sr_Latn)."""
+    return LOCALE_LANGUAGES.get(folder, folder)
+
+
 def build_help_site(languages: Sequence[str], cache_dir: Path | None = None) -> Site:
     """Download ``gnome-user-docs`` if needed and (re)build the help's site in ``languages`` (site codes, English among
     them or not) in ``cache_dir`` (default the cache folder ``localsite-help-<languages>`` beside the local site's), as
@@ -298,9 +306,14 @@ def translated_blocks(help_root: Path, locale: str, blocks: Callable[[etree._Ele
     for english in sorted((help_root / "C" / DOCUMENT).glob("*.page")):
         translation = help_root / locale / DOCUMENT / english.name
         if translation.is_file():
-            originals, translated = blocks(etree.parse(str(english)).getroot()), blocks(etree.parse(str(translation)).getroot())
+            originals, translated = _english_blocks(english, blocks), blocks(etree.parse(str(translation)).getroot())
             if len(originals) == len(translated):
                 yield from zip(originals, translated, strict=True)
+
+
+@functools.lru_cache(maxsize=2048)  # every locale pairs with the same English pages: each is read once
+def _english_blocks(page: Path, blocks: Callable[[etree._Element], list[str]]) -> list[str]:
+    return blocks(etree.parse(str(page)).getroot())
 
 
 def running_paragraphs(root: etree._Element) -> list[str]:
