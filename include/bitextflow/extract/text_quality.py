@@ -32,6 +32,7 @@ has the figures.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -40,8 +41,8 @@ from types import MappingProxyType
 
 import regex
 
-from bitextflow.extract.language import identifiable_languages, identifier_code, identify
-from bitextflow.text.languages import UNKNOWN, cld2_languages, cld2_top
+from bitextflow.extract.language import among, identifiable_languages, identifier_code, identify
+from bitextflow.text.languages import UNKNOWN, cld2_languages, cld2_top, from_iso639_3
 from bitextflow.text.lengths import UNSPACED_LANGUAGES, WORD_CHARACTER, token_count, weighted_length, words
 
 QUALITY_LABELS = ("PT", "RTE", "PRT", "NRT", "WLN")
@@ -107,7 +108,10 @@ _SENTENCE_END, _GREEK_SENTENCE_END = (  # Greek's question mark is ';'
     re.compile(rf"[{re.escape(marks)}]+[{re.escape(_CLOSERS)}]*(?=\s|$)|[{_FULL_WIDTH_END}]+[{re.escape(_CLOSERS)}]*")
     for marks in (_TERMINAL, _TERMINAL + ";")
 )
-_SEPARATOR = re.compile(r"[|•·►▪■●◦→/]")
+# A middle dot or slash joined to the word before it separates no items: Catalan's "col·lecció", Greek's ano teleia
+# ("λέξη·", a semicolon), "i/ili", "km/h". Looked behind once a mark is found: a look-behind first would be tried at
+# every character (seven times slower).
+_SEPARATOR = re.compile(r"[|•·►▪■●◦→/](?<!\w[·/])")
 _DETACHED_APOSTROPHE = regex.compile(rf"{WORD_CHARACTER} ['’‘`]{WORD_CHARACTER}", regex.V1)
 # A quoted word or phrase also opens with a mark after a space ('Automatski', ‘echt wit’). Its quote closes after a
 # word of three letters or more: Maltese machine translation detaches "ta'" and "ma'" ("ta 'ħidma ma'", "ta ‘din ma’").
@@ -120,6 +124,15 @@ _SHORT_WORDS = 12
 _REPEATED_FROM = 8  # words; fewer say nothing of repetition
 
 
+@functools.lru_cache(maxsize=256)
+def expected_language(language: str) -> str:
+    """The identifier's code for the language a text is expected in (``hrv``, ``es-ES``, ``Croatian``), with an ISO
+    639-3 code read as a pair's is: as its ISO 639-1 code or its macrolanguage (``bos`` bs, ``pes`` fa, ``zsm`` ms), and
+    Montenegrin (``cnr``) as Serbian (CLDR's aliases), whose group the identifier names it in."""
+    code = identifier_code(language)
+    return from_iso639_3(code) if len(code) == 3 else code
+
+
 def terms(text: str, language: str, *, detected_language: str | None = None) -> dict[str, float]:
     """The badness terms of :data:`TERMS` for ``text`` expected in ``language`` (each 0..1).
 
@@ -127,7 +140,7 @@ def terms(text: str, language: str, *, detected_language: str | None = None) -> 
     expected language as the extract stage does for a paragraph of a page in that language).
     """
     text = text.strip()
-    expected = identifier_code(language)
+    expected = expected_language(language)
     found = dict.fromkeys(TERMS, 0.0)
     if expected in identifiable_languages():
         if detected_language is None:
@@ -138,7 +151,10 @@ def terms(text: str, language: str, *, detected_language: str | None = None) -> 
         found["other"] = float(detected not in (expected, UNKNOWN))
         if expected in cld2_languages():  # CLD2 is never sure of a language it cannot name
             cld2_language, reliable = cld2_top(text) if text else (UNKNOWN, False)
-            found["unsure"] = float(not (reliable and identifier_code(cld2_language) == expected))
+            cld2_code = identifier_code(cld2_language)
+            # a language of a group no identifier tells apart names the group ("bs" for Serbian in Latin script)
+            named = cld2_code == expected or among(cld2_code, frozenset({expected})) is not None
+            found["unsure"] = float(not (reliable and named))
     tokens = text.split()
     n_words = token_count(text, expected) if expected in UNSPACED_LANGUAGES else len(tokens)
     if not n_words:
