@@ -227,7 +227,7 @@ class Crawler(Discovery):
         elif 200 <= result.status < 300 and result.mime in HTML_TYPES:
             detected = self._html(entry, result, state)
         elif 200 <= result.status < 300 and result.mime.startswith("text/"):
-            detected, _reliable = detect_language(decode_html(result.body, result.content_type), self.pair.heliport_only)
+            detected, _reliable = detect_language(decode_html(result.body, result.content_type), frozenset(self.pair.languages))
         self._record(entry, "fetched", result, detected, error or ("truncated" if result.truncated else ""))
         if self.config.max_pages_per_host and state.pages >= self.config.max_pages_per_host:
             self._drop_host(entry.host, "host_page_limit")
@@ -260,7 +260,7 @@ class Crawler(Discovery):
         for reason, discarded in page.discarded.items():  # links that name no crawlable URL, counted where found
             self.counts.seen(discarded)
             self.counts.drop(reason, discarded)
-        detected, _reliable = detect_language(f"{page.title}\n{page.text}", self.pair.heliport_only)
+        detected, _reliable = detect_language(f"{page.title}\n{page.text}", frozenset(self.pair.languages))
         state.html_pages += 1
         if detected:
             state.languages[detected] += 1

@@ -32,7 +32,6 @@ from typing import Any
 
 from bitextflow.crawl.urlpairs import key_pair_markers
 from bitextflow.crawl.urls import Link, ParsedPage, language_of_anchor, predicted_language
-from bitextflow.extract.language import beyond_cld2
 from bitextflow.extract.relevance import TermMatcher
 from bitextflow.text.urls import url_key
 
@@ -60,11 +59,6 @@ class PairContext:
     @property
     def languages(self) -> tuple[str, ...]:
         return tuple(lang for lang in (self.source, self.target) if lang)
-
-    @property
-    def heliport_only(self) -> frozenset[str]:
-        """The pair's languages CLD2 cannot name: heliport identifies a page that may be in one."""
-        return beyond_cld2(self.languages)
 
     def other(self, language: str) -> str | None:
         """The other language of the pair, or None when ``language`` is not one of them."""

@@ -31,13 +31,15 @@ PAGE_TYPES = HTML_TYPES | TEXT_TYPES
 
 
 class DocumentBuilder:
-    """Documents of WARC responses; ``languages``, the pair's, tell which languages beyond CLD2's a page may be in."""
+    """Documents of WARC responses; ``languages``, the pair's, tell which languages beyond CLD2's a page may be in, and
+    which language of a group CLD2 does not tell apart (Bosnian, Croatian, Serbian) a page of the group is in."""
 
     def __init__(self, config: ExtractConfig | None = None, domain: DomainConfig | None = None, languages: Iterable[str] = ()):
         self.config = config or ExtractConfig()
         self.domain = domain
         self.first_opinion = language.first_opinion(self.config.language_identifier)
-        self.heliport_only = language.beyond_cld2(languages)
+        self.pair_languages = frozenset(languages)
+        self.heliport_only = language.beyond_cld2(self.pair_languages)
         self._matchers: dict[str, relevance.TermMatcher | None] = {}
 
     def matcher(self, lang: str) -> relevance.TermMatcher | None:
@@ -131,7 +133,7 @@ class DocumentBuilder:
         """Document language and language set from the main text; each paragraph's language."""
         text = document.main_text
         found = document_language(text)
-        lang, reliable, shares = language.named_by_heliport(text, found, self.heliport_only, self.first_opinion)
+        lang, reliable, shares = language.page_language(text, found, self.pair_languages, self.first_opinion)
         document.language, document.language_reliable, document.language_set = lang, reliable, shares
         candidates = frozenset(code for code, _share in shares) | {lang}
         for paragraph in document.paragraphs:

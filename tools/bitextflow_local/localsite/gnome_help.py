@@ -300,15 +300,23 @@ def help_folder(help_dir: Path | None, cache: Path) -> Path:
     return found
 
 
-def translated_blocks(help_root: Path, locale: str, blocks: Callable[[etree._Element], list[str]]) -> Iterator[tuple[str, str]]:
-    """``(English, translation)`` of each block (``blocks`` of a page's root) of the pages ``locale`` translates that
-    have as many blocks as the English page: itstool keeps the English page's elements in order."""
+def translated_pages(
+    help_root: Path, locale: str, blocks: Callable[[etree._Element], list[str]]
+) -> Iterator[list[tuple[str, str]]]:
+    """Each page ``locale`` translates that has as many blocks (``blocks`` of a page's root) as the English page, as
+    its blocks' ``(English, translation)``: itstool keeps the English page's elements in order."""
     for english in sorted((help_root / "C" / DOCUMENT).glob("*.page")):
         translation = help_root / locale / DOCUMENT / english.name
         if translation.is_file():
             originals, translated = _english_blocks(english, blocks), blocks(etree.parse(str(translation)).getroot())
             if len(originals) == len(translated):
-                yield from zip(originals, translated, strict=True)
+                yield list(zip(originals, translated, strict=True))
+
+
+def translated_blocks(help_root: Path, locale: str, blocks: Callable[[etree._Element], list[str]]) -> Iterator[tuple[str, str]]:
+    """``(English, translation)`` of each block of the pages of :func:`translated_pages`."""
+    for page in translated_pages(help_root, locale, blocks):
+        yield from page
 
 
 @functools.lru_cache(maxsize=2048)  # every locale pairs with the same English pages: each is read once
