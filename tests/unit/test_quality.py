@@ -156,6 +156,17 @@ def test_each_defect_fails_its_own_expectation(
     assert expectation in message and "\n" not in message
 
 
+def test_a_language_of_the_sides_group_is_not_another_language() -> None:
+    """CLD2 names Croatian sentences Bosnian or Serbian (no identifier tells the three apart): an en-hr release of them
+    passes, and the same sentences on the Spanish side of an en-es one do not."""
+    croatian = clean_pairs().assign(lang_b="hr", text_b=[f"Sud je danas donio presudu broj {i}." for i in range(40)])
+    croatian.loc[0:9, "text_b"] = "Kada je baterija skoro prazna, računar će vas upozoriti i preći u stanje mirovanja."
+    assert passed(check_sentence_pairs(croatian, GATE, "en", "hr"))
+    assert failed(check_sentence_pairs(croatian.assign(lang_b="es"), GATE, "en", "es")) == [
+        "expect_column_values_to_be_between(other_language_share_b)"
+    ]
+
+
 def test_duplicates_within_allowed_share_pass() -> None:
     df = clean_pairs()
     df.loc[0:2, "pair_hash"] = "feedfacecafebeef"  # 2 repeats in 40 rows = 5%: at the limit
