@@ -41,8 +41,8 @@ from types import MappingProxyType
 
 import regex
 
-from bitextflow.extract.language import among, identifiable_languages, identifier_code, identify
-from bitextflow.text.languages import UNKNOWN, cld2_languages, cld2_top, from_iso639_3
+from bitextflow.extract.language import identifiable_languages, identifier_code, identify
+from bitextflow.text.languages import UNKNOWN, cld2_languages, cld2_top, from_iso639_3, one_language
 from bitextflow.text.lengths import UNSPACED_LANGUAGES, WORD_CHARACTER, token_count, weighted_length, words
 
 QUALITY_LABELS = ("PT", "RTE", "PRT", "NRT", "WLN")
@@ -151,10 +151,8 @@ def terms(text: str, language: str, *, detected_language: str | None = None) -> 
         found["other"] = float(detected not in (expected, UNKNOWN))
         if expected in cld2_languages():  # CLD2 is never sure of a language it cannot name
             cld2_language, reliable = cld2_top(text) if text else (UNKNOWN, False)
-            cld2_code = identifier_code(cld2_language)
             # a language of a group no identifier tells apart names the group ("bs" for Serbian in Latin script)
-            named = cld2_code == expected or among(cld2_code, frozenset({expected})) is not None
-            found["unsure"] = float(not (reliable and named))
+            found["unsure"] = float(not (reliable and one_language(identifier_code(cld2_language), expected)))
     tokens = text.split()
     n_words = token_count(text, expected) if expected in UNSPACED_LANGUAGES else len(tokens)
     if not n_words:

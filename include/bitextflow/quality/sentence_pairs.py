@@ -37,7 +37,7 @@ import pandas as pd
 
 from bitextflow.config import GateConfig
 from bitextflow.quality.engine import Check
-from bitextflow.text.languages import cld2, cld2_languages, cluster_members
+from bitextflow.text.languages import cld2, cld2_languages, one_language
 from bitextflow.text.lengths import weighted_length
 from bitextflow.text.scripts import base_language
 
@@ -113,7 +113,7 @@ def other_language(text: object, expected: object) -> str | None:
     if (language := base_language(expected)) not in cld2_languages():
         return None
     detected, reliable, _shares = cld2(text)
-    return detected if reliable and base_language(detected) not in {language, *cluster_members(language)} else None
+    return detected if reliable and not one_language(detected, language) else None
 
 
 def volume_bounds(gate: GateConfig, previous_count: int | None) -> tuple[int, int | None]:

@@ -291,6 +291,13 @@ def cluster_members(code: str) -> frozenset[str]:
     return next((members for members in HELIPORT_CLUSTERS.values() if code in members), frozenset())
 
 
+def one_language(code: str, expected: str) -> bool:
+    """Whether an identifier's ``code`` names ``expected``'s language, in any script, or another language of its
+    :data:`HELIPORT_CLUSTERS` group: CLD2 names Croatian text Bosnian or Serbian, and no identifier tells them apart."""
+    language, named = base_language(expected), base_language(code)
+    return named == language or named in cluster_members(language)
+
+
 @functools.cache
 def heliport_languages() -> frozenset[str]:
     """The languages heliport can name, in the project's spelling (a cluster as its members)."""
