@@ -286,7 +286,9 @@ def main() -> int:
     surface: dict[str, float] = {}
     alphas: dict[str, float] = {}
     for held in langs:
-        weights, threshold, _objective = bench.choose([s for (n, lang), s in sets.items() if lang != held])
+        weights, threshold, _objective = bench.choose(
+            [s for (n, lang), s in sets.items() if lang != held], bench.coordinate_orders(1)[0]
+        )
         score = {lang: 2.0 ** (-(sets[1, lang].matrix @ weights) / threshold) for lang in langs}
 
         def f1(lang: str, a: float, score=score) -> float:

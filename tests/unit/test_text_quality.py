@@ -22,7 +22,7 @@ from bitextflow.extract.text_quality import (
 
 GOLD = Path(__file__).parents[2].parent / "shared" / "eval" / "macocu_text_quality"
 GOLD_LANGUAGES = ("bg", "hr", "is", "mk", "mt")
-# Measured: 0.721 (the shipped weights on all five languages, annotator 1; leave-one-language-out: 0.693).
+# Measured: 0.721 (the shipped weights on all five languages, annotator 1; leave-one-language-out: 0.689).
 GOLD_FLOOR = 0.70
 
 RUNNING = {
