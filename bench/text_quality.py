@@ -3,7 +3,8 @@
 Data: ``--data DIR`` holds ``annotator{1,2}.LL.tsv`` (the MaCoCu corpus-evaluation annotations, RikVN/Corpus_Eval; here
 ``../shared/eval/macocu_text_quality``: bg, hr, is, mk, mt): tab-separated with a header, UTF-8 with a byte-order mark,
 no quoting (a text may hold quotes), columns ``Source`` (the text), ``Source lang``, ``Evaluation`` (PT, RTE, PRT,
-NRT, WLN), ``Description``, ``Time``. Every language found is scored; a language needs both annotators' files.
+NRT, WLN), ``Description``, ``Time``. Every language with an ``annotator1`` file is scored; ``annotator2`` is
+optional (``second_annotator`` is null without it, and the macro figure is over the languages that have it).
 
 Metric: binary macro F1 of keep (``PT`` or ``RTE``) against the rest (the mean of the F1 of keep and of not-keep),
 per language, against annotator 1; ``macro`` is the mean over languages.
@@ -17,8 +18,11 @@ per language, against annotator 1; ``macro`` is the mean over languages.
   order's in ``ours_by_order``: one order's path through the grid moves the Maltese fold between 0.61 and 0.74, so a
   single order's figure cannot tell a better term from a luckier path. The confusion matrix counts every order's
   verdicts.
-- ``shipped_in_sample``: the module's shipped weights (the search in the terms' own order on all languages) on all of
-  them, in sample.
+  With one language there is nothing to leave out, and ``ours`` is the shipped weights.
+- ``shipped``: the module's shipped weights (the search in the terms' own order on bg, hr, is, mk and mt,
+  :data:`~bitextflow.extract.text_quality.WEIGHTS_CHOSEN_ON`): in sample on those five, unseen on any other language;
+  ``macro.shipped_unseen`` is their mean over the unseen ones, what a release's labels reach in a language nobody
+  tuned them on.
 - ``baseline``: keep a text of at least 6 tokens that ends with punctuation
   (:func:`bitextflow.extract.sentences.ends_with_punctuation`).
 - ``second_annotator``: annotator 2 scored against annotator 1 on the texts both labelled (joined on ``Source``; a
@@ -43,7 +47,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -186,64 +190,66 @@ def main() -> int:
     args = parser.parse_args()
     if args.orders < 1:
         parser.error(f"--orders {args.orders}: the search needs at least one coordinate order; give 1 or more (default {ORDERS})")
-    langs = sorted(
-        p.name.split(".")[1]
-        for p in args.data.glob("annotator1.*.tsv")
-        if (args.data / f"annotator2.{p.name.split('.')[1]}.tsv").exists()
-    )
+    langs = sorted(p.name.split(".")[1] for p in args.data.glob("annotator1.*.tsv"))
     if not langs:
-        reason = f"no annotator1.LL.tsv with its annotator2.LL.tsv in {args.data}"
+        reason = f"no annotator1.LL.tsv in {args.data}"
         print(f"bench/text_quality.py: skipped: {reason}", file=sys.stderr)
         if args.json:
             print(json.dumps({"skipped": True, "reason": reason}))
         return 0
 
-    rows = {(n, lang): read(args.data / f"annotator{n}.{lang}.tsv") for n in (1, 2) for lang in langs}
-    found = {lang: {text: tq.terms(text, lang) for n in (1, 2) for text, _label in rows[n, lang]} for lang in langs}
-    sets = {(n, lang): Labelled(rows[n, lang], found[lang]) for n in (1, 2) for lang in langs}
+    rows = {
+        (n, lang): read(args.data / f"annotator{n}.{lang}.tsv")
+        for n in (1, 2)
+        for lang in langs
+        if (args.data / f"annotator{n}.{lang}.tsv").exists()
+    }
+    found = {
+        lang: {text: tq.terms(text, lang) for (_n, of), texts in rows.items() if of == lang for text, _label in texts}
+        for lang in langs
+    }
+    sets = {(n, lang): Labelled(texts, found[lang]) for (n, lang), texts in rows.items()}
+    orders = coordinate_orders(args.orders)
+    shipped = np.array([tq.WEIGHTS[name] for name in WEIGHTED])
 
     results: dict[str, dict] = {}
     folds: dict[str, list[dict]] = {}
     confusion: dict[str, dict] = {}
-    shipped = np.array([tq.WEIGHTS[name] for name in WEIGHTED])
-    orders = coordinate_orders(args.orders)
     for lang in langs:
         held_out = sets[1, lang]
-        training = [s for (_n, other), s in sets.items() if other != lang]
-        by_order, folds[lang] = [], []
-        counts: Counter[tuple[str, str]] = Counter()
-        for order in orders:
-            weights, threshold, objective = choose(training, order)
-            by_order.append(binary_macro_f1(held_out.gold, held_out.predict(weights, threshold)))
-            chosen = dict(zip(WEIGHTED, weights.tolist(), strict=True))
-            folds[lang].append(
-                {"order": [WEIGHTED[i] for i in order], "weights": chosen, "threshold": round(threshold, 4)}
-                | {"objective_on_the_others": round(objective, 4), "ours": round(by_order[-1], 4)}
+        if len(langs) > 1:
+            by_order, folds[lang], counts = leave_out(lang, sets, orders, found[lang])
+        else:  # nothing to leave out: the weights as shipped, chosen on other languages unless this is one of them
+            by_order = [binary_macro_f1(held_out.gold, held_out.predict(shipped, tq.THRESHOLD))]
+            counts = Counter(
+                (gold, tq.verdict(found[lang][text]).label) for text, gold in zip(held_out.texts, held_out.labels, strict=True)
             )
-            for text, gold in zip(held_out.texts, held_out.labels, strict=True):
-                counts[gold, tq.verdict(found[lang][text], chosen, threshold).label] += 1
-        ones, twos = paired(rows[1, lang], rows[2, lang])
         baseline = np.array([len(text.split()) >= 6 and ends_with_punctuation(text) for text in held_out.texts])
+        ones, twos = paired(rows[1, lang], rows.get((2, lang), []))
         results[lang] = {
             "ours": round(float(np.mean(by_order)), 4),
             "ours_by_order": [round(f1, 4) for f1 in by_order],
             "baseline": round(binary_macro_f1(held_out.gold, baseline), 4),
-            "second_annotator": round(binary_macro_f1(keep(ones), keep(twos)), 4),
-            "shipped_in_sample": round(binary_macro_f1(held_out.gold, held_out.predict(shipped, tq.THRESHOLD)), 4),
+            "second_annotator": round(binary_macro_f1(keep(ones), keep(twos)), 4) if ones else None,
+            "shipped": round(binary_macro_f1(held_out.gold, held_out.predict(shipped, tq.THRESHOLD)), 4),
+            "shipped_weights_seen_it": lang in tq.WEIGHTS_CHOSEN_ON,
             "texts": len(held_out.texts),
             "shared_texts": len(ones),
             "keep_share": round(float(held_out.gold.mean()), 4),
         }
         confusion[lang] = {g: {p: counts[g, p] for p in tq.QUALITY_LABELS if counts[g, p]} for g in tq.QUALITY_LABELS}
-        print(f"fold {lang}: ours {results[lang]['ours']:.3f}, by order {results[lang]['ours_by_order']}", flush=True)
+        print(f"{lang}: ours {results[lang]['ours']:.3f}, by order {results[lang]['ours_by_order']}", flush=True)
 
     weights, threshold, objective = choose(list(sets.values()), orders[0])
     on_all = {"weights": dict(zip(WEIGHTED, weights.tolist(), strict=True)), "threshold": round(threshold, 4)}
-    print(f"on all languages (the shipped values come from this): threshold {threshold:.3f}, weights {on_all['weights']}")
+    print(f"chosen on all these languages in the terms' own order: threshold {threshold:.3f}, weights {on_all['weights']}")
 
-    columns = ("ours", "baseline", "second_annotator", "shipped_in_sample")
-    macro = {key: round(float(np.mean([results[lang][key] for lang in langs])), 4) for key in columns}
-    by_order_macro = [round(float(np.mean([results[lang]["ours_by_order"][k] for lang in langs])), 4) for k in range(len(orders))]
+    columns = ("ours", "baseline", "second_annotator", "shipped")
+    macro = {key: mean_over(results[lang][key] for lang in langs) for key in columns}
+    macro["shipped_unseen"] = mean_over(results[lang]["shipped"] for lang in langs if lang not in tq.WEIGHTS_CHOSEN_ON)
+    by_order_macro = [
+        mean_over(results[lang]["ours_by_order"][k] for lang in langs) for k in range(len(orders) if len(langs) > 1 else 1)
+    ]
     texts = [(text, lang) for lang in langs for text, _label in rows[1, lang]]
     speed = throughput(texts, detected=False)
     speed_given = throughput(texts, detected=True)
@@ -251,12 +257,20 @@ def main() -> int:
     print(f"{'language':9} {'texts':>5} {'keep':>5} " + " ".join(f"{c:>17}" for c in columns))
     for lang in langs:
         r = results[lang]
-        print(f"{lang:9} {r['texts']:5} {r['keep_share']:5.2f} " + " ".join(f"{r[c]:17.3f}" for c in columns))
-    print(f"{'macro':21} " + " ".join(f"{macro[c]:17.3f}" for c in columns))
-    print(
-        f"(ours: leave one language out, against annotator 1, the mean over {len(orders)} coordinate orders of the search, "
-        f"each order's macro {by_order_macro}; second_annotator on {sum(r['shared_texts'] for r in results.values())} shared texts)"
+        print(f"{lang:9} {r['texts']:5} {r['keep_share']:5.2f} " + " ".join(f"{shown(r[c]):>17}" for c in columns))
+    print(f"{'macro':21} " + " ".join(f"{shown(macro[c]):>17}" for c in columns))
+    ours_is = (
+        f"leave one language out, the mean over {len(orders)} coordinate orders of the search, each order's macro {by_order_macro}"
+        if len(langs) > 1
+        else "the shipped weights (one language: nothing to leave out)"
     )
+    print(
+        f"(ours: {ours_is}; against annotator 1; second_annotator on {sum(r['shared_texts'] for r in results.values())} shared texts)"
+    )
+    if macro["shipped_unseen"] is not None:
+        print(
+            f"shipped weights on the languages they were not chosen on (not {', '.join(tq.WEIGHTS_CHOSEN_ON)}): {macro['shipped_unseen']:.3f}"
+        )
     print(f"paragraphs/s, one core ({cpu_model()}): {speed:,.0f} identifying, {speed_given:,.0f} with the language given")
     if args.json:
         summary = {
@@ -265,15 +279,47 @@ def main() -> int:
             "ours_by_order": by_order_macro,
             "documents_per_s": round(speed, 1),
             "documents_per_s_detected_given": round(speed_given, 1),
-            "leave_one_language_out": True,
+            "leave_one_language_out": len(langs) > 1,
             "folds": folds,
-            "shipped": {"weights": dict(tq.WEIGHTS), "threshold": tq.THRESHOLD},
+            "shipped": {"weights": dict(tq.WEIGHTS), "threshold": tq.THRESHOLD, "chosen_on": list(tq.WEIGHTS_CHOSEN_ON)},
             "chosen_on_all_languages": on_all | {"objective": round(objective, 4)},
             "confusion_ours_vs_annotator1": confusion,
             "cpu": cpu_model(),
         }
         print(json.dumps(summary))
     return 0
+
+
+def leave_out(
+    lang: str, sets: dict[tuple[int, str], Labelled], orders: list[list[int]], found: dict[str, dict[str, float]]
+) -> tuple[list[float], list[dict], Counter[tuple[str, str]]]:
+    """``lang``'s annotator-1 figure with weights chosen on the other languages, in each order: the figures, each
+    order's choice, and the five-label confusion over every order's verdicts."""
+    held_out = sets[1, lang]
+    training = [s for (_n, other), s in sets.items() if other != lang]
+    by_order, chosen_by_order = [], []
+    counts: Counter[tuple[str, str]] = Counter()
+    for order in orders:
+        weights, threshold, objective = choose(training, order)
+        by_order.append(binary_macro_f1(held_out.gold, held_out.predict(weights, threshold)))
+        chosen = dict(zip(WEIGHTED, weights.tolist(), strict=True))
+        chosen_by_order.append(
+            {"order": [WEIGHTED[i] for i in order], "weights": chosen, "threshold": round(threshold, 4)}
+            | {"objective_on_the_others": round(objective, 4), "ours": round(by_order[-1], 4)}
+        )
+        for text, gold in zip(held_out.texts, held_out.labels, strict=True):
+            counts[gold, tq.verdict(found[text], chosen, threshold).label] += 1
+    return by_order, chosen_by_order, counts
+
+
+def mean_over(figures: Iterable[float | None]) -> float | None:
+    """The mean of the figures there are (a language without a second annotator has none); None when none is."""
+    present = [figure for figure in figures if figure is not None]
+    return round(float(np.mean(present)), 4) if present else None
+
+
+def shown(figure: float | None) -> str:
+    return "-" if figure is None else f"{figure:.3f}"
 
 
 if __name__ == "__main__":
