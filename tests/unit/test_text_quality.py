@@ -16,6 +16,7 @@ from bitextflow.extract.text_quality import (
     WEIGHTS,
     TextQuality,
     document_quality,
+    expected_language,
     paragraph_quality,
     terms,
 )
@@ -83,13 +84,22 @@ MONTENEGRIN = (
 )
 
 
-@pytest.mark.parametrize("language", ["cnr", "bos", "bs", "sr", "hr"])
+@pytest.mark.parametrize("language", ["cnr", "bos", "bs", "sr", "hr", "sh"])
 def test_bosnian_croatian_montenegrin_and_serbian_are_judged_as_one_group(language: str) -> None:
-    """Montenegrin is Serbian, as in a pair (CLDR's alias), and an ISO 639-3 code is its ISO 639-1 one; CLD2 naming
-    another language of the group is not unsure of the language, and English is another language for every one."""
+    """Montenegrin is Serbian, as in a pair (CLDR's alias), and so is the retired Serbo-Croatian code ``sh``, which
+    fastText still answers; an ISO 639-3 code is its ISO 639-1 one; CLD2 naming another language of the group is not
+    unsure of the language, and English is another language for every one."""
     found = terms(MONTENEGRIN, language)
     assert found["other"] == found["unknown"] == found["unsure"] == 0.0, found
     assert paragraph_quality(RUNNING["en"], language).label == "WLN"
+
+
+@pytest.mark.parametrize(
+    ("code", "language"), [("sh", "sr"), ("mo", "ro"), ("in", "id"), ("ji", "yi"), ("bh", "bh"), ("hrv", "hr")]
+)
+def test_a_retired_code_is_read_as_cldr_aliases_it_unless_the_identifier_knows_only_the_code(code: str, language: str) -> None:
+    """``bh`` (Bihari) is CLDR's ``bho`` (Bhojpuri), which no identifier names, where CLD2 and fastText answer ``bh``."""
+    assert expected_language(code) == language
 
 
 def test_every_verdict_is_a_label_and_a_score_between_0_and_1() -> None:

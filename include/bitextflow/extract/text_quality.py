@@ -129,11 +129,14 @@ _REPEATED_FROM = 8  # words; fewer say nothing of repetition
 
 @functools.lru_cache(maxsize=256)
 def expected_language(language: str) -> str:
-    """The identifier's code for the language a text is expected in (``hrv``, ``es-ES``, ``Croatian``), with an ISO
-    639-3 code read as a pair's is: as its ISO 639-1 code or its macrolanguage (``bos`` bs, ``pes`` fa, ``zsm`` ms), and
-    Montenegrin (``cnr``) as Serbian (CLDR's aliases), whose group the identifier names it in."""
+    """The identifier's code for the language a text is expected in (``hrv``, ``es-ES``, ``Croatian``), with a code
+    read as a pair's is, through CLDR's aliases: an ISO 639-3 code as its ISO 639-1 code or its macrolanguage (``bos``
+    bs, ``pes`` fa, ``zsm`` ms), Montenegrin (``cnr``) and the retired Serbo-Croatian ``sh`` as Serbian, whose group
+    the identifier names them in, ``mo`` as Romanian. A code the identifier answers stays where its alias is no language
+    the identifier names (``bh``, Bihari, is CLDR's Bhojpuri)."""
     code = identifier_code(language)
-    return from_iso639_3(code) if len(code) == 3 else code
+    aliased = from_iso639_3(code)
+    return aliased if aliased in identifiable_languages() or code not in identifiable_languages() else code
 
 
 def terms(text: str, language: str, *, detected_language: str | None = None) -> dict[str, float]:
