@@ -923,7 +923,8 @@ class MonolingualConfig(_Section):
     min_words: int = Field(20, ge=0, description="Fewer words in the document's main content: not released.")
     duplicates: Literal["drop", "keep"] = Field(
         "drop", description="Documents the run set aside as copies of another (same URL, text or near-duplicate): "
-        "`drop` releases the one kept, with its cluster's size; `keep` releases the copies too.",
+        "`drop` releases the one kept, with its cluster's size; `keep` releases the copies too, but a copy of the same "
+        "URL only once: it is the same document, under the same id.",
     )  # fmt: skip
 
 

@@ -124,6 +124,15 @@ def test_each_threshold_holds_a_document_back_under_its_own_reason(change: dict,
     assert held_back_by(row, MonolingualConfig()) == reason
 
 
+def test_keeping_copies_releases_another_urls_copy_but_a_same_url_copy_once() -> None:
+    """A copy of the same URL found in another shard has the kept document's id; releasing it too would put that id in
+    the file twice, which the release gate refuses."""
+    keep = MonolingualConfig(duplicates="keep")
+    line = line_of(document())
+    assert held_back_by(row_of(line, duplicate_of="another-url"), keep) is None
+    assert held_back_by(row_of(line, duplicate_of=line["id"]), keep) == "duplicate"
+
+
 def test_the_corpus_counts_every_document_and_writes_the_same_bytes_twice(tmp_path: Path) -> None:
     lines = [line_of(document(f"http://example.org/en/{n}.html")) for n in range(3)]
     rows = [row_of(line) for line in lines] + [row_of(lines[0], duplicate_of=lines[1]["id"])]
@@ -196,3 +205,22 @@ def test_a_release_with_documents_describes_them_and_its_gate_catches_a_bad_line
     failed = " ".join(report.failures)
     for column in ("language", "repeated_id", "optout_problem", "personal_data", "schema_problem"):
         assert column in failed, f"{column} not caught: {report.failures}"
+
+
+def test_the_documents_gate_screens_the_title_and_every_paragraph_for_personal_data(tmp_path: Path) -> None:
+    """``text`` holds only the main paragraphs: an address in the title or in a boilerplate paragraph (a footer) is
+    released too, so the gate reads them."""
+    from bitextflow.quality import validate
+    from bitextflow.quality.release import release_documents_checks
+
+    detector = PersonalDataDetector()
+    in_title = line_of(document("http://example.org/en/1.html"))
+    in_title["title"] = "Write to ana.lopez@example.com"
+    in_footer = line_of(document("http://example.org/en/2.html"))
+    in_footer["paragraphs"][-1]["text"] = "Home | Contact: ana.lopez@example.com"
+    path = tmp_path / documents_file("en")
+    for lines, caught in (([line_of(document())], False), ([in_title], True), ([in_footer], True)):
+        with gzip.open(path, "wt", encoding="utf-8") as out:
+            out.writelines(json.dumps(line) + "\n" for line in lines)
+        (report,) = validate(release_documents_checks(path, "en", detector))
+        assert (not report.success and "personal_data" in " ".join(report.failures)) == caught, (lines, report.failures)

@@ -191,6 +191,13 @@ def _release_pairs_check(frame: pd.DataFrame, lang_a: str, lang_b: str, suite: s
     return Check(suite, frame, expectations)
 
 
+def _every_text(line: dict[str, Any]) -> str:
+    """What a user reads in a documents line: its title and every paragraph, boilerplate ones included (``text`` holds
+    only the main paragraphs)."""
+    paragraphs = line.get("paragraphs") or []
+    return "\n".join([str(line.get("title") or ""), *(str(p.get("text") or "") for p in paragraphs if isinstance(p, dict))])
+
+
 def release_documents_checks(path: Path, language: str, detector: PersonalDataDetector | None) -> Iterator[Check]:
     """The suites over one language's released documents, read back as users read them, a chunk at a time; each row
     is a line with helper columns saying what is wrong with it (None: nothing)."""
@@ -213,7 +220,7 @@ def release_documents_checks(path: Path, language: str, detector: PersonalDataDe
             errors = sorted(validator.iter_errors(line), key=lambda error: list(error.path))
             identifier = str(line.get("id", ""))
             optouts = line.get("optouts") or {}
-            found = [f.kind for f in detector.find(line.get("text", ""))] if detector is not None else []
+            found = [f.kind for f in detector.find(_every_text(line))] if detector is not None else []
             rows.append({
                 "id": identifier,
                 "language": line.get("language"),

@@ -199,7 +199,8 @@ def annotated_row(line: Mapping[str, Any], partition: int = 0) -> dict[str, Any]
 def held_back_by(row: Mapping[str, Any], mono: MonolingualConfig) -> str | None:
     """The first ``mono.*`` threshold an annotated document (``records.ANNOTATED_DOCUMENTS`` row) misses, as the
     reason it is counted under; None when it is released."""
-    if row["duplicate_of"] and mono.duplicates == "drop":
+    # a copy of the same URL is the same document, under the same id: released once whatever mono.duplicates says
+    if row["duplicate_of"] and (mono.duplicates == "drop" or row["duplicate_of"] == row["doc_id"]):
         return "duplicate"
     if not row["words"] or row["words"] < mono.min_words:
         return "too_few_words"
