@@ -1,6 +1,7 @@
 """A run from a Common Crawl index (``crawl.index``) on the real S3 server: a generated Common Crawl
 (:mod:`bitextflow_local.localsite.ccindex`: 40 sites, 8 of them bilingual, two crawls) in a bucket of its own, read
-with Arrow's scanner and fetched by ranged GETs. Selection, byte identity, and a fetch task SIGKILLed and retried."""
+with Arrow's scanner and fetched by ranged GETs. Selection, byte identity, each record's place in Common Crawl kept
+for its documents, and a fetch task SIGKILLed and retried."""
 
 from __future__ import annotations
 
@@ -84,6 +85,21 @@ def test_selection_picks_exactly_the_bilingual_sites_and_fetches_their_pages_onc
     assert sum(counts["dropped"].get("same_url_captured_before", 0) for counts in fetched) > 0
     for key, members in by_shard.items():  # a shard holds its site partition's pages only: extract writes one a file
         assert {site_partition(url, 4) for url in members} == {partition_of_name(key)}
+
+
+def test_each_document_of_an_index_run_names_its_record_in_common_crawl(s3_env, generated):
+    """``source.commoncrawl`` of every annotated document is where the index located its record: cc_fetch keeps each
+    record's place in its shard beside the shard, and extract's offsets are those places."""
+    ctx = index_run(generated, "cc-documents")
+    run_pipeline(ctx, until="gate")
+    where = {row.capture.url: row for row in generated.selected()}
+    annotated = [key for key in ctx.store.list_keys(ctx.key("monolingual", "")) if key.endswith(".documents.parquet")]
+    lines = [json.loads(document) for key in annotated for document in read_table(ctx.store, key)["document"]]
+    assert lines, "the generated sites' pages make documents"
+    for line in lines:
+        row = where[line["url"]]
+        assert line["source"]["kind"] == "commoncrawl"
+        assert line["source"]["commoncrawl"] == {"warc_filename": row.warc_filename, "offset": row.offset, "length": row.length}
 
 
 def test_dag_of_an_index_pair_starts_with_the_index_stages():

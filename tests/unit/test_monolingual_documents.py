@@ -104,6 +104,17 @@ def test_the_release_screen_replaces_what_a_stricter_detector_finds_and_drops_wh
     assert screened_line(untouched, Screen(detector=PersonalDataDetector()), counts) is untouched
 
 
+def test_a_common_crawl_document_names_its_record_there() -> None:
+    record = {"warc_filename": "crawl-data/CC-MAIN-2099-01/segments/1/warc/CC-MAIN-00000.warc.gz", "offset": 7, "length": 540}
+    validator = Draft202012Validator(document_schema())
+    located = annotate(document(), DocumentContext(index_record=record), source="commoncrawl", optouts=OPTOUTS, detector=None)
+    crawled = line_of(document())
+    assert located["source"]["commoncrawl"] == record and "commoncrawl" not in crawled["source"]
+    assert not list(validator.iter_errors(located)) and not list(validator.iter_errors(crawled))
+    located["source"]["commoncrawl"]["length"] = 0
+    assert list(validator.iter_errors(located)), "a record of no bytes is no Common Crawl record"
+
+
 def test_mean_distribution_is_none_without_a_classified_sentence() -> None:
     assert mean_distribution([]) is None and mean_distribution(["", ""]) is None
 

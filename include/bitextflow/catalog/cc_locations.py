@@ -1,19 +1,25 @@
 """Where a Common Crawl index row says its record is (``warc_filename``, ``warc_record_offset``,
 ``warc_record_length``), checked before anything is fetched: the index is remote data, and a row naming ``../``, a
 negative offset or a length S3 cannot serve as a range (answered with the whole object) is refused and counted by
-reason (docs/security.md).
+reason (docs/security.md). Once fetched, each record's place in the run's WARC shard is kept beside the shard with
+the row that located it (:func:`shard_locations`, :func:`index_records`), so that a released document names its Common
+Crawl record.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from bitextflow.config import MAX_BODY_BYTES
 from bitextflow.counts import StageCounts
+from bitextflow.storage import ObjectStore
+from bitextflow.storage.layout import fetched_locations_key
 
 #: The index columns that locate a record.
 LOCATION = ["warc_filename", "warc_record_offset", "warc_record_length"]
@@ -58,3 +64,29 @@ def located(rows: pa.Table, max_length: int, counts: StageCounts) -> pa.Table:
     for reason, n in Counter(verdicts.drop_null().to_pylist()).items():
         counts.drop(reason, n)
     return rows.filter(pc.is_null(verdicts))
+
+
+def shard_locations(kept: Sequence[tuple[Mapping[str, Any], bytes]]) -> list[dict[str, Any]]:
+    """The records of a shard made of ``kept`` (each index row and the bytes fetched for it, in shard order): each
+    record's offset in the shard and where the index says it is."""
+    located, offset = [], 0
+    for row, data in kept:
+        located.append({"offset": offset} | {column: row[column] for column in LOCATION})
+        offset += len(data)
+    return located
+
+
+def index_records(store: ObjectStore, warc_key: str) -> dict[int, dict[str, Any]]:
+    """The Common Crawl record of each record of a fetched shard, by its offset in the shard (``{}`` for a shard
+    fetched before the locations were kept, or not fetched from an index): ``warc_filename``, ``offset``, ``length``."""
+    key = fetched_locations_key(warc_key)
+    if not store.exists(key):
+        return {}
+    return {
+        int(entry["offset"]): {
+            "warc_filename": entry["warc_filename"],
+            "offset": int(entry["warc_record_offset"]),
+            "length": int(entry["warc_record_length"]),
+        }
+        for entry in store.get_json(key)["records"]
+    }

@@ -70,12 +70,14 @@ def optout_verdicts(config: PairConfig) -> dict[str, Any]:
 @dataclass(frozen=True)
 class DocumentContext:
     """What the run knows about a document beyond its row: the copies of it set aside, the document pairs it is in,
-    its sentences' domain distributions in classified pairs (JSON objects), the document kept instead of it."""
+    its sentences' domain distributions in classified pairs (JSON objects), the document kept instead of it, and its
+    record in Common Crawl (:func:`bitextflow.catalog.cc_locations.index_records`)."""
 
     copies: int = 0
     document_pairs: Sequence[tuple[str, str]] = ()
     domain_distributions: Sequence[str] = ()
     duplicate_of: str = ""
+    index_record: Mapping[str, Any] | None = None
 
 
 def mean_distribution(distributions: Sequence[str]) -> dict[str, float] | None:
@@ -126,7 +128,8 @@ def annotate(
             "warc": document.warc_key,
             "offset": int(document.warc_offset),
             "record_id": document.warc_record_id,
-        },
+        }
+        | ({"commoncrawl": dict(context.index_record)} if context.index_record else {}),
         "language": document.language,
         "language_score": round(shares.get(document.language, 0.0), 4),
         "language_set": [{"language": lang, "share": round(share, 4)} for lang, share in shares.items()],

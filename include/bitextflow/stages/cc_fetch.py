@@ -18,8 +18,9 @@ length that is not positive or longer than ``crawl.max_body_bytes``) is dropped 
 requested; cc_records drops them already. The robots.txt captures are counted as ``cc_fetch_robots``
 (``cc-NNNNN-robots.counts.json``). A shard is the kept records' bytes as stored (each a gzip member, so the shard is
 a valid ``.warc.gz``), written whole as ``cc_fetch/cc-NNNNN-SSSSS.warc.gz``: no record of a page opted out reaches
-it, so extract judges none again. Each shard's site partition is the partition's, so extract writes one partition
-per file and ``partition`` reads one row group of it.
+it, so extract judges none again. Beside it, ``cc-NNNNN-SSSSS.locations.json`` gives each record's offset in the
+shard and its place in Common Crawl, which a released document names (``source.commoncrawl``). Each shard's site
+partition is the partition's, so extract writes one partition per file and ``partition`` reads one row group of it.
 
 Resumable: after each shard the task writes ``cc-NNNNN.checkpoint.json`` (each shard's plan digest and counts).
 A retry after a kill plans the same shards (the same records in the same order give the same keys and bytes),
@@ -37,7 +38,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from bitextflow.catalog.cc_locations import location_problem
+from bitextflow.catalog.cc_locations import location_problem, shard_locations
 from bitextflow.catalog.cc_record_checks import captured_site_files, record_verdict
 from bitextflow.catalog.ccindex import Admission, CrawlIndex
 from bitextflow.catalog.site_files import learned_optouts
@@ -45,7 +46,7 @@ from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.policy import OptOuts
 from bitextflow.stages.cc_sites import IndexStage
-from bitextflow.storage.layout import CC_ROBOTS_RECORDS, CC_WARC_SHARDS, fetch_name, fetched_warc_name
+from bitextflow.storage.layout import CC_ROBOTS_RECORDS, CC_WARC_SHARDS, fetch_name, fetched_locations_key, fetched_warc_name
 from bitextflow.storage.tables import partition_holders, read_partition
 from bitextflow.text.urls import origin_of
 
@@ -133,12 +134,17 @@ class CcFetch(IndexStage):
             entry = done.get(name)
             if entry is None or entry["plan"] != digest or (entry["records"] and not ctx.store.exists(key)):
                 results = list(pool.map(fetch_page, records))
-                fetched = [data for data, reason in results if data is not None and reason is None]
-                if fetched:
-                    ctx.store.put_bytes(key, b"".join(fetched), "application/warc")
+                kept = [
+                    (record, data)
+                    for record, (data, reason) in zip(records, results, strict=True)
+                    if data is not None and reason is None
+                ]
+                if kept:
+                    ctx.store.put_bytes(key, b"".join(data for _, data in kept), "application/warc")
+                    ctx.store.put_json(fetched_locations_key(key), {"warc": key, "records": shard_locations(kept)})
                 entry = {
                     "plan": digest,
-                    "records": len(fetched),
+                    "records": len(kept),
                     "missing": sum(data is None for data, _ in results),
                     "set_aside": dict(Counter(reason for _, reason in results if reason)),
                 }
@@ -169,6 +175,7 @@ class CcFetch(IndexStage):
         for key in ctx.store.list_keys(ctx.key(self.name, f"{fetch_name(partition)}-")):
             if CC_WARC_SHARDS.search(key.rsplit("/", 1)[-1]) and key not in written:
                 ctx.store.delete_prefix(key)
+                ctx.store.delete_prefix(fetched_locations_key(key))
         ctx.write_counts(self.name, fetch_name(partition), counts)
         return written
 

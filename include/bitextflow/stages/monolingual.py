@@ -5,7 +5,8 @@ the classify stage gave their sentences domain distributions. This stage puts it
 every document extraction kept in one of the pair's languages, aligned or not, and copies the run set aside included
 (each naming the document kept instead): text quality per paragraph and per document, the language's score, domain
 relevance, terms and the classifier's mean distribution, the near-duplicate cluster's size, personal data replaced,
-the opt-outs it passed and its document pairs (:func:`bitextflow.release.documents.annotate`). It writes
+the opt-outs it passed, its document pairs and, for a Common Crawl run, its record there
+(:func:`bitextflow.release.documents.annotate`). It writes
 ``monolingual/part-NNNNN.documents.parquet`` (``records.ANNOTATED_DOCUMENTS``); the release filters them by the
 pair's ``mono.*`` thresholds into ``documents.<lang>.jsonl.gz``, annotations kept, so users can filter again.
 
@@ -18,10 +19,12 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
 from bitextflow import records
+from bitextflow.catalog.cc_locations import index_records
 from bitextflow.catalog.run_outputs import RunOutputs
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
@@ -116,6 +119,7 @@ class Monolingual(Stage):
                 ", ".join(bcp47(code) for code in sorted(set(other_languages["other_script"]))),
             )  # fmt: skip
         pairs_of, distributions_of = self._pairs(partition, plan["classified"])
+        located: dict[str, dict[int, dict[str, Any]]] = {}  # a fetched shard's Common Crawl records, by offset
         rows = []
         for row in in_pair.itertuples():
             document = records.Document.from_row(row)
@@ -125,6 +129,7 @@ class Monolingual(Stage):
                 document_pairs=pairs_of.get(document.doc_id, ()),
                 domain_distributions=() if duplicate_of else distributions_of.get(document.url, ()),
                 duplicate_of=duplicate_of,
+                index_record=self._index_record(document, located) if self.source == "commoncrawl" else None,
             )
             line = annotate(
                 document, context, source=self.source, optouts=self.optouts, detector=self.screen.detector,
@@ -139,6 +144,11 @@ class Monolingual(Stage):
         write_table(ctx.store, ctx.key("monolingual", f"{name}.documents.parquet"), frame, records.ANNOTATED_DOCUMENTS)
         ctx.write_counts(self.name, name, counts)
         return list(plan["classified"])
+
+    def _index_record(self, document: records.Document, located: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any] | None:
+        if document.warc_key not in located:
+            located[document.warc_key] = index_records(self.ctx.store, document.warc_key)
+        return located[document.warc_key].get(int(document.warc_offset))
 
     def _pairs(self, partition: int, classified_keys: list[str]) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[str]]]:
         """The partition's document pairs by document id, and its classified sentences' domain distributions by URL."""

@@ -89,6 +89,12 @@ def fetched_warc_name(partition: int, shard: int) -> str:
     return f"{fetch_name(partition)}-{shard:05d}.warc.gz"
 
 
+def fetched_locations_key(warc_key: str) -> str:
+    """``.../cc-00003-00001.locations.json``: where each record of the fetched WARC shard ``warc_key`` sits in Common
+    Crawl (:func:`bitextflow.catalog.cc_locations.shard_locations`)."""
+    return warc_key.removesuffix(".warc.gz") + ".locations.json"
+
+
 def duplicates_name(partition: int) -> str:
     """The run-level duplicates found among one partition's documents (deduplicate folder)."""
     return f"{partition_name(partition)}.duplicates.parquet"
