@@ -17,6 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from bitextflow.config import load_pair_config
 from bitextflow.stages.cc_fetch import CcFetch
+from bitextflow.stages.monolingual import Monolingual
 from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline, run_stage
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow.storage.tables import read_table
@@ -89,9 +90,12 @@ def test_selection_picks_exactly_the_bilingual_sites_and_fetches_their_pages_onc
 
 def test_each_document_of_an_index_run_names_its_record_in_common_crawl(s3_env, generated):
     """``source.commoncrawl`` of every annotated document is where the index located its record: cc_fetch keeps each
-    record's place in its shard beside the shard, and extract's offsets are those places."""
+    record's place in its shard beside the shard, and extract's offsets are those places. No gate, alignment or encoder:
+    the documents are deduplicated and annotated with no sentence pair classified."""
     ctx = index_run(generated, "cc-documents")
-    run_pipeline(ctx, until="gate")
+    partitions = run_pipeline(ctx, until="gate_documents")["partition"]
+    REGISTRY.run(ctx, "deduplicate", partitions)
+    run_stage(ctx, Monolingual, Monolingual(ctx).plan([]))
     where = {row.capture.url: row for row in generated.selected()}
     annotated = [key for key in ctx.store.list_keys(ctx.key("monolingual", "")) if key.endswith(".documents.parquet")]
     lines = [json.loads(document) for key in annotated for document in read_table(ctx.store, key)["document"]]
