@@ -920,6 +920,12 @@ class MonolingualConfig(_Section):
         0.5, ge=0, le=1, description="Lowest share of the document's text in its language (the identifier's language set)."
     )
     min_relevance: float = Field(0.0, ge=0, description="Lowest domain relevance released (extraction's ILSP-FC score).")
+    classifier_sentences: int = Field(
+        8, ge=0, description="With `domain.classifier`: a document no classified sentence pair came from (a page "
+        "without a translation, or whose pairs were all filtered) gets the mean distribution of at most this many of "
+        "its sentences, spread evenly over the page (each one classifier pass, e.g. an embedding for a probe); 0: its "
+        "`domain.classifier` stays null.",
+    )  # fmt: skip
     min_words: int = Field(20, ge=0, description="Fewer words in the document's main content: not released.")
     duplicates: Literal["drop", "keep"] = Field(
         "drop", description="Documents the run set aside as copies of another (same URL, text or near-duplicate): "

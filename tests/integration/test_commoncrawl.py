@@ -11,12 +11,19 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from bitextflow.classify.baseline import SvmClassifier
+from bitextflow.classify.data import LabelledSentence
+from bitextflow.classify.inference import as_json
+from bitextflow.classify.model import load_model, save_model
 from bitextflow.config import load_pair_config
+from bitextflow.release.documents import mean_distribution
 from bitextflow.stages.cc_fetch import CcFetch
+from bitextflow.stages.document_sides import document_sentences
 from bitextflow.stages.monolingual import Monolingual
 from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline, run_stage
 from bitextflow.storage import ObjectStore, StorageSettings
@@ -28,6 +35,20 @@ from tests.support import BUCKET as RUN_BUCKET
 from tests.support import ROOT, wait_for
 
 CRAWLS = ("CC-MAIN-2099-02", "CC-MAIN-2099-01")  # the first listed wins a URL captured in both
+SVM_SENTENCES = {
+    "computing": [
+        "Install the package and edit its configuration file.",
+        "The kernel loads the driver module at boot.",
+        "Run the command in a terminal as root.",
+        "The server stores its data on the disk.",
+    ],
+    "Other": [
+        "We walked along the river before dinner.",
+        "The garden is full of roses in June.",
+        "She cooked soup for the whole family.",
+        "The children played football in the park.",
+    ],
+}
 
 
 @pytest.fixture(scope="module")
@@ -88,22 +109,57 @@ def test_selection_picks_exactly_the_bilingual_sites_and_fetches_their_pages_onc
         assert {site_partition(url, 4) for url in members} == {partition_of_name(key)}
 
 
-def test_each_document_of_an_index_run_names_its_record_in_common_crawl(s3_env, generated):
-    """``source.commoncrawl`` of every annotated document is where the index located its record: cc_fetch keeps each
-    record's place in its shard beside the shard, and extract's offsets are those places. No gate, alignment or encoder:
-    the documents are deduplicated and annotated with no sentence pair classified."""
-    ctx = index_run(generated, "cc-documents")
-    partitions = run_pipeline(ctx, until="gate_documents")["partition"]
-    REGISTRY.run(ctx, "deduplicate", partitions)
-    run_stage(ctx, Monolingual, Monolingual(ctx).plan([]))
-    where = {row.capture.url: row for row in generated.selected()}
+@pytest.fixture(scope="module")
+def annotated(s3_server, generated, tmp_path_factory):
+    """An index run's annotated documents (run context and lines). No gate, alignment or encoder: the documents are
+    deduplicated and annotated with no sentence pair classified, the domain classifier a small SVM (a real one, trained
+    here in milliseconds on the handful of sentences below)."""
+    folder = tmp_path_factory.mktemp("svm")
+    sentences = [
+        LabelledSentence(text, label, f"site-{i}", "en") for label, texts in SVM_SENTENCES.items() for i, text in enumerate(texts)
+    ]
+    save_model(SvmClassifier.train(sentences, list(SVM_SENTENCES), min_count=1), folder, {"pair": "en-es"})
+    with pytest.MonkeyPatch.context() as env:  # the module's tests share the run: s3_env is a test's own
+        for name, value in s3_server.env().items():
+            env.setenv(name, value)
+        ctx = index_run(generated, "cc-documents", **{"domain.classifier": str(folder), "mono.classifier_sentences": 3})
+        partitions = run_pipeline(ctx, until="gate_documents")["partition"]
+        REGISTRY.run(ctx, "deduplicate", partitions)
+        run_stage(ctx, Monolingual, Monolingual(ctx).plan([]))
     annotated = [key for key in ctx.store.list_keys(ctx.key("monolingual", "")) if key.endswith(".documents.parquet")]
-    lines = [json.loads(document) for key in annotated for document in read_table(ctx.store, key)["document"]]
+    tables = [read_table(ctx.store, key, columns=["partition", "document"]) for key in annotated]
+    lines = [(int(partition), json.loads(document)) for table in tables for partition, document in table.itertuples(index=False)]
     assert lines, "the generated sites' pages make documents"
-    for line in lines:
+    return ctx, lines
+
+
+def test_each_document_of_an_index_run_names_its_record_in_common_crawl(annotated, generated):
+    """``source.commoncrawl`` of every annotated document is where the index located its record: cc_fetch keeps each
+    record's place in its shard beside the shard, and extract's offsets are those places."""
+    where = {row.capture.url: row for row in generated.selected()}
+    for _, line in annotated[1]:
         row = where[line["url"]]
         assert line["source"]["kind"] == "commoncrawl"
         assert line["source"]["commoncrawl"] == {"warc_filename": row.warc_filename, "offset": row.offset, "length": row.length}
+
+
+def test_a_document_no_sentence_pair_came_from_gets_the_mean_distribution_of_its_own_sentences(annotated):
+    """None of the run's documents is aligned, yet each gets the classifier's distribution: the mean over at most
+    ``mono.classifier_sentences`` (here 3) of its distinct sentences, its first, its last and one between."""
+    ctx, lines = annotated
+    classifier = load_model(Path(ctx.config.domain.classifier), "en-es")[0]
+    for partition, line in lines:
+        stored = document_sentences(ctx, partition, {line["id"]}).get(line["id"], [])
+        distinct = list(dict.fromkeys(text.strip() for _, text, _, _ in stored))
+        domain = line["domain"]
+        if not distinct:
+            assert domain["classifier"] is None and domain["classifier_from"] is None, line["url"]
+            continue
+        sample = distinct if len(distinct) <= 3 else [distinct[0], distinct[round((len(distinct) - 1) / 2)], distinct[-1]]
+        expected = mean_distribution(as_json(classifier.predict_proba(sample), classifier.labels))
+        assert domain["classifier"] == pytest.approx(expected, abs=1e-4), line["url"]
+        assert domain["classifier_from"] == "text" and domain["classifier_sentences"] == len(sample), line["url"]
+    assert sum(line["domain"]["classifier"] is not None for _, line in lines) > len(lines) / 2
 
 
 def test_dag_of_an_index_pair_starts_with_the_index_stages():

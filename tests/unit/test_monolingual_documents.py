@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from jsonschema import Draft202012Validator
 
+from bitextflow.classify.inference import spread
 from bitextflow.config import MonolingualConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
@@ -76,7 +77,10 @@ def test_a_line_holds_the_text_its_structure_and_every_annotation_valid_against_
     assert line["paragraphs"][3]["boilerplate"] is True
     assert line["quality"]["label"] in ("PT", "RTE"), line["quality"]
     assert line["language_score"] == 0.97 and line["source"]["offset"] == 1234
-    assert line["domain"] == {"relevance": 0.42, "terms": ["install", "package"], "classifier": {"computing": 0.8, "legal": 0.2}}
+    assert line["domain"] == {
+        "relevance": 0.42, "terms": ["install", "package"], "classifier": {"computing": 0.8, "legal": 0.2},
+        "classifier_from": "sentence_pairs", "classifier_sentences": 2,
+    }  # fmt: skip
     assert line["duplicates"] == {"cluster_size": 3, "duplicate_of": None}
     assert line["document_pairs"] == [["d1", "d2"]] and line["words"] == 35
 
@@ -117,6 +121,25 @@ def test_a_common_crawl_document_names_its_record_there() -> None:
 
 def test_mean_distribution_is_none_without_a_classified_sentence() -> None:
     assert mean_distribution([]) is None and mean_distribution(["", ""]) is None
+
+
+@pytest.mark.parametrize(
+    ("count", "limit", "expected"),
+    [(5, 16, [0, 1, 2, 3, 4]), (10, 4, [0, 3, 6, 9]), (17, 16, [*range(8), *range(9, 17)]), (100, 1, [0]), (3, 0, [])],
+)
+def test_a_documents_sentences_are_sampled_evenly_from_its_first_to_its_last(count: int, limit: int, expected: list) -> None:
+    assert spread(list(range(count)), limit) == expected
+
+
+def test_a_distribution_says_what_it_is_the_mean_of_and_none_says_nothing() -> None:
+    validator = Draft202012Validator(document_schema())
+    sampled = line_of(document(), DocumentContext(domain_distributions=['{"computing": 1.0}'], classifier_from="text"))
+    unclassified = line_of(document(), DocumentContext(classifier_from="text"))
+    assert sampled["domain"]["classifier_from"] == "text" and sampled["domain"]["classifier_sentences"] == 1
+    assert unclassified["domain"] | {"terms": []} == {
+        "relevance": 0.42, "terms": [], "classifier": None, "classifier_from": None, "classifier_sentences": 0,
+    }  # fmt: skip
+    assert not list(validator.iter_errors(sampled)) and not list(validator.iter_errors(unclassified))
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from bitextflow.errors import StageError
 #: Probabilities are stored rounded: four decimals are plenty for thresholds and keep the column small.
 DECIMALS = 4
 _LOADED: dict[Path, DomainClassifier] = {}
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,27 @@ def as_json(probabilities: np.ndarray, labels: Sequence[str]) -> list[str]:
     return [json.dumps({label: round(float(p), DECIMALS) for label, p in zip(labels, row, strict=True)}) for row in probabilities]
 
 
+def sentence_distributions(classifier: DomainClassifier, texts: Sequence[str], vectors: np.ndarray | None = None) -> np.ndarray:
+    """Each text's distribution over ``classifier.labels``, a row per text; a probe classifies the texts' ``vectors``
+    where the run made them (its one embedding of each sentence) instead of embedding the texts again."""
+    from bitextflow.classify.probe import ProbeClassifier  # the probe's module imports torch
+
+    if vectors is not None and isinstance(classifier, ProbeClassifier):
+        return classifier.predict_proba_vectors(vectors)
+    return classifier.predict_proba(list(texts))
+
+
+def spread(items: Sequence[T], limit: int) -> list[T]:
+    """At most ``limit`` of ``items``, evenly spaced from the first to the last, in order: a sample of a document's
+    sentences that sees its end as well as its start."""
+    if len(items) <= limit:
+        return list(items)
+    if limit <= 1:
+        return list(items[:limit])
+    # more items than places: the spaced positions are over one apart, so no two round to the same item
+    return [items[int(position)] for position in np.linspace(0, len(items) - 1, limit).round()]
+
+
 def classify_pairs(
     classifier: DomainClassifier,
     label: str,
@@ -56,14 +79,12 @@ def classify_pairs(
     texts_b: Sequence[str],
     vectors: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> PairDistributions:
-    """Both sides' distributions; a probe classifies the sides' ``vectors`` where the pairs carry them (the run's one
-    embedding of each sentence) instead of embedding the texts again."""
-    from bitextflow.classify.probe import ProbeClassifier  # the probe's module imports torch
-
+    """Both sides' distributions (:func:`sentence_distributions`, on the sides' ``vectors`` where the pairs carry them)."""
     column = classifier.labels.index(label)
-    if vectors is not None and isinstance(classifier, ProbeClassifier):
-        side_a, side_b = classifier.predict_proba_vectors(vectors[0]), classifier.predict_proba_vectors(vectors[1])
-    else:
-        side_a, side_b = classifier.predict_proba(list(texts_a)), classifier.predict_proba(list(texts_b))
+    vectors_a, vectors_b = vectors if vectors is not None else (None, None)
+    side_a, side_b = (
+        sentence_distributions(classifier, texts_a, vectors_a),
+        sentence_distributions(classifier, texts_b, vectors_b),
+    )
     best = np.maximum(side_a[:, column], side_b[:, column]) if len(texts_a) else np.zeros(0, dtype=np.float32)
     return PairDistributions(as_json(side_a, classifier.labels), as_json(side_b, classifier.labels), best)

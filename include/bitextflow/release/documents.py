@@ -70,12 +70,14 @@ def optout_verdicts(config: PairConfig) -> dict[str, Any]:
 @dataclass(frozen=True)
 class DocumentContext:
     """What the run knows about a document beyond its row: the copies of it set aside, the document pairs it is in,
-    its sentences' domain distributions in classified pairs (JSON objects), the document kept instead of it, and its
-    record in Common Crawl (:func:`bitextflow.catalog.cc_locations.index_records`)."""
+    its sentences' domain distributions (JSON objects) and where they come from (``classifier_from``: its sentences
+    in classified sentence pairs, or a sample of its own text's), the document kept instead of it, and its record in
+    Common Crawl (:func:`bitextflow.catalog.cc_locations.index_records`)."""
 
     copies: int = 0
     document_pairs: Sequence[tuple[str, str]] = ()
     domain_distributions: Sequence[str] = ()
+    classifier_from: Literal["sentence_pairs", "text"] = "sentence_pairs"
     duplicate_of: str = ""
     index_record: Mapping[str, Any] | None = None
 
@@ -89,6 +91,17 @@ def mean_distribution(distributions: Sequence[str]) -> dict[str, float] | None:
     for distribution in parsed:
         total.update(distribution)
     return {label: round(total[label] / len(parsed), 4) for label in sorted(total)}
+
+
+def classifier_fields(context: DocumentContext) -> dict[str, Any]:
+    """A line's ``domain.classifier`` (the mean distribution, or None), what it is the mean of
+    (``classifier_sentences``) and where those sentences come from (``classifier_from``, None with no distribution)."""
+    distribution = mean_distribution(context.domain_distributions)
+    return {
+        "classifier": distribution,
+        "classifier_from": context.classifier_from if distribution else None,
+        "classifier_sentences": sum(1 for value in context.domain_distributions if value),
+    }
 
 
 def annotate(
@@ -150,7 +163,7 @@ def annotate(
         "domain": {
             "relevance": round(float(document.relevance), 4),
             "terms": sorted({term for i in main for term in paragraphs[i].terms}),
-            "classifier": mean_distribution(context.domain_distributions),
+            **classifier_fields(context),
         },
         "duplicates": {"cluster_size": 1 + context.copies, "duplicate_of": context.duplicate_of or None},
         "personal_data": dict(sorted(found.items())),

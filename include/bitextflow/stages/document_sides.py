@@ -73,7 +73,7 @@ def pair_sentences(ctx: RunContext, doc_pairs: pd.DataFrame, partition: int) -> 
     """The sentences each document pair of ``doc_pairs`` (one shard of site partition ``partition``) gives the aligner."""
     source, target = ctx.config.source, ctx.config.target
     doc_ids = set(doc_pairs["doc_id_a"]) | set(doc_pairs["doc_id_b"])
-    stored = _document_sentences(ctx, partition, doc_ids)
+    stored = document_sentences(ctx, partition, doc_ids)
     # every page: the paragraphs it leaves in the other side's language (commands, code, names) are copies, not text
     documents = _documents(ctx, partition, doc_ids)
     result = []
@@ -134,7 +134,7 @@ def source_blocks(document: records.Document) -> tuple[BlockWithoutSentences, ..
     )
 
 
-def _document_sentences(ctx: RunContext, partition: int, doc_ids: set[str]) -> dict[str, list[tuple[str, str, int, str]]]:
+def document_sentences(ctx: RunContext, partition: int, doc_ids: set[str]) -> dict[str, list[tuple[str, str, int, str]]]:
     """The ``(language, text, paragraph_index, paragraph_type)`` of the sentences of ``doc_ids`` in order, read from
     their site partition's sentences (those rows and columns only, a row group at a time)."""
     columns = ["doc_id", "language", "paragraph_index", "paragraph_type", "sentence_index", "text"]

@@ -50,6 +50,13 @@ def configured_encoder(config: PairConfig):
     return shared_encoder(Path(config.align.encoder_model) if config.align.encoder_model else None, None, config.embed.runtime)
 
 
+def embedding_cache(config: PairConfig, encoder) -> EmbeddingCache | None:
+    """This machine's embedding cache of ``encoder``'s vectors, where the pair's ``embed.cache`` uses one."""
+    if not config.embed.cache:
+        return None
+    return EmbeddingCache(embedding_cache_dir(), encoder.identity(), int(config.embed.cache_max_gb * 1e9))
+
+
 def uses_vectors(config: PairConfig) -> bool:
     """Whether some stage of the pair's runs uses sentence vectors: an encoder aligner, the margin scorer, a domain
     classifier (a probe reads them; other kinds ignore them)."""
@@ -85,10 +92,7 @@ class Embed(Stage):
         log.info(
             "%s: encoder %s on %s, runtime %s", self.ctx.config.pair, self.encoder.path, self.encoder.device, self.encoder.runtime
         )
-        settings = self.ctx.config.embed
-        self.cache: EmbeddingCache | None = None
-        if settings.cache:
-            self.cache = EmbeddingCache(embedding_cache_dir(), self.encoder.identity(), int(settings.cache_max_gb * 1e9))
+        self.cache = embedding_cache(self.ctx.config, self.encoder)
 
     def run(self, document_pairs_key: str) -> str:
         """Embeds the shard's distinct sentences (counted: every sentence seen, each distinct text kept once, the rest

@@ -6,7 +6,10 @@ every document extraction kept in one of the pair's languages, aligned or not, a
 (each naming the document kept instead): text quality per paragraph and per document, the language's score, domain
 relevance, terms and the classifier's mean distribution, the near-duplicate cluster's size, personal data replaced,
 the opt-outs it passed, its document pairs and, for a Common Crawl run, its record there
-(:func:`bitextflow.release.documents.annotate`). It writes
+(:func:`bitextflow.release.documents.annotate`). The distribution is over the document's sentences in classified
+pairs; a page no classified pair came from (most of a crawl: pages without a translation) is classified here, on at
+most ``mono.classifier_sentences`` of its sentences spread over the page, in the worker (a probe's vectors go through
+the machine's embedding cache, so a sentence the embed stage saw is not embedded twice). It writes
 ``monolingual/part-NNNNN.documents.parquet`` (``records.ANNOTATED_DOCUMENTS``); the release filters them by the
 pair's ``mono.*`` thresholds into ``documents.<lang>.jsonl.gz``, annotations kept, so users can filter again.
 
@@ -17,6 +20,7 @@ gate and release wait for it; with ``mono.enabled: false`` the gate reads classi
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -25,13 +29,18 @@ import pandas as pd
 
 from bitextflow import records
 from bitextflow.catalog.cc_locations import index_records
+from bitextflow.catalog.models import resolve_classifier
 from bitextflow.catalog.run_outputs import RunOutputs
+from bitextflow.classify.inference import as_json, configured_classifier, sentence_distributions, spread
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
+from bitextflow.models.embedding_cache import encode_through_cache
 from bitextflow.redaction import TakedownList, screen_for
 from bitextflow.release.documents import DocumentContext, annotate, annotated_row, optout_verdicts, source_kind
 from bitextflow.stages.base import Stage
 from bitextflow.stages.deduplicate import run_duplicates_set_aside
+from bitextflow.stages.document_sides import document_sentences
+from bitextflow.stages.embed import embedding_cache
 from bitextflow.storage.layout import (
     COPIES_NAME,
     PARTITION_DOCUMENTS,
@@ -96,6 +105,10 @@ class Monolingual(Stage):
         # the release applies the takedown list of its day; personal data is found (and replaced) here
         self.screen = screen_for(ctx.config, TakedownList())
         self.source, self.optouts = source_kind(ctx.config), optout_verdicts(ctx.config)
+        self.classifier = None
+        if ctx.config.domain.classifier and ctx.config.mono.classifier_sentences:
+            folder = resolve_classifier(ctx.config.domain.classifier, ctx.config.pair, ctx.store, ctx.config.embed.runtime)
+            self.classifier = configured_classifier(ctx.config, folder)[0]
 
     def run(self, inputs_key: str) -> list[str]:
         """Annotates the partition's documents; returns its classified shards (the gate's inputs)."""
@@ -119,15 +132,21 @@ class Monolingual(Stage):
                 ", ".join(bcp47(code) for code in sorted(set(other_languages["other_script"]))),
             )  # fmt: skip
         pairs_of, distributions_of = self._pairs(partition, plan["classified"])
+        unpaired = {
+            doc_id for doc_id, url in zip(in_pair["doc_id"], in_pair["url"], strict=True) if not distributions_of.get(url)
+        }
+        from_text = self._text_distributions(partition, unpaired)
         located: dict[str, dict[int, dict[str, Any]]] = {}  # a fetched shard's Common Crawl records, by offset
         rows = []
         for row in in_pair.itertuples():
             document = records.Document.from_row(row)
             duplicate_of = document.duplicate_of if document.drop_reason else ""
+            from_pairs = distributions_of.get(document.url, ())
             context = DocumentContext(
                 copies=0 if duplicate_of else int(self.copies.get(document.doc_id, 0)),
                 document_pairs=pairs_of.get(document.doc_id, ()),
-                domain_distributions=() if duplicate_of else distributions_of.get(document.url, ()),
+                domain_distributions=from_pairs or from_text.get(document.doc_id, ()),
+                classifier_from="sentence_pairs" if from_pairs else "text",
                 duplicate_of=duplicate_of,
                 index_record=self._index_record(document, located) if self.source == "commoncrawl" else None,
             )
@@ -144,6 +163,36 @@ class Monolingual(Stage):
         write_table(ctx.store, ctx.key("monolingual", f"{name}.documents.parquet"), frame, records.ANNOTATED_DOCUMENTS)
         ctx.write_counts(self.name, name, counts)
         return list(plan["classified"])
+
+    def _text_distributions(self, partition: int, doc_ids: set[str]) -> dict[str, list[str]]:
+        """With a domain classifier: the distributions (JSON objects) of at most ``mono.classifier_sentences`` of each
+        document's distinct sentences, spread over the page, by document id (a copy of the same URL is the same
+        document); a probe's vectors come through the machine's embedding cache, as the embed stage's do."""
+        limit = self.ctx.config.mono.classifier_sentences
+        if self.classifier is None or not limit or not doc_ids:
+            return {}
+        stored = document_sentences(self.ctx, partition, doc_ids)
+        chosen = {doc_id: spread(list(dict.fromkeys(row[1].strip() for row in rows)), limit) for doc_id, rows in stored.items()}
+        texts = list(dict.fromkeys(text for sample in chosen.values() for text in sample))
+        if not texts:
+            return {}
+        encoder = self._probe_encoder()  # loaded before the clock starts: the log gives the rate of classifying
+        started = time.perf_counter()
+        vectors = encode_through_cache(encoder, texts, embedding_cache(self.ctx.config, encoder))[0] if encoder else None
+        distributions = as_json(sentence_distributions(self.classifier, texts, vectors), self.classifier.labels)
+        elapsed = time.perf_counter() - started
+        log.info(
+            "partition %s: %d documents no classified sentence pair came from, classified on %d of their sentences in "
+            "%.1f s (%.0f a second)", partition, len(chosen), len(texts), elapsed, len(texts) / max(elapsed, 1e-9),
+        )  # fmt: skip
+        of_text = dict(zip(texts, distributions, strict=True))
+        return {doc_id: [of_text[text] for text in sample] for doc_id, sample in chosen.items()}
+
+    def _probe_encoder(self):
+        """A probe's encoder, which embeds the sentences it classifies; None for another kind of classifier."""
+        from bitextflow.classify.probe import ProbeClassifier  # the probe's module imports torch
+
+        return self.classifier.encoder if isinstance(self.classifier, ProbeClassifier) else None
 
     def _index_record(self, document: records.Document, located: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any] | None:
         if document.warc_key not in located:
