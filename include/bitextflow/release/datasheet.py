@@ -166,9 +166,11 @@ def render_datasheet(
             [
                 "The monolingual documents are every page extraction kept in one of the pair's languages, aligned or "
                 "not, annotated (language and its score, text quality per paragraph and per document in the MaCoCu "
-                "scheme, domain relevance and classifier distribution, near-duplicate cluster size, personal data "
-                "replaced, the opt-outs passed, document pairs), then filtered by the `mono` thresholds below; each "
-                "line keeps its annotations, so the corpus can be filtered again (docs/release.md).",
+                "scheme, domain relevance and the classifier's distribution, near-duplicate cluster size, personal "
+                "data replaced, the opt-outs passed, document pairs), then filtered by the `mono` thresholds below; "
+                "each line keeps its annotations, so the corpus can be filtered again (docs/release.md). The "
+                "distribution is the mean over a document's sentences in classified sentence pairs or, for a page "
+                "without one, over at most `mono.classifier_sentences` of its own (`domain.classifier_from`).",
                 "",
             ]
         )
