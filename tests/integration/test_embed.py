@@ -48,7 +48,7 @@ def document_pairs_key(store) -> str:
 
 
 def test_each_sentence_is_embedded_once_and_every_stage_after_reads_the_vectors(store, document_pairs_key, monkeypatch):
-    from bitextflow.classify import probe
+    from bitextflow.classify import inference, probe
     from bitextflow.stages import align_sentences, classify, embed, score
 
     config = load_pair_config(ROOT / "include" / "pairs" / "en-es.yaml").with_overrides({"align.sentence_aligner": "hybrid-e5"})
@@ -73,6 +73,9 @@ def test_each_sentence_is_embedded_once_and_every_stage_after_reads_the_vectors(
     for module in (align_sentences, score, embed):
         monkeypatch.setattr(module, "configured_encoder", no_encoder)
     monkeypatch.setattr(probe, "encoder_for", no_encoder)
+    # the classifier this test loads binds no_encoder as its encoder loader: it must not stay in the process's cache
+    # for the next test's monolingual stage, which embeds pages no sentence pair came from
+    monkeypatch.setattr(inference, "_LOADED", {})
 
     (pairs_key,) = run_stage(ctx, REGISTRY.get("align_sentences"), [document_pairs_key])
     aligned = read_table(store, pairs_key)
