@@ -178,12 +178,15 @@ class Monolingual(Stage):
             return {}
         encoder = self._probe_encoder()  # loaded before the clock starts: the log gives the rate of classifying
         started = time.perf_counter()
-        vectors = encode_through_cache(encoder, texts, embedding_cache(self.ctx.config, encoder))[0] if encoder else None
+        vectors, cached = (
+            encode_through_cache(encoder, texts, embedding_cache(self.ctx.config, encoder)) if encoder else (None, 0)
+        )
         distributions = as_json(sentence_distributions(self.classifier, texts, vectors), self.classifier.labels)
         elapsed = time.perf_counter() - started
         log.info(
-            "partition %s: %d documents no classified sentence pair came from, classified on %d of their sentences in "
-            "%.1f s (%.0f a second)", partition, len(chosen), len(texts), elapsed, len(texts) / max(elapsed, 1e-9),
+            "partition %s: %d documents no classified sentence pair came from, classified on %d of their sentences "
+            "(%d vectors from the embedding cache) in %.1f s (%.0f a second)",
+            partition, len(chosen), len(texts), cached, elapsed, len(texts) / max(elapsed, 1e-9),
         )  # fmt: skip
         of_text = dict(zip(texts, distributions, strict=True))
         return {doc_id: [of_text[text] for text in sample] for doc_id, sample in chosen.items()}
