@@ -13,14 +13,24 @@ from __future__ import annotations
 from bitextflow import records
 from bitextflow.catalog.models import resolve_classifier
 from bitextflow.classify.inference import classify_pairs, configured_classifier
+from bitextflow.classify.model import DomainClassifier
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.errors import StageError
 from bitextflow.extract.relevance import TermMatcher
 from bitextflow.models.vectors import pair_vectors
-from bitextflow.stages.base import Resources, Stage, shard_name
+from bitextflow.stages.base import Resources, RunContext, Stage, shard_name
 from bitextflow.storage.layout import SENTENCE_PAIR_SHARDS
 from bitextflow.storage.tables import read_table, write_table
+
+
+def pair_classifier(ctx: RunContext) -> tuple[DomainClassifier, str]:
+    """The pair's ``domain.classifier`` (a folder, fetched from the store or trained offline where it names one),
+    loaded once per process, and the label it thresholds."""
+    config = ctx.config
+    return configured_classifier(
+        config, resolve_classifier(config.domain.classifier, config.pair, ctx.store, config.embed.runtime)
+    )
 
 
 class Classify(Stage):
@@ -36,11 +46,9 @@ class Classify(Stage):
         return bool(config.domain.classifier)
 
     def setup(self) -> None:
-        config = self.ctx.config
         self.classifier = None
-        if config.domain.classifier:
-            folder = resolve_classifier(config.domain.classifier, config.pair, self.ctx.store, config.embed.runtime)
-            self.classifier, self.label = configured_classifier(config, folder)
+        if self.ctx.config.domain.classifier:
+            self.classifier, self.label = pair_classifier(self.ctx)
 
     def run(self, scored_key: str) -> str:
         ctx = self.ctx

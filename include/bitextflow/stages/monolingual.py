@@ -29,15 +29,15 @@ import pandas as pd
 
 from bitextflow import records
 from bitextflow.catalog.cc_locations import index_records
-from bitextflow.catalog.models import resolve_classifier
 from bitextflow.catalog.run_outputs import RunOutputs
-from bitextflow.classify.inference import as_json, configured_classifier, sentence_distributions, spread
+from bitextflow.classify.inference import as_json, sentence_distributions, spread
 from bitextflow.config import PairConfig
 from bitextflow.counts import StageCounts
 from bitextflow.models.embedding_cache import encode_through_cache
 from bitextflow.redaction import TakedownList, screen_for
 from bitextflow.release.documents import DocumentContext, annotate, annotated_row, optout_verdicts, source_kind
 from bitextflow.stages.base import Stage
+from bitextflow.stages.classify import pair_classifier
 from bitextflow.stages.deduplicate import run_duplicates_set_aside
 from bitextflow.stages.document_sides import document_sentences
 from bitextflow.stages.embed import embedding_cache
@@ -107,8 +107,7 @@ class Monolingual(Stage):
         self.source, self.optouts = source_kind(ctx.config), optout_verdicts(ctx.config)
         self.classifier = None
         if ctx.config.domain.classifier and ctx.config.mono.classifier_sentences:
-            folder = resolve_classifier(ctx.config.domain.classifier, ctx.config.pair, ctx.store, ctx.config.embed.runtime)
-            self.classifier = configured_classifier(ctx.config, folder)[0]
+            self.classifier = pair_classifier(ctx)[0]
 
     def run(self, inputs_key: str) -> list[str]:
         """Annotates the partition's documents; returns its classified shards (the gate's inputs)."""
