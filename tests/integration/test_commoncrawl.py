@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -89,10 +90,27 @@ def assert_fetched_as_stored(ctx, generated, shards: list[str]) -> dict[str, lis
     return urls
 
 
-def test_selection_picks_exactly_the_bilingual_sites_and_fetches_their_pages_once(s3_env, generated):
-    ctx = index_run(generated, "cc-select")
-    outputs = run_pipeline(ctx, until="extract")
-    assert list(outputs) == ["cc_sites", "cc_select", "cc_records", "cc_fetch"], "the index stages replace the crawl"
+@pytest.fixture(scope="module")
+def indexed(s3_server, generated, tmp_path_factory):
+    """One index run of the generated Common Crawl, shared by the module's tests, up to the documents gate: the index
+    stages, extraction and the site partitions (context and each stage's outputs). No gate, alignment or encoder; its
+    domain classifier is a small SVM (a real one, trained here in milliseconds on the handful of sentences above)."""
+    folder = tmp_path_factory.mktemp("svm")
+    sentences = [
+        LabelledSentence(text, label, f"site-{i}", "en") for label, texts in SVM_SENTENCES.items() for i, text in enumerate(texts)
+    ]
+    save_model(SvmClassifier.train(sentences, list(SVM_SENTENCES), min_count=1), folder, {"pair": "en-es"})
+    with pytest.MonkeyPatch.context() as env:  # the module's tests share the run: s3_env is a test's own
+        for name, value in s3_server.env().items():
+            env.setenv(name, value)
+        ctx = index_run(generated, "cc-documents", **{"domain.classifier": str(folder), "mono.classifier_sentences": 3})
+        yield ctx, run_pipeline(ctx, until="gate_documents")
+
+
+def test_selection_picks_exactly_the_bilingual_sites_and_fetches_their_pages_once(indexed, generated):
+    ctx, outputs = indexed
+    index_stages = ["cc_sites", "cc_select", "cc_records", "cc_fetch"]
+    assert list(outputs)[:5] == [*index_stages, "extract"] and "crawl" not in outputs, "the index stages replace the crawl"
     sites = read_table(ctx.store, outputs["cc_select"])
     assert set(sites["domain"]) == generated.bilingual_sites
     assert len(generated.bilingual_sites) == 8 and generated.sites == 40
@@ -110,22 +128,12 @@ def test_selection_picks_exactly_the_bilingual_sites_and_fetches_their_pages_onc
 
 
 @pytest.fixture(scope="module")
-def annotated(s3_server, generated, tmp_path_factory):
-    """An index run's annotated documents (run context and lines). No gate, alignment or encoder: the documents are
-    deduplicated and annotated with no sentence pair classified, the domain classifier a small SVM (a real one, trained
-    here in milliseconds on the handful of sentences below)."""
-    folder = tmp_path_factory.mktemp("svm")
-    sentences = [
-        LabelledSentence(text, label, f"site-{i}", "en") for label, texts in SVM_SENTENCES.items() for i, text in enumerate(texts)
-    ]
-    save_model(SvmClassifier.train(sentences, list(SVM_SENTENCES), min_count=1), folder, {"pair": "en-es"})
-    with pytest.MonkeyPatch.context() as env:  # the module's tests share the run: s3_env is a test's own
-        for name, value in s3_server.env().items():
-            env.setenv(name, value)
-        ctx = index_run(generated, "cc-documents", **{"domain.classifier": str(folder), "mono.classifier_sentences": 3})
-        partitions = run_pipeline(ctx, until="gate_documents")["partition"]
-        REGISTRY.run(ctx, "deduplicate", partitions)
-        run_stage(ctx, Monolingual, Monolingual(ctx).plan([]))
+def annotated(indexed):
+    """The shared index run's documents, deduplicated and annotated with no sentence pair classified (context and
+    ``(partition, line)`` of each)."""
+    ctx, outputs = indexed
+    REGISTRY.run(ctx, "deduplicate", outputs["partition"])
+    run_stage(ctx, Monolingual, Monolingual(ctx).plan([]))
     annotated = [key for key in ctx.store.list_keys(ctx.key("monolingual", "")) if key.endswith(".documents.parquet")]
     tables = [read_table(ctx.store, key, columns=["partition", "document"]) for key in annotated]
     lines = [(int(partition), json.loads(document)) for table in tables for partition, document in table.itertuples(index=False)]
@@ -148,8 +156,12 @@ def test_a_document_no_sentence_pair_came_from_gets_the_mean_distribution_of_its
     ``mono.classifier_sentences`` (here 3) of its distinct sentences, its first, its last and one between."""
     ctx, lines = annotated
     classifier = load_model(Path(ctx.config.domain.classifier), "en-es")[0]
+    ids_by_partition = defaultdict(set)
     for partition, line in lines:
-        stored = document_sentences(ctx, partition, {line["id"]}).get(line["id"], [])
+        ids_by_partition[partition].add(line["id"])
+    sentences = {partition: document_sentences(ctx, partition, ids) for partition, ids in ids_by_partition.items()}
+    for partition, line in lines:
+        stored = sentences[partition].get(line["id"], [])
         distinct = list(dict.fromkeys(text.strip() for _, text, _, _ in stored))
         domain = line["domain"]
         if not distinct:
