@@ -23,8 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +40,7 @@ from bitextflow.stages.registry import REGISTRY, run_context, run_pipeline
 from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.block_truth import Judge, run_sentences
+from machine import cpu_model
 from release_precision import BUCKET, FIRST_OWN_STAGE, OVERRIDES, PAIR_CONFIG, REFERENCE_PAGES, fork, run_from
 
 #: The two paths, as pair-config overrides of the shipped config.
@@ -50,17 +49,6 @@ PATHS = {
     "after": {"embed.shared": True, "embed.runtime": "auto"},
 }
 TIMED = ("embed", "align_sentences", "score", "classify")
-
-
-def cpu_model() -> str:
-    """lscpu's model name and the flags that change the encoder's speed."""
-    described = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = re.search(r"^Model name:\s*(.+)$", described, re.M)
-    flags_line = re.search(r"^Flags:\s*(.+)$", described, re.M)
-    flags = set(flags_line.group(1).split()) if flags_line else set()
-    notable = [flag for flag in ("avx2", "avx512_vnni", "avx512_bf16", "amx_tile", "avx_vnni") if flag in flags]
-    cores = re.search(r"^CPU\(s\):\s*(\d+)$", described, re.M)
-    return f"{model.group(1) if model else 'unknown'}, {cores.group(1) if cores else '?'} CPUs ({', '.join(notable)})"
 
 
 class EncodingClock:

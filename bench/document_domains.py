@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import random
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -44,17 +42,11 @@ from bitextflow.classify.model import load_model
 from bitextflow.classify.offline import offline_set
 from bitextflow.classify.offline_model import offline_classifier
 from bitextflow.errors import BitextflowError
+from machine import cpu_model
 
 PAIR = "en-es"
 LANGUAGES = ("en", "es")
 MIN_SENTENCES = 16
-
-
-def cpu_name() -> str:
-    for line in subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def documents(language: str, count: int) -> list[tuple[str, list[str]]]:
@@ -92,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     columns = {label: i for i, label in enumerate(classifier.labels)}
     whole = [np.mean([probabilities[text] for text in sentences], axis=0) for _, sentences in pages]
     result: dict = {
-        "cpu": cpu_name(),
+        "cpu": cpu_model(),
         "classifier": f"domain.classifier offline ({classifier.kind}, {PAIR})",
         "documents": {language: len(by_language[language]) for language in LANGUAGES},
         "sentences": len(texts),

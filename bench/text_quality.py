@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import platform
 import random
 import sys
 import time
@@ -56,6 +55,7 @@ from bitextflow.extract import language
 from bitextflow.extract import text_quality as tq
 from bitextflow.extract.sentences import ends_with_punctuation
 from bitextflow.text.languages import cld2_top
+from machine import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0)
@@ -170,16 +170,6 @@ def throughput(texts: list[tuple[str, str]], detected: bool) -> float:
             tq.paragraph_quality(text, lang, detected_language=lang if detected else None)
         best = min(best, time.perf_counter() - start)
     return len(texts) / best
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> int:

@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import text_quality as bench  # noqa: E402  (bench/text_quality.py: reading, the metric, the surface search)
 from bitextflow.extract import text_quality as tq  # noqa: E402
 from bitextflow.settings import cache_dir  # noqa: E402
+from machine import cpu_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 C_GRID = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
@@ -321,7 +322,7 @@ def main() -> int:
                     "mixed_lolo": {"f1": mixed, "mixing_weight": alphas},
                     "texts_per_s": {"encode_annotated": round(encode_speed, 1), "encode_training": round(train_speed, 1)},
                     "probe_vectors_per_s": round(probe_speed),
-                    "cpu": bench.cpu_model(),
+                    "cpu": cpu_model(),
                 }
             )
         )
