@@ -41,7 +41,7 @@ from bitextflow.storage import ObjectStore, StorageSettings
 from bitextflow_local.localsite import Truth, build_site, serve
 from bitextflow_local.localsite.block_truth import Judge, run_sentences
 from machine import cpu_model
-from release_precision import BUCKET, DEFAULT_PAIR, FIRST_OWN_STAGE, OVERRIDES, SITES, fork, pair_config_path, run_from
+from release_precision import BUCKET, DEFAULT_PAIR, FIRST_OWN_STAGE, OVERRIDES, fork, pair_config_path, run_from, site_crawl
 
 #: The two paths, as pair-config overrides of the shipped config.
 PATHS = {
@@ -86,11 +86,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         counting = EncodingClock()
         stack.enter_context(mock.patch.object(encoder_module.SentenceEncoder, "encode", counting.encode))
         store = ObjectStore(StorageSettings.from_env(s3.env()), BUCKET)
-        config = load_pair_config(pair_config_path(DEFAULT_PAIR)).with_overrides({**OVERRIDES, "crawl.seeds": [server.base_url]})
+        languages = tuple(DEFAULT_PAIR.split("-"))
+        reference_pages, crawl = site_crawl("reference", server.base_url, languages, languages)
+        config = load_pair_config(pair_config_path(DEFAULT_PAIR)).with_overrides({**OVERRIDES, **crawl})
         shared = run_context(config, store, "shared")
         run_pipeline(shared, until="embed")
         judge = Judge(site.docroot, truth, run_sentences(shared))
-        reference_pages = SITES["reference"][0]((config.source, config.target))
         translated_blocks = judge.translated_blocks(config.source, config.target, reference_pages)
         for name, overrides in PATHS.items():
             encoder_module.shared_encoder.cache_clear()  # each path loads its own runtime, as a fresh worker would

@@ -224,6 +224,15 @@ def run_from(ctx: RunContext, first: str, last: str | None = None) -> dict[str, 
     return outputs
 
 
+def site_crawl(site: str, base_url: str, pair: tuple[str, str], languages: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The measured pages of ``site`` in the ``pair``'s site languages (a path pattern) and the crawl overrides that
+    fetch them from the site served at ``base_url``: its seeds, page budget, and paths of ``languages``."""
+    pages_of, fetched, seeds_of, max_pages = SITES[site]
+    seeds = [base_url.rstrip("/") + seed for seed in seeds_of(pair)]
+    include = [*fetched, pages_of(languages)]
+    return pages_of(pair), {"crawl.max_pages": max_pages, "crawl.include_paths": {"*": include}, "crawl.seeds": seeds}
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from bitextflow_local.services.seaweed import SeaweedServer
 
@@ -246,12 +255,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         server = stack.enter_context(serve(site.docroot, port=0))
         encoder = stack.enter_context(one_encoder())
         store = ObjectStore(StorageSettings.from_env(s3.env()), BUCKET)
-        pages_of, fetched, seeds_of, max_pages = SITES[args.site]
-        pages = pages_of((source, target))
-        include = [*fetched, pages_of(languages)]
-        seed_urls = [server.base_url.rstrip("/") + seed for seed in seeds_of((source, target))]
-        site_overrides = {"crawl.max_pages": max_pages, "crawl.include_paths": {"*": include}, "crawl.seeds": seed_urls}
-        config = load_pair_config(config_path).with_overrides({**OVERRIDES, **site_overrides})
+        pages, crawl = site_crawl(args.site, server.base_url, (source, target), languages)
+        config = load_pair_config(config_path).with_overrides({**OVERRIDES, **crawl})
         default = f"{config.align.sentence_aligner}/{config.score.pair_scorer}"
         if not config.align.sentence_blocks:
             default = f"{config.align.sentence_aligner}-blind/{config.score.pair_scorer}"
@@ -284,7 +289,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     "block_yield"
                 ]
             if args.also:  # the judge pairs blocks by position, so a pair from the other script's page may pass
-                also = re.compile(pages_of(args.also))
+                also = re.compile(SITES[args.site][0](args.also))
                 figures["pairs_from_also"] = int(sum(bool(also.match(urlsplit(url).path)) for url in pairs["url_b"]))
             if dump is not None:
                 for pair in pairs.itertuples():
