@@ -66,9 +66,8 @@ def spread(items: Sequence[T], limit: int) -> list[T]:
     sentences that sees its end as well as its start."""
     if len(items) <= limit:
         return list(items)
-    if limit <= 1:
-        return list(items[:limit])
-    # more items than places: the spaced positions are over one apart, so no two round to the same item
+    # more items than places: the spaced positions are over one apart, so no two round to the same item (one place is
+    # the first item's, none is no item)
     return [items[int(position)] for position in np.linspace(0, len(items) - 1, limit).round()]
 
 
